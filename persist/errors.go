@@ -1,6 +1,9 @@
 package persist
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrNotFound is returned by Blob.Get for a key that does not exist.
 var ErrNotFound = errors.New("not found")
@@ -18,3 +21,50 @@ var ErrTruncateBeyondHead = errors.New("truncate beyond head")
 // IsIndeterminate reports whether err means the operation may have taken
 // effect. Every other error is determinate: it definitely did not.
 func IsIndeterminate(err error) bool { return errors.Is(err, ErrIndeterminate) }
+
+// ErrShardTombstoned is returned for writes to and reads of a dropped shard.
+var ErrShardTombstoned = errors.New("shard is tombstoned")
+
+// ErrReaderExpired is returned when a reader's lease ran out and it was
+// removed from the shard's state; its holds are gone.
+var ErrReaderExpired = errors.New("reader lease expired")
+
+// ErrSinceAdvanced is returned by a read at a time the shard has compacted
+// past: as_of < since. Wrapped with the times in a *SinceError.
+var ErrSinceAdvanced = errors.New("as_of is before the shard's since")
+
+// ErrClosed is returned by operations on a closed Client, Reader or Writer.
+var ErrClosed = errors.New("closed")
+
+// errMergeStale means a compaction's inputs changed before it committed; the
+// output is discarded.
+var errMergeStale = errors.New("merge inputs changed")
+
+// UpperMismatchError is returned by CompareAndAppend when the shard's upper
+// is not the expected one. Current is the shard's upper.
+type UpperMismatchError struct {
+	Expected, Current uint64
+}
+
+func (e *UpperMismatchError) Error() string {
+	return fmt.Sprintf("upper mismatch: expected %d, shard upper is %d", e.Expected, e.Current)
+}
+
+// SinceError is returned by reads at a time before the shard's since.
+type SinceError struct {
+	AsOf, Since uint64
+}
+
+func (e *SinceError) Error() string {
+	return fmt.Sprintf("as_of %d is before since %d", e.AsOf, e.Since)
+}
+
+// Unwrap makes errors.Is(err, ErrSinceAdvanced) hold.
+func (e *SinceError) Unwrap() error { return ErrSinceAdvanced }
+
+// ErrCorruptState means the shard's state in consensus or a rollup does not
+// decode or does not follow from its predecessor.
+var ErrCorruptState = errors.New("corrupt shard state")
+
+// ErrShardNotFound is returned when a shard has no state in consensus.
+var ErrShardNotFound = errors.New("shard not found")

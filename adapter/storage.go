@@ -1,0 +1,226 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// DefaultTick is how often table and source uppers advance without writes.
+const DefaultTick = time.Second
+
+// DefaultRetainMs is a collection's default RETAIN HISTORY window.
+const DefaultRetainMs = 1000
+
+// Storage owns the writable side of collections in role `all`: one writer
+// per table shard (appends are serialized per shard), the tick that
+// advances every owned shard's upper so that subscribers see progress, and
+// the retention policy (a critical reader per shard whose since trails the
+// upper by the collection's RETAIN HISTORY window).
+type Storage struct {
+	persist *persist.Client
+	oracle  *Oracle
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	shards map[string]*ownedShard // mu
+}
+
+// ownedShard is a shard this process writes.
+type ownedShard struct {
+	mu       sync.Mutex // serializes appends
+	w        *persist.Writer
+	policy   *persist.Reader
+	retainMs int64
+	// ticks reports whether the tick advances this shard; materialized
+	// views advance with their input instead.
+	ticks bool
+}
+
+// NewStorage returns a Storage over p issuing timestamps from o.
+func NewStorage(p *persist.Client, o *Oracle) *Storage {
+	return &Storage{persist: p, oracle: o, log: slog.Default(), shards: map[string]*ownedShard{}}
+}
+
+// Own starts writing shard: it opens its writer and its retention policy
+// reader. ticks says whether the tick advances it.
+func (s *Storage) Own(ctx context.Context, shard string, retainMs int64, ticks bool) error {
+	s.mu.Lock()
+	if _, ok := s.shards[shard]; ok {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	w, err := s.persist.OpenWriter(ctx, shard)
+	if err != nil {
+		return err
+	}
+	policy, err := s.persist.OpenReader(ctx, shard, persist.ReaderOptions{Critical: true, Purpose: "retention policy"})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.shards[shard]; ok {
+		policy.Close()
+		return nil
+	}
+	s.shards[shard] = &ownedShard{w: w, policy: policy, retainMs: retainMs, ticks: ticks}
+	return nil
+}
+
+// Release stops writing shard and drops its policy hold.
+func (s *Storage) Release(shard string) {
+	s.mu.Lock()
+	o := s.shards[shard]
+	delete(s.shards, shard)
+	s.mu.Unlock()
+	if o != nil {
+		o.policy.Close()
+	}
+}
+
+// SetRetain changes a shard's RETAIN HISTORY window.
+func (s *Storage) SetRetain(shard string, retainMs int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.shards[shard]; o != nil {
+		o.mu.Lock()
+		o.retainMs = retainMs
+		o.mu.Unlock()
+	}
+}
+
+func (s *Storage) owned(shard string) (*ownedShard, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.shards[shard]
+	if o == nil {
+		return nil, fmt.Errorf("shard %s is not writable here", shard)
+	}
+	return o, nil
+}
+
+// Append writes updates (their T is ignored) to shard at a fresh timestamp
+// and returns it. When Append returns, a read at the timestamp sees the
+// updates (the shard's upper is above it).
+func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update) (uint64, error) {
+	o, err := s.owned(shard)
+	if err != nil {
+		return 0, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		upper := o.w.Upper()
+		ts, err := s.oracle.WriteTS(ctx, upper)
+		if err != nil {
+			return 0, err
+		}
+		for i := range updates {
+			updates[i].T = ts
+		}
+		err = o.w.CompareAndAppend(ctx, updates, upper, ts+1)
+		var mm *persist.UpperMismatchError
+		if errors.As(err, &mm) {
+			continue // another process advanced it; retry above its upper
+		}
+		if err != nil {
+			return 0, err
+		}
+		return ts, nil
+	}
+}
+
+// AppendAt writes updates at their own times, advancing the shard from
+// lower to upper: the write path of dataflows (materialized views), whose
+// times follow their input rather than the oracle.
+func (s *Storage) AppendAt(ctx context.Context, shard string, updates []row.Update, lower, upper uint64) error {
+	o, err := s.owned(shard)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.CompareAndAppend(ctx, updates, lower, upper)
+}
+
+// Tick advances every ticking shard's upper to now and moves every owned
+// shard's policy since to upper-1-retain. Errors are logged: a missed tick
+// is made up by the next one.
+func (s *Storage) Tick(ctx context.Context) {
+	s.mu.Lock()
+	shards := make(map[string]*ownedShard, len(s.shards))
+	for k, v := range s.shards {
+		shards[k] = v
+	}
+	s.mu.Unlock()
+	for shard, o := range shards {
+		if o.ticks {
+			if err := s.advance(ctx, o); err != nil && ctx.Err() == nil {
+				s.log.Warn("tick: advance upper", "shard", shard, "err", err)
+			}
+		}
+		o.mu.Lock()
+		upper, retain := o.w.Upper(), o.retainMs
+		o.mu.Unlock()
+		if upper > 1 {
+			since := int64(upper) - 1 - retain
+			if since > 0 && uint64(since) > o.policy.Since() {
+				if err := o.policy.Downgrade(ctx, uint64(since)); err != nil && ctx.Err() == nil {
+					s.log.Warn("tick: downgrade since", "shard", shard, "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (s *Storage) advance(ctx context.Context, o *ownedShard) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ts, err := s.oracle.WriteTS(ctx, o.w.Upper())
+	if err != nil {
+		return err
+	}
+	upper := o.w.Upper()
+	if ts <= upper {
+		return nil
+	}
+	err = o.w.CompareAndAppend(ctx, nil, upper, ts)
+	var mm *persist.UpperMismatchError
+	if errors.As(err, &mm) {
+		return nil
+	}
+	return err
+}
+
+// Run ticks every interval until ctx is done.
+func (s *Storage) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Tick(ctx)
+		}
+	}
+}
+
+// Close releases every owned shard.
+func (s *Storage) Close() {
+	s.mu.Lock()
+	shards := s.shards
+	s.shards = map[string]*ownedShard{}
+	s.mu.Unlock()
+	for _, o := range shards {
+		o.policy.Close()
+	}
+}

@@ -1,0 +1,100 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults for Config.
+const (
+	DefaultRollupEvery         = 128
+	DefaultReaderLease         = 15 * time.Minute
+	DefaultWriterLease         = 60 * time.Minute
+	DefaultPollInterval        = 1 * time.Second
+	DefaultPartTargetBytes     = 8 << 20
+	DefaultSnapshotChunkRows   = 8192
+	DefaultCompactionMinInputs = 8
+)
+
+// Config tunes a Client. The zero value of a field means its default, except
+// where a field says 0 disables something.
+type Config struct {
+	// RollupEvery is how many state versions may pass between full rollups
+	// of a shard's state to blob. Diffs in consensus between rollups keep the
+	// bytes written per CAS independent of the size of the state.
+	RollupEvery int
+	// ReaderLease is how long a leased reader may go without a heartbeat
+	// before anyone may expire it and release its since hold.
+	ReaderLease time.Duration
+	// ReaderHeartbeat is the interval of a reader's background heartbeat.
+	// 0 means ReaderLease/2; negative disables the heartbeat task (tests).
+	ReaderHeartbeat time.Duration
+	// WriterLease is how long a writer's idempotency record is kept.
+	WriterLease time.Duration
+	// PollInterval is how often a waiting listener re-reads consensus when no
+	// in-process change or doorbell woke it. It bounds cross-process latency
+	// when the consensus backend has no doorbell.
+	PollInterval time.Duration
+	// PartTargetBytes is the target encoded size of one part.
+	PartTargetBytes int
+	// SnapshotChunkRows bounds the rows in one snapshot chunk.
+	SnapshotChunkRows int
+	// CompactionMinInputs is how many batches accumulate before background
+	// compaction merges them. Negative disables background compaction.
+	CompactionMinInputs int
+	// Now returns the wall clock in milliseconds; tests replace it to drive
+	// lease expiry. nil means time.Now.
+	Now func() int64
+}
+
+func (c Config) withDefaults() Config {
+	if c.RollupEvery == 0 {
+		c.RollupEvery = DefaultRollupEvery
+	}
+	if c.ReaderLease == 0 {
+		c.ReaderLease = DefaultReaderLease
+	}
+	if c.ReaderHeartbeat == 0 {
+		c.ReaderHeartbeat = c.ReaderLease / 2
+	}
+	if c.WriterLease == 0 {
+		c.WriterLease = DefaultWriterLease
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.PartTargetBytes == 0 {
+		c.PartTargetBytes = DefaultPartTargetBytes
+	}
+	if c.SnapshotChunkRows == 0 {
+		c.SnapshotChunkRows = DefaultSnapshotChunkRows
+	}
+	if c.CompactionMinInputs == 0 {
+		c.CompactionMinInputs = DefaultCompactionMinInputs
+	}
+	if c.Now == nil {
+		c.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	return c
+}
+
+// Validate reports which field is wrong and why.
+func (c Config) Validate() error {
+	switch {
+	case c.RollupEvery < 0:
+		return errors.New("persist config: RollupEvery must not be negative")
+	case c.ReaderLease < 0:
+		return errors.New("persist config: ReaderLease must not be negative")
+	case c.PollInterval < 0:
+		return errors.New("persist config: PollInterval must not be negative")
+	case c.PartTargetBytes < 0:
+		return errors.New("persist config: PartTargetBytes must not be negative")
+	case c.SnapshotChunkRows < 0:
+		return errors.New("persist config: SnapshotChunkRows must not be negative")
+	}
+	if c.ReaderHeartbeat > 0 && c.ReaderLease > 0 && c.ReaderHeartbeat >= c.ReaderLease {
+		return fmt.Errorf("persist config: ReaderHeartbeat (%v) must be shorter than ReaderLease (%v)", c.ReaderHeartbeat, c.ReaderLease)
+	}
+	return nil
+}

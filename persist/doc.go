@@ -1,0 +1,84 @@
+// Package persist stores shardtail's collections as durable shards.
+//
+// A shard is a durable collection of updates (row, t, diff): t is a uint64 of
+// epoch milliseconds and diff an int64 multiplicity change. Two frontiers
+// describe it: upper (every update at t < upper is known; later appends
+// start at upper) and since (the contents are correct when read at any
+// t >= since; compaction has merged the history before it). A read at as_of
+// is valid when since <= as_of < upper.
+//
+// # Location
+//
+// All durable data lives in two stores, both interfaces defined here and
+// implemented in their own packages with no policy of their own:
+//
+//   - Blob (persist/blob/{file,s3,mem}): immutable objects. Parts (encoded
+//     runs of updates, see persist/codec) and state rollups.
+//   - Consensus (persist/consensus/{sqlite,postgres,mem}): a linearizable
+//     compare-and-set log per key. A shard's key holds its state as a chain
+//     of diffs, one per version.
+//
+// persisttest holds the acceptance suites every implementation passes.
+//
+// # State
+//
+// A shard's metadata is a State value: schema, since, upper, the list of
+// batches (each a run of parts covering [lower, upper)), the registered
+// readers with their holds, the writers with their idempotency records, and
+// the rollups. Every change is a pure transition on State (state.go),
+// committed by a compare-and-set of the next version at seqno+1. What is
+// written is a diff (diff.go), so the bytes per CAS do not grow with the
+// number of readers or batches; every RollupEvery versions the whole state
+// is written to blob as a rollup, and every diff names the latest rollup, so
+// a cold process loads a shard from the head diff, one rollup and the diffs
+// after it (versions.go).
+//
+// One machine per shard per process (machine.go) caches the newest state and
+// runs the CAS retry loop; every Reader and Writer of the shard in the
+// process shares it, so a refresh from consensus is made once however many
+// wait (a storm of subscribes costs one consensus read per shard).
+// Listeners wake on an in-process change at once, on a doorbell from the
+// consensus backend (PostgreSQL LISTEN/NOTIFY) when it has one, and
+// otherwise at the poll interval.
+//
+// # Writing
+//
+// Writer.CompareAndAppend(updates, expectedUpper, newUpper) consolidates the
+// updates, uploads them as parts, and commits a batch [expectedUpper,
+// newUpper) iff the shard's upper is expectedUpper; a mismatch returns the
+// current upper. A writer records an idempotency token in state, so an
+// append retried after an indeterminate error is recognized, not doubled.
+//
+// # Reading
+//
+// A Reader registers (a CAS), holds since and a seqno, heartbeats its lease
+// in the background, and is expired by Close or, after a crash, by the lease
+// running out. Snapshot(as_of) is a consolidating cursor: a k-way merge over
+// the batches' runs in row order that advances times to as_of, sums equal
+// rows and drops zeros, fetches parts just in time, and yields chunks of
+// bounded size in which every row is final. Listen(as_of) yields the updates
+// after as_of batch by batch, each with its progress frontier:
+//
+//	r, _ := client.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "example"})
+//	defer r.Close()
+//	cur, _ := r.Snapshot(ctx, asOf)
+//	for chunk, err := cur.Next(ctx); err != io.EOF; chunk, err = cur.Next(ctx) {
+//		emit(chunk) // every update at asOf
+//	}
+//	l, _ := r.Listen(ctx, asOf)
+//	for {
+//		updates, frontier, err := l.Next(ctx) // blocks for the next batch
+//		emit(updates)                         // asOf < t < frontier
+//		progress(frontier)
+//	}
+//
+// # Maintenance
+//
+// Client.Maintain (run in the background after appends) expires stale
+// leases, compacts (merges adjacent batches, advancing times to since and
+// consolidating, in a size-tiered pattern so each update is rewritten
+// O(log n) times), and garbage-collects: it deletes parts that only versions
+// before the oldest reader hold reference, truncates consensus below the
+// newest rollup at or before that hold, and deletes older rollups. Nothing a
+// live reader may still fetch is ever deleted.
+package persist

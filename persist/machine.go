@@ -1,0 +1,180 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// machine is the process-wide cache and CAS loop of one shard. Every
+// Reader, Writer and background task of the shard in this process shares
+// it, so a state change committed here is seen by all of them at once, and a
+// refresh from consensus is made once however many are waiting.
+type machine struct {
+	c     *Client
+	shard string
+
+	mu      sync.Mutex
+	state   *State        // mu: the newest state known; never nil after load
+	changed chan struct{} // mu: closed (and replaced) when state advances
+	poked   chan struct{} // mu: closed (and replaced) by a doorbell
+
+	refreshes singleflight.Group
+}
+
+func newMachine(c *Client, s *State) *machine {
+	return &machine{c: c, shard: s.ShardID, state: s, changed: make(chan struct{}), poked: make(chan struct{})}
+}
+
+// current returns the newest known state and a channel closed when a newer
+// one is known.
+func (m *machine) current() (*State, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state, m.changed
+}
+
+// observe installs s if it is newer than what the machine knows.
+func (m *machine) observe(s *State) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s.SeqNo <= m.state.SeqNo {
+		return
+	}
+	m.state = s
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// poke is the doorbell: waiters re-read consensus now instead of at their
+// next poll.
+func (m *machine) poke() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	close(m.poked)
+	m.poked = make(chan struct{})
+}
+
+func (m *machine) pokedChan() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.poked
+}
+
+// refresh reads consensus for versions newer than the cached state. It is
+// linearizable: once it returns, the cache holds at least every version
+// committed before it was called. Concurrent callers share one read.
+func (m *machine) refresh(ctx context.Context) (*State, error) {
+	v, err, _ := m.refreshes.Do("", func() (any, error) {
+		s, _ := m.current()
+		n, err := m.c.versions.catchUp(ctx, s)
+		if errors.Is(err, errTruncated) {
+			n, err = m.c.versions.fetchCurrent(ctx, m.shard)
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.observe(n)
+		return n, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s, _ := m.current()
+	_ = v
+	return s, nil
+}
+
+// apply runs t against the newest state and commits the result by CAS,
+// retrying on conflicts (re-running t on the newer state) and on
+// indeterminate errors (after re-reading, so that a t that already took
+// effect is seen as such by t itself: transitions are written to be
+// idempotent). It returns the committed state, or the current state and nil
+// if t was a no-op.
+func (m *machine) apply(ctx context.Context, t transition) (*State, error) {
+	backoff := time.Millisecond
+	for {
+		cur, _ := m.current()
+		next, err := t(cur)
+		if errors.Is(err, errNoOp) {
+			return cur, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		next.SeqNo = cur.SeqNo + 1
+		next.WalltimeMs = m.c.cfg.Now()
+		ok, n, err := m.c.versions.compareAndSet(ctx, cur, next)
+		m.c.metrics.casAttempt(n, ok, err)
+		switch {
+		case err != nil && !IsIndeterminate(err):
+			return nil, fmt.Errorf("cas %s at %s: %w", m.shard, next.SeqNo, err)
+		case err != nil || !ok:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if _, rerr := m.refresh(ctx); rerr != nil && !IsIndeterminate(rerr) {
+				return nil, rerr
+			}
+			if err != nil {
+				time.Sleep(backoff)
+				backoff = min(2*backoff, time.Second)
+			}
+			continue
+		}
+		m.observe(next)
+		if err := m.maybeRollup(ctx, next); err != nil {
+			// The commit stands; a failed rollup is retried at the next CAS.
+			m.c.log.Warn("persist: rollup failed", "shard", m.shard, "seqno", next.SeqNo, "err", err)
+		}
+		return next, nil
+	}
+}
+
+// maybeRollup writes a rollup of s when the latest one is RollupEvery
+// versions behind, and records it in state.
+func (m *machine) maybeRollup(ctx context.Context, s *State) error {
+	latest, _ := s.LatestRollup()
+	if int(s.SeqNo-latest) < m.c.cfg.RollupEvery {
+		return nil
+	}
+	key, err := m.c.versions.writeRollup(ctx, s)
+	if err != nil {
+		return err
+	}
+	_, err = m.apply(ctx, addRollup(s.SeqNo, key))
+	return err
+}
+
+// waitUntil blocks until cond holds for the newest state, re-reading
+// consensus at the poll interval or when the doorbell rings.
+func (m *machine) waitUntil(ctx context.Context, cond func(*State) bool) (*State, error) {
+	timer := time.NewTimer(m.c.cfg.PollInterval)
+	defer timer.Stop()
+	for {
+		s, changed := m.current()
+		if cond(s) {
+			return s, nil
+		}
+		if s.Tombstone {
+			return nil, ErrShardTombstoned
+		}
+		poked := m.pokedChan()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+			continue
+		case <-poked:
+		case <-timer.C:
+			timer.Reset(m.c.cfg.PollInterval)
+		}
+		if _, err := m.refresh(ctx); err != nil && !IsIndeterminate(err) {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package persist
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are a Client's Prometheus metrics. Register them with
+// Client.Metrics().Register.
+type Metrics struct {
+	casAttempts  prometheus.Counter
+	casConflicts prometheus.Counter
+	casErrors    prometheus.Counter
+	casBytes     prometheus.Counter
+	partsWritten prometheus.Counter
+	partBytes    prometheus.Counter
+	partsFetched prometheus.Counter
+	compactions  prometheus.Counter
+	blobsDeleted prometheus.Counter
+
+	// lastCASBytes is the size of the most recent committed diff, for tests
+	// and benchmarks that show bytes per CAS stay flat.
+	lastCASBytes atomic.Int64
+	// Fetches counts part fetches, for tests that assert on reads.
+	fetches atomic.Int64
+}
+
+func newMetrics() *Metrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardtail", Subsystem: "persist", Name: name, Help: help})
+	}
+	return &Metrics{
+		casAttempts:  c("cas_attempts_total", "Compare-and-set attempts on shard state."),
+		casConflicts: c("cas_conflicts_total", "Compare-and-set attempts that lost to a concurrent change."),
+		casErrors:    c("cas_errors_total", "Compare-and-set attempts that failed with an error."),
+		casBytes:     c("cas_bytes_total", "Bytes of state diffs written by committed compare-and-sets."),
+		partsWritten: c("parts_written_total", "Parts uploaded to blob."),
+		partBytes:    c("part_bytes_written_total", "Bytes of parts uploaded to blob."),
+		partsFetched: c("parts_fetched_total", "Parts fetched from blob."),
+		compactions:  c("compactions_total", "Compactions committed."),
+		blobsDeleted: c("blobs_deleted_total", "Blobs deleted by garbage collection."),
+	}
+}
+
+// Register adds the metrics to r.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.casAttempts, m.casConflicts, m.casErrors, m.casBytes,
+		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LastCASBytes is the size in bytes of the most recently committed diff.
+func (m *Metrics) LastCASBytes() int64 { return m.lastCASBytes.Load() }
+
+// PartFetches is the number of parts fetched from blob so far.
+func (m *Metrics) PartFetches() int64 { return m.fetches.Load() }
+
+func (m *Metrics) casAttempt(bytes int, ok bool, err error) {
+	m.casAttempts.Inc()
+	switch {
+	case err != nil:
+		m.casErrors.Inc()
+	case !ok:
+		m.casConflicts.Inc()
+	default:
+		m.casBytes.Add(float64(bytes))
+		m.lastCASBytes.Store(int64(bytes))
+	}
+}

@@ -1,0 +1,269 @@
+package persist_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+func TestAppendSnapshotListen(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(1, "a", 0, 1), upd(2, "b", 1, 1), upd(1, "a", 1, 1)}, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(2, "b", 3, -1)}, 2, 5); err != nil {
+		t.Fatal(err)
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "test"}))(t)
+	defer r.Close()
+
+	got := readSnapshot(t, ctx, r, 1)
+	want := []row.Update{upd(1, "a", 1, 2), upd(2, "b", 1, 1)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot at 1:\n got %v\nwant %v", got, want)
+	}
+	if got := readSnapshot(t, ctx, r, 4); !reflect.DeepEqual(got, []row.Update{upd(1, "a", 4, 2)}) {
+		t.Fatalf("snapshot at 4: %v", got)
+	}
+
+	l := must(r.Listen(ctx, 0))(t)
+	var events []row.Update
+	var frontiers []uint64
+	for l.Frontier() < 5 {
+		u, f, err := l.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, u...)
+		frontiers = append(frontiers, f)
+	}
+	wantEvents := []row.Update{upd(1, "a", 1, 1), upd(2, "b", 1, 1), upd(2, "b", 3, -1)}
+	if !reflect.DeepEqual(events, wantEvents) || !reflect.DeepEqual(frontiers, []uint64{2, 5}) {
+		t.Fatalf("listen: got %v %v, want %v [2 5]", events, frontiers, wantEvents)
+	}
+
+	// A listener in the same process wakes on an append.
+	done := make(chan []row.Update)
+	go func() {
+		u, _, err := l.Next(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- u
+	}()
+	time.Sleep(5 * time.Millisecond)
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(3, "c", 6, 1)}, 5, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; !reflect.DeepEqual(got, []row.Update{upd(3, "c", 6, 1)}) {
+		t.Fatalf("woken listen: %v", got)
+	}
+}
+
+func TestUpperMismatch(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	if err := w.CompareAndAppend(ctx, nil, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	// A second process whose writer has a stale idea of the upper.
+	w2 := must(e.client().OpenWriter(ctx, shard))(t)
+	err := w2.CompareAndAppend(ctx, []row.Update{upd(1, "x", 5, 1)}, 5, 11)
+	var mm *persist.UpperMismatchError
+	if !errors.As(err, &mm) || mm.Current != 10 {
+		t.Fatalf("got %v, want upper mismatch with current 10", err)
+	}
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(1, "x", 9, 1)}, 10, 11); err == nil {
+		t.Fatal("update below expected upper accepted")
+	}
+}
+
+// flakyConsensus fails CompareAndSet with an indeterminate error after it
+// succeeded, once per arm.
+type flakyConsensus struct {
+	persist.Consensus
+	mu  sync.Mutex
+	arm bool
+}
+
+func (f *flakyConsensus) CompareAndSet(ctx context.Context, key string, exp *persist.SeqNo, v persist.VersionedData) (bool, error) {
+	ok, err := f.Consensus.CompareAndSet(ctx, key, exp, v)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil && ok && f.arm {
+		f.arm = false
+		return false, fmt.Errorf("%w: connection reset after commit", persist.ErrIndeterminate)
+	}
+	return ok, err
+}
+
+func TestAppendIdempotentAfterIndeterminate(t *testing.T) {
+	e := newEnv(t)
+	flaky := &flakyConsensus{Consensus: e.consensus}
+	e.consensus = flaky
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	flaky.arm = true
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(1, "a", 0, 1)}, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+	if got := readSnapshot(t, ctx, r, 0); !reflect.DeepEqual(got, []row.Update{upd(1, "a", 0, 1)}) {
+		t.Fatalf("after an indeterminate commit the append applied %v, want exactly once", got)
+	}
+	s := must(c.State(ctx, shard))(t)
+	if s.Upper != 1 || len(s.Batches) != 1 {
+		t.Fatalf("upper %d batches %d, want 1 and 1", s.Upper, len(s.Batches))
+	}
+}
+
+func TestReaderLeaseExpires(t *testing.T) {
+	e := newEnv(t)
+	var now int64 = 1_000_000
+	var mu sync.Mutex
+	e.cfg.Now = func() int64 { mu.Lock(); defer mu.Unlock(); return now }
+	e.cfg.ReaderLease = time.Minute
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	if err := w.CompareAndAppend(ctx, nil, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	// A "crashed" reader: registered, never heartbeats or closes.
+	crashed := must(e.client().OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "crashed"}))(t)
+	policy := must(c.OpenReader(ctx, shard, persist.ReaderOptions{Critical: true}))(t)
+	if err := policy.Downgrade(ctx, 50); err != nil {
+		t.Fatal(err)
+	}
+	if s := must(c.State(ctx, shard))(t); s.Since != 0 {
+		t.Fatalf("since %d advanced past a live reader", s.Since)
+	}
+	mu.Lock()
+	now += 2 * time.Minute.Milliseconds()
+	mu.Unlock()
+	rep := must(c.Maintain(ctx, shard))(t)
+	if len(rep.ExpiredReaders) != 1 || rep.ExpiredReaders[0] != crashed.ID() {
+		t.Fatalf("expired %v, want the crashed reader %s", rep.ExpiredReaders, crashed.ID())
+	}
+	if s := must(c.State(ctx, shard))(t); s.Since != 50 || len(s.Readers) != 1 {
+		t.Fatalf("since %d readers %d, want 50 and 1", s.Since, len(s.Readers))
+	}
+	if _, err := crashed.Snapshot(ctx, 60); !errors.Is(err, persist.ErrReaderExpired) {
+		t.Fatalf("expired reader read: %v", err)
+	}
+	if _, err := policy.Snapshot(ctx, 10); !persist.ErrIsSince(err) {
+		t.Fatalf("snapshot below since: %v", err)
+	}
+}
+
+func TestSnapshotWaitsForUpper(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	r := must(e.client().OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+	got := make(chan []row.Update)
+	go func() {
+		cur, err := r.Snapshot(ctx, 3)
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		chunk, _ := cur.Next(ctx)
+		cur.Close()
+		got <- chunk
+	}()
+	w := must(c.OpenWriter(ctx, shard))(t)
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(7, "x", 2, 1)}, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	// The reader is in another client: it sees the append by polling.
+	if chunk := <-got; !reflect.DeepEqual(chunk, []row.Update{upd(7, "x", 3, 1)}) {
+		t.Fatalf("got %v", chunk)
+	}
+}
+
+func TestTombstone(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+	l := must(r.Listen(ctx, 0))(t)
+	errc := make(chan error)
+	go func() { _, _, err := l.Next(ctx); errc <- err }()
+	if err := c.DropShard(ctx, shard); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, persist.ErrShardTombstoned) {
+		t.Fatalf("listen on a dropped shard: %v", err)
+	}
+	w := must(c.OpenWriter(ctx, shard))(t)
+	if err := w.CompareAndAppend(ctx, nil, 0, 1); !errors.Is(err, persist.ErrShardTombstoned) {
+		t.Fatalf("append to dropped shard: %v", err)
+	}
+}
+
+// TestBytesPerCASFlat registers 2,000 readers on one shard and shows that
+// the diff written per CAS does not grow with the number of readers.
+func TestBytesPerCASFlat(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.RollupEvery = 128
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	var first, last int64
+	readers := 2000
+	if testing.Short() {
+		readers = 500
+	}
+	for i := range readers {
+		r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "storm"}))(t)
+		_ = r // left registered on purpose
+		if i == 0 {
+			first = c.Metrics().LastCASBytes()
+		}
+	}
+	last = c.Metrics().LastCASBytes()
+	s := must(c.State(ctx, shard))(t)
+	if len(s.Readers) != readers {
+		t.Fatalf("%d readers registered, want %d", len(s.Readers), readers)
+	}
+	t.Logf("bytes per CAS: %d with 1 reader, %d with %d readers (state seqno %s, %d rollups)", first, last, readers, s.SeqNo, len(s.Rollups))
+	if last > 2*first {
+		t.Fatalf("bytes per CAS grew from %d to %d", first, last)
+	}
+	// A cold process loads the same state from rollup + diffs.
+	s2 := must(e.client().CachedState(ctx, shard))(t)
+	if len(s2.Readers) != readers || s2.SeqNo != s.SeqNo {
+		t.Fatalf("cold load: %d readers at %s, want %d at %s", len(s2.Readers), s2.SeqNo, readers, s.SeqNo)
+	}
+}

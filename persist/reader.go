@@ -1,0 +1,347 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// ReaderOptions configure OpenReader.
+type ReaderOptions struct {
+	// Purpose is recorded in state for operators ("subscribe", "tail listen").
+	Purpose string
+	// Critical readers never expire: they hold since until explicitly
+	// downgraded or closed. A collection's retention policy is one.
+	Critical bool
+}
+
+// Reader is a registered reader of one shard. It holds the shard's since at
+// or below its own, so that reads at times >= Since() stay valid, and a
+// seqno, so that GC keeps every blob it may still fetch. A background task
+// heartbeats its lease. Close expires it and releases both holds.
+type Reader struct {
+	c      *Client
+	m      *machine
+	id     ReaderID
+	schema row.Schema
+
+	mu     sync.Mutex
+	since  uint64        // mu: our since as last committed
+	leases map[SeqNo]int // mu: seqnos in use by open cursors and listens
+	closed bool          // mu
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// OpenReader registers a reader of shard (a CAS) and starts its heartbeat.
+func (c *Client) OpenReader(ctx context.Context, shard string, opts ReaderOptions) (*Reader, error) {
+	m, err := c.machine(ctx, shard)
+	if err != nil {
+		return nil, err
+	}
+	id := ReaderID("r" + uuid.NewString())
+	lease := c.cfg.ReaderLease.Milliseconds()
+	if opts.Critical {
+		lease = 0
+	}
+	s, err := m.apply(ctx, registerReader(id, opts.Purpose, c.cfg.Now(), lease))
+	if err != nil {
+		return nil, fmt.Errorf("register reader of %s: %w", shard, err)
+	}
+	hctx, cancel := context.WithCancel(c.ctx)
+	r := &Reader{c: c, m: m, id: id, schema: s.Schema, since: s.Readers[id].Since, leases: map[SeqNo]int{}, cancel: cancel}
+	if !opts.Critical && c.cfg.ReaderHeartbeat > 0 {
+		r.wg.Add(1)
+		go r.heartbeat(hctx)
+	}
+	return r, nil
+}
+
+// ID returns the reader's id.
+func (r *Reader) ID() ReaderID { return r.id }
+
+// Schema returns the shard's schema.
+func (r *Reader) Schema() row.Schema { return r.schema }
+
+// Since returns the reader's since: reads at times >= it are valid.
+func (r *Reader) Since() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.since
+}
+
+func (r *Reader) heartbeat(ctx context.Context) {
+	defer r.wg.Done()
+	t := time.NewTicker(r.c.cfg.ReaderHeartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := r.Downgrade(ctx, r.Since()); err != nil && ctx.Err() == nil {
+				r.c.log.Warn("persist: reader heartbeat", "reader", r.id, "err", err)
+			}
+		}
+	}
+}
+
+// Downgrade moves the reader's since forward to since (a lower value is
+// ignored) and renews its lease. Compaction may then advance times below it.
+func (r *Reader) Downgrade(ctx context.Context, since uint64) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ErrClosed
+	}
+	hold := r.seqnoHold()
+	r.mu.Unlock()
+	s, err := r.m.apply(ctx, heartbeatReader(r.id, r.c.cfg.Now(), since, hold))
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.since = max(r.since, s.Readers[r.id].Since)
+	r.mu.Unlock()
+	return nil
+}
+
+// seqnoHold is the oldest seqno an open read of this reader uses, or the
+// newest known seqno when none is open. r.mu must be held.
+func (r *Reader) seqnoHold() SeqNo {
+	s, _ := r.m.current()
+	hold := s.SeqNo
+	for seq := range r.leases {
+		hold = min(hold, seq)
+	}
+	return hold
+}
+
+func (r *Reader) lease(seq SeqNo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.leases[seq]++
+}
+
+func (r *Reader) release(seq SeqNo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leases[seq]--; r.leases[seq] <= 0 {
+		delete(r.leases, seq)
+	}
+}
+
+// Close stops the heartbeat and expires the reader (a CAS), releasing its
+// holds. Open cursors and listens of the reader must be closed first.
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := r.m.apply(ctx, expireReader(r.id))
+	return err
+}
+
+// checkAsOf waits until asOf < upper and validates since <= asOf.
+func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
+	if since := r.Since(); asOf < since {
+		return nil, &SinceError{AsOf: asOf, Since: since}
+	}
+	// Refresh first: the read must see this reader's registration as it is
+	// now (an expired reader's holds are gone and GC may have run).
+	if _, err := r.m.refresh(ctx); err != nil {
+		return nil, err
+	}
+	s, err := r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > asOf })
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.Readers[r.id]; !ok {
+		return nil, ErrReaderExpired
+	}
+	if asOf < s.Since {
+		return nil, &SinceError{AsOf: asOf, Since: s.Since}
+	}
+	return s, nil
+}
+
+// Cursor is a consolidating snapshot cursor: it yields a shard's contents at
+// one time in chunks. See Reader.Snapshot.
+type Cursor struct {
+	r     *Reader
+	seq   SeqNo
+	asOf  uint64
+	merge *mergeIter
+	max   int
+	carry *row.Update
+	done  bool
+}
+
+// Snapshot returns a cursor over the shard's contents at asOf: every row
+// with its multiplicity summed over times <= asOf, stamped asOf, zero sums
+// dropped, in row order. It blocks until asOf < upper; asOf below since is a
+// *SinceError. Parts are fetched as the cursor reaches them, so the first
+// chunk comes before the whole snapshot is read and memory stays bounded by
+// one decoded record batch per run plus one chunk.
+func (r *Reader) Snapshot(ctx context.Context, asOf uint64) (*Cursor, error) {
+	s, err := r.checkAsOf(ctx, asOf)
+	if err != nil {
+		return nil, err
+	}
+	r.lease(s.SeqNo)
+	var batches []*Batch
+	for _, b := range s.Batches {
+		if b.Lower <= asOf {
+			batches = append(batches, b)
+		}
+	}
+	return &Cursor{r: r, seq: s.SeqNo, asOf: asOf, max: r.c.cfg.SnapshotChunkRows,
+		merge: newMergeIter(r.c, s.Schema, batches, snapshotTimes(asOf))}, nil
+}
+
+// AsOf returns the cursor's time.
+func (c *Cursor) AsOf() uint64 { return c.asOf }
+
+// Next returns the next chunk: at most SnapshotChunkRows updates, all at
+// AsOf, consolidated and in row order; a row never appears in two chunks.
+// It returns io.EOF after the last chunk.
+func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
+	if c.done {
+		return nil, io.EOF
+	}
+	var out []row.Update
+	for len(out) < c.max {
+		u, err := c.merge.next(ctx)
+		if errors.Is(err, io.EOF) {
+			c.Close()
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return nil, io.EOF
+	}
+	return out, nil
+}
+
+// Close releases the cursor's seqno lease. It is idempotent.
+func (c *Cursor) Close() {
+	if !c.done {
+		c.done = true
+		c.r.release(c.seq)
+	}
+}
+
+// Listen follows a shard from a time on. See Reader.Listen.
+type Listen struct {
+	r        *Reader
+	asOf     uint64
+	frontier uint64
+}
+
+// Listen returns a listen that yields every update with time > asOf, batch
+// by batch in time order, each batch followed by its progress frontier.
+// The listen does not move the reader's since: a caller that follows a
+// shard for long calls Reader.Downgrade(frontier-1) as it goes, so that
+// compaction can merge what it has passed.
+func (r *Reader) Listen(ctx context.Context, asOf uint64) (*Listen, error) {
+	if since := r.Since(); asOf < since {
+		return nil, &SinceError{AsOf: asOf, Since: since}
+	}
+	return &Listen{r: r, asOf: asOf, frontier: asOf}, nil
+}
+
+// Frontier is the listen's progress: every update with time < Frontier()
+// (and > asOf) has been returned. It starts at asOf.
+func (l *Listen) Frontier() uint64 { return l.frontier }
+
+// Next blocks until the shard's upper passes the frontier, then returns the
+// updates of the next batch (times in [old frontier, new frontier) and >
+// asOf), consolidated and ordered by (time, row), and the new frontier.
+// updates may be empty: the frontier advanced without data.
+func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
+	s, err := l.r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > l.frontier })
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, ok := s.Readers[l.r.id]; !ok {
+		return nil, 0, ErrReaderExpired
+	}
+	i, found := slices.BinarySearchFunc(s.Batches, l.frontier, func(b *Batch, t uint64) int {
+		switch {
+		case b.Upper <= t:
+			return -1
+		case b.Lower > t:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil, 0, fmt.Errorf("%w: no batch covers frontier %d below upper %d", ErrCorruptState, l.frontier, s.Upper)
+	}
+	b := s.Batches[i]
+	lower := max(l.frontier, l.asOf+1)
+	var parts []Part
+	for _, p := range b.Parts {
+		if p.MaxT >= lower { // parts wholly before the frontier were delivered
+			parts = append(parts, p)
+		}
+	}
+	var updates []row.Update
+	if len(parts) > 0 {
+		l.r.lease(s.SeqNo)
+		updates, err = l.r.readParts(ctx, s.Schema, parts, lower)
+		l.r.release(s.SeqNo)
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	l.frontier = b.Upper
+	return updates, b.Upper, nil
+}
+
+// readParts fetches and decodes parts, keeps updates at times >= lower, and
+// returns them consolidated in (time, row) order.
+func (r *Reader) readParts(ctx context.Context, schema row.Schema, parts []Part, lower uint64) ([]row.Update, error) {
+	it := newMergeIter(r.c, schema, []*Batch{{Parts: parts}}, func(t uint64) (uint64, bool) { return t, t >= lower })
+	var out []row.Update
+	for {
+		u, err := it.next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	slices.SortStableFunc(out, func(a, b row.Update) int {
+		switch {
+		case a.T < b.T:
+			return -1
+		case a.T > b.T:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}

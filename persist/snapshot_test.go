@@ -1,0 +1,179 @@
+package persist_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// loadRows writes n rows of (int8, 64-byte text) at time 0 in appends of
+// per rows each, and returns the reader-ready client and shard.
+func loadRows(tb testing.TB, e *env, n, per int) (*persist.Client, string) {
+	ctx := context.Background()
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(tb)
+	w := must(c.OpenWriter(ctx, shard))(tb)
+	pad := strings.Repeat("x", 54)
+	var upper uint64
+	for start := 0; start < n; start += per {
+		ups := make([]row.Update, 0, per)
+		for i := start; i < min(n, start+per); i++ {
+			// Interleave keys across appends so that the merge really merges.
+			k := int64(i%per)*int64((n+per-1)/per) + int64(start/per)
+			ups = append(ups, row.Update{Row: row.Row{k, fmt.Sprintf("%010d", k) + pad}, T: upper, Diff: 1})
+		}
+		if err := w.CompareAndAppend(ctx, ups, upper, upper+1); err != nil {
+			tb.Fatal(err)
+		}
+		upper++
+	}
+	return c, shard
+}
+
+// liveHeap collects garbage and returns the live heap: sampled every few
+// chunks, its maximum is the peak the cursor really holds, not garbage
+// awaiting collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// TestSnapshotStreams checks that the snapshot cursor yields its first chunk
+// after fetching only a few parts, reads each part exactly once, and holds
+// far less than the decoded snapshot at any time.
+func TestSnapshotStreams(t *testing.T) {
+	n := 200_000
+	if testing.Short() {
+		n = 50_000
+	}
+	e := newEnv(t)
+	e.cfg.PartTargetBytes = 256 << 10
+	e.cfg.SnapshotChunkRows = 1024
+	c, shard := loadRows(t, e, n, n/4)
+	ctx := ctxT(t)
+	s := must(c.State(ctx, shard))(t)
+	totalParts := 0
+	for _, b := range s.Batches {
+		totalParts += len(b.Parts)
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+
+	before := c.Metrics().PartFetches()
+	base := liveHeap()
+	var peak uint64
+	cur := must(r.Snapshot(ctx, s.Upper-1))(t)
+	first := must(cur.Next(ctx))(t)
+	atFirst := c.Metrics().PartFetches() - before
+	rows := len(first)
+	var decoded int64
+	for _, u := range first {
+		decoded += int64(rowSizeLive(u))
+	}
+	for {
+		chunk, err := cur.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows += len(chunk)
+		for _, u := range chunk {
+			decoded += int64(rowSizeLive(u))
+		}
+		if live := liveHeap(); live > base {
+			peak = max(peak, live-base)
+		}
+	}
+	fetched := c.Metrics().PartFetches() - before
+	t.Logf("%d rows in %d parts over %d runs: first chunk after %d part fetches; %d fetches in all; peak heap growth %d KiB vs %d KiB decoded",
+		rows, totalParts, len(s.Batches), atFirst, fetched, peak>>10, decoded>>10)
+	if rows != n {
+		t.Fatalf("snapshot has %d rows, want %d", rows, n)
+	}
+	if atFirst > int64(len(s.Batches)) || atFirst >= int64(totalParts) {
+		t.Fatalf("first chunk needed %d of %d parts, want at most one per run (%d)", atFirst, totalParts, len(s.Batches))
+	}
+	if fetched != int64(totalParts) {
+		t.Fatalf("fetched %d parts, want each of %d once", fetched, totalParts)
+	}
+	if peak > uint64(decoded)/2 {
+		t.Fatalf("peak heap growth %d bytes is not far below the decoded snapshot (%d bytes)", peak, decoded)
+	}
+}
+
+// rowSizeLive approximates the heap a decoded update occupies: the Update,
+// its row slice, boxed datums and string bytes.
+func rowSizeLive(u row.Update) int {
+	n := 32 + 16*len(u.Row)
+	for _, d := range u.Row {
+		switch v := d.(type) {
+		case string:
+			n += 16 + len(v)
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
+// BenchmarkSnapshot1M streams a 1,000,000-row snapshot of (int8, 64-byte
+// text) from 8 runs and reports rows/s and the peak heap against the
+// decoded size.
+func BenchmarkSnapshot1M(b *testing.B) {
+	const n = 1_000_000
+	e := newEnv(b)
+	e.cfg.PartTargetBytes = persist.DefaultPartTargetBytes
+	e.cfg.SnapshotChunkRows = persist.DefaultSnapshotChunkRows
+	c, shard := loadRows(b, e, n, n/8)
+	ctx := context.Background()
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(b)
+	defer r.Close()
+	b.ResetTimer()
+	var peak uint64
+	var decoded int64
+	for range b.N {
+		base := liveHeap()
+		decoded = 0
+		chunks := 0
+		cur := must(r.Snapshot(ctx, n/(n/8)-1))(b)
+		rows := 0
+		for {
+			chunk, err := cur.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows += len(chunk)
+			for _, u := range chunk {
+				decoded += int64(rowSizeLive(u))
+			}
+			if chunks++; chunks%32 == 0 {
+				b.StopTimer()
+				if live := liveHeap(); live > base {
+					peak = max(peak, live-base)
+				}
+				b.StartTimer()
+			}
+		}
+		if rows != n {
+			b.Fatalf("%d rows", rows)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-live-heap-MiB")
+	b.ReportMetric(float64(decoded)/(1<<20), "decoded-MiB")
+}

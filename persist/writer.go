@@ -1,0 +1,232 @@
+package persist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/shardtail/shardtail/persist/codec"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// Writer appends to one shard. It is safe for concurrent use, though appends
+// to one shard are serialized by their expected uppers anyway.
+type Writer struct {
+	c  *Client
+	m  *machine
+	id WriterID
+
+	mu sync.Mutex
+	// pending is the append whose outcome is unknown (it failed with an
+	// error after its CAS may have been sent). A retry of the same bounds
+	// reuses its token, so that state recognizes it if it did commit.
+	pending pendingAppend // mu
+}
+
+type pendingAppend struct {
+	lower, upper uint64
+	token        string
+}
+
+// OpenWriter returns a writer of shard. Registration is implicit in the
+// first append.
+func (c *Client) OpenWriter(ctx context.Context, shard string) (*Writer, error) {
+	m, err := c.machine(ctx, shard)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{c: c, m: m, id: WriterID("w" + uuid.NewString())}, nil
+}
+
+// Upper returns the newest upper this process knows for the shard.
+func (w *Writer) Upper() uint64 {
+	s, _ := w.m.current()
+	return s.Upper
+}
+
+// Schema returns the shard's schema.
+func (w *Writer) Schema() row.Schema {
+	s, _ := w.m.current()
+	return s.Schema
+}
+
+// CompareAndAppend adds updates to the shard and advances its upper from
+// expectedUpper to newUpper, iff the shard's upper is expectedUpper. Every
+// update's time must be in [expectedUpper, newUpper). updates may be empty,
+// which only advances the upper (progress). The caller's slice is not
+// modified.
+//
+// On a mismatch it returns an *UpperMismatchError carrying the shard's
+// current upper. An error for which IsIndeterminate holds means the append
+// may have committed: retrying the same call with the same arguments is
+// safe, because the writer recognizes its own committed append.
+func (w *Writer) CompareAndAppend(ctx context.Context, updates []row.Update, expectedUpper, newUpper uint64) error {
+	if newUpper <= expectedUpper {
+		return fmt.Errorf("compare and append: new upper %d must be above expected upper %d", newUpper, expectedUpper)
+	}
+	s, _ := w.m.current()
+	for _, u := range updates {
+		if u.T < expectedUpper || u.T >= newUpper {
+			return fmt.Errorf("compare and append: update at %d outside [%d, %d)", u.T, expectedUpper, newUpper)
+		}
+		if err := row.CheckRow(s.Schema, u.Row); err != nil {
+			return fmt.Errorf("compare and append: %w", err)
+		}
+	}
+	token, retry := w.token(expectedUpper, newUpper)
+	// A cheap pre-check avoids uploading parts that cannot commit.
+	if !retry && s.Upper > expectedUpper {
+		if _, err := w.m.refresh(ctx); err != nil {
+			return err
+		}
+		if s, _ = w.m.current(); s.Upper != expectedUpper {
+			return &UpperMismatchError{Expected: expectedUpper, Current: s.Upper}
+		}
+	}
+	parts, err := w.writeParts(ctx, s.ShardID, s.Schema, slices.Clone(updates))
+	if err != nil {
+		return err
+	}
+	var result appendResult
+	b := Batch{Lower: expectedUpper, Upper: newUpper, Parts: parts}
+	_, err = w.m.apply(ctx, compareAndAppend(b, w.id, token, w.c.cfg.Now(), w.c.cfg.WriterLease.Milliseconds(), &result))
+	if err != nil {
+		var mismatch *UpperMismatchError
+		if errors.As(err, &mismatch) || errors.Is(err, ErrShardTombstoned) {
+			// Determinate: the parts are garbage.
+			w.settle()
+			w.c.deleteBlobs(context.WithoutCancel(ctx), parts)
+		}
+		return err
+	}
+	w.settle()
+	if cur, _ := w.m.current(); result == appendAlreadyCommitted && len(parts) > 0 && !referencesPart(cur, parts[0].Key) {
+		// An earlier call committed; this call's uploads are garbage.
+		w.c.deleteBlobs(context.WithoutCancel(ctx), parts)
+	}
+	w.c.afterAppend(s.ShardID)
+	return nil
+}
+
+// token returns the idempotency token for an append of [lower, upper): the
+// pending one if this is a retry of it, else a new one.
+func (w *Writer) token(lower, upper uint64) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending.token != "" && w.pending.lower == lower && w.pending.upper == upper {
+		return w.pending.token, true
+	}
+	w.pending = pendingAppend{lower: lower, upper: upper, token: uuid.NewString()}
+	return w.pending.token, false
+}
+
+// settle forgets the pending append once its outcome is known.
+func (w *Writer) settle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = pendingAppend{}
+}
+
+// writeParts consolidates updates, splits them into parts of about
+// PartTargetBytes and uploads them concurrently. The parts form one run.
+func (w *Writer) writeParts(ctx context.Context, shard string, schema row.Schema, updates []row.Update) ([]Part, error) {
+	updates = row.Consolidate(updates)
+	if len(updates) == 0 {
+		return nil, nil
+	}
+	chunks := splitBySize(updates, w.c.cfg.PartTargetBytes)
+	parts := make([]Part, len(chunks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i, chunk := range chunks {
+		g.Go(func() error {
+			p, err := w.c.writePart(gctx, shard, schema, chunk)
+			parts[i] = p
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		w.c.deleteBlobs(context.WithoutCancel(ctx), parts)
+		return nil, err
+	}
+	return parts, nil
+}
+
+// writePart encodes one sorted, consolidated chunk and uploads it.
+func (c *Client) writePart(ctx context.Context, shard string, schema row.Schema, updates []row.Update) (Part, error) {
+	data, stats, err := codec.EncodePart(schema, updates)
+	if err != nil {
+		return Part{}, fmt.Errorf("encode part: %w", err)
+	}
+	key := partKey(shard)
+	if err := c.blob.Set(ctx, key, data); err != nil {
+		return Part{}, fmt.Errorf("write part %s: %w", key, err)
+	}
+	c.metrics.partsWritten.Inc()
+	c.metrics.partBytes.Add(float64(len(data)))
+	return Part{Key: key, Rows: stats.Rows, Bytes: int64(len(data)), MinT: stats.MinT, MaxT: stats.MaxT}, nil
+}
+
+// deleteBlobs removes parts that no state references (best effort: a leak
+// is harmless, a failure here must not mask the caller's error).
+func (c *Client) deleteBlobs(ctx context.Context, parts []Part) {
+	for _, p := range parts {
+		if p.Key == "" {
+			continue
+		}
+		if _, err := c.blob.Delete(ctx, p.Key); err != nil {
+			c.log.Warn("persist: delete unreferenced part", "key", p.Key, "err", err)
+		} else {
+			c.metrics.blobsDeleted.Inc()
+		}
+	}
+}
+
+// splitBySize cuts sorted updates into chunks whose estimated encoded size
+// is about target bytes. Encoded parts are compressed, so the estimate (the
+// raw size) errs towards smaller parts.
+func splitBySize(updates []row.Update, target int) [][]row.Update {
+	var chunks [][]row.Update
+	start, size := 0, 0
+	for i, u := range updates {
+		size += rowSize(u.Row) + 16
+		if size >= target {
+			chunks = append(chunks, updates[start:i+1])
+			start, size = i+1, 0
+		}
+	}
+	if start < len(updates) {
+		chunks = append(chunks, updates[start:])
+	}
+	return chunks
+}
+
+// rowSize estimates the raw size of a row's datums.
+func rowSize(r row.Row) int {
+	n := 0
+	for _, d := range r {
+		switch v := d.(type) {
+		case string:
+			n += len(v) + 4
+		case []byte:
+			n += len(v) + 4
+		case row.Numeric:
+			n += len(v) + 4
+		case row.JSON:
+			n += len(v) + 4
+		case row.UUID:
+			n += 16
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
+// Close releases the writer. It does not end the shard.
+func (w *Writer) Close() error { return nil }
