@@ -66,10 +66,10 @@ var typeAliases = map[string]Type{
 	"float8": TypeFloat8, "float": TypeFloat8, "double precision": TypeFloat8, "double": TypeFloat8,
 	"numeric": TypeNumeric, "decimal": TypeNumeric,
 	"text": TypeText, "varchar": TypeText, "character varying": TypeText, "string": TypeText,
-	"bytea": TypeBytea,
+	"bytea":     TypeBytea,
 	"timestamp": TypeTimestamp, "timestamp without time zone": TypeTimestamp,
 	"timestamptz": TypeTimestampTZ, "timestamp with time zone": TypeTimestampTZ,
-	"date": TypeDate,
+	"date":  TypeDate,
 	"jsonb": TypeJSONB, "json": TypeJSONB,
 	"uuid": TypeUUID,
 }

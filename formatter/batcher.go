@@ -1,0 +1,97 @@
+package formatter
+
+import "github.com/shardtail/shardtail/persist/row"
+
+// Batcher is the SUBSCRIBE state machine shared by both paths: it turns a
+// subscription's input — the snapshot at AS OF, then listen batches each
+// closed by a frontier — into output rows, applying SNAPSHOT, PROGRESS and
+// UP TO exactly as SUBSCRIBE-SPEC.md says:
+//
+//   - With PROGRESS, the first row is a progress row at AS OF.
+//   - Snapshot rows are stamped AS OF.
+//   - After each batch comes a progress row at its frontier (also for a
+//     batch with no data), except the frontier that completes the
+//     subscribe: no row has mz_timestamp >= UP TO, and there is no
+//     progress row at completion.
+//   - AS OF = UP TO completes at once with zero rows.
+//
+//	b := formatter.NewBatcher(&opts, asOf, upTo)
+//	emit(b.Start())
+//	for chunk := range snapshot { emit(b.Snapshot(chunk)) } // if SNAPSHOT
+//	for !b.Done() { updates, frontier := listen.Next(); emit(b.Batch(updates, frontier)) }
+type Batcher struct {
+	opts     *Options
+	asOf     uint64
+	upTo     uint64
+	hasUpTo  bool
+	done     bool
+	frontier uint64
+}
+
+// NewBatcher returns a batcher for one subscribe. upTo is nil without UP
+// TO; the caller has checked UP TO >= AS OF.
+func NewBatcher(opts *Options, asOf uint64, upTo *uint64) *Batcher {
+	b := &Batcher{opts: opts, asOf: asOf, frontier: asOf}
+	if upTo != nil {
+		b.hasUpTo, b.upTo = true, *upTo
+		b.done = *upTo <= asOf
+	}
+	return b
+}
+
+// Done reports whether the subscribe is complete (UP TO reached).
+func (b *Batcher) Done() bool { return b.done }
+
+// Frontier is the progress delivered so far: every row with mz_timestamp
+// below it has been emitted.
+func (b *Batcher) Frontier() uint64 { return b.frontier }
+
+// Start returns the rows before the snapshot: the progress row at AS OF.
+func (b *Batcher) Start() []Row {
+	if b.done || !b.opts.Progress {
+		return nil
+	}
+	return []Row{b.opts.ProgressRow(b.asOf)}
+}
+
+// Snapshot returns the output rows of a snapshot chunk (updates at AS OF,
+// consolidated).
+func (b *Batcher) Snapshot(updates []row.Update) []Row {
+	if b.done || len(updates) == 0 {
+		return nil
+	}
+	return b.opts.Data(b.asOf, updates)
+}
+
+// Batch returns the output rows of one listen batch: updates with times in
+// (AS OF, frontier), consolidated and ordered by time, then the progress row
+// at frontier unless the batch completes the subscribe.
+func (b *Batcher) Batch(updates []row.Update, frontier uint64) []Row {
+	if b.done {
+		return nil
+	}
+	var out []Row
+	for i := 0; i < len(updates); {
+		t := updates[i].T
+		j := i + 1
+		for j < len(updates) && updates[j].T == t {
+			j++
+		}
+		if t > b.asOf && (!b.hasUpTo || t < b.upTo) {
+			out = append(out, b.opts.Data(t, updates[i:j])...)
+		}
+		i = j
+	}
+	if b.hasUpTo && frontier >= b.upTo {
+		b.done = true
+		b.frontier = b.upTo
+		return out
+	}
+	if frontier > b.frontier {
+		b.frontier = frontier
+		if b.opts.Progress {
+			out = append(out, b.opts.ProgressRow(frontier))
+		}
+	}
+	return out
+}

@@ -1,0 +1,20 @@
+// Package formatter is SUBSCRIBE's output, shared by the fast path and the
+// dataflow path so that both produce exactly the same rows.
+//
+// Options describe one subscribe's output shape (PROGRESS, ENVELOPE UPSERT
+// or DEBEZIUM with its KEY, WITHIN TIMESTAMP ORDER BY) and give its columns
+// (Columns) and, for the consolidated updates at one time, its rows in order
+// (Data). Batcher is the state machine around them: the progress row at AS
+// OF, the snapshot, then each listen batch followed by its progress row,
+// with UP TO completing the subscribe. Encoding rows to DataRow and CopyData
+// bytes is in encode.go.
+//
+// A Row is (mz_timestamp, mz_progressed, tail): the tail (mz_diff or
+// mz_state and the relation columns) does not depend on the timestamp, so
+// its encoding can be shared between subscribers whose AS OF differs.
+//
+// Within one timestamp Materialize leaves the order unspecified; ours is
+// deterministic: WITHIN TIMESTAMP ORDER BY items first (SQL order, NULLs
+// placed as resolved by the planner), then the relation columns (row order),
+// then mz_diff / mz_state.
+package formatter

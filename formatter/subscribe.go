@@ -1,0 +1,263 @@
+package formatter
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// Envelope is a SUBSCRIBE output envelope.
+type Envelope int
+
+// The envelopes.
+const (
+	EnvelopeNone Envelope = iota
+	EnvelopeUpsert
+	EnvelopeDebezium
+)
+
+// OrderItem is one WITHIN TIMESTAMP ORDER BY item over the output columns
+// after mz_timestamp and mz_progressed (index 0 is mz_diff or mz_state).
+// NullsFirst is the effective placement of NULLs, defaults resolved.
+type OrderItem struct {
+	Col        int
+	Desc       bool
+	NullsFirst bool
+}
+
+// Options describe one SUBSCRIBE's output shape. Two subscribes with equal
+// Options produce byte-identical rows for the same updates, which is what
+// lets the fast path encode once per shape.
+type Options struct {
+	// Relation is the schema of the subscribed relation.
+	Relation row.Schema
+	Progress bool
+	Envelope Envelope
+	// Keys are relation column indexes of ENVELOPE ... (KEY (...)), in KEY
+	// order.
+	Keys []int
+	// Order is WITHIN TIMESTAMP ORDER BY; empty means the default order.
+	Order []OrderItem
+}
+
+// Column is an output column.
+type Column struct {
+	Name     string
+	Type     ColType
+	Nullable bool
+}
+
+// ColType is an output column's type: a relation type or one of the
+// SUBSCRIBE metadata types.
+type ColType struct {
+	// Rel is the relation type, valid when Meta is MetaNone.
+	Rel  row.Type
+	Meta MetaType
+}
+
+// MetaType marks the SUBSCRIBE metadata columns' types.
+type MetaType int
+
+// Metadata column types.
+const (
+	MetaNone      MetaType = iota
+	MetaTimestamp          // mz_timestamp: numeric
+	MetaProgress           // mz_progressed: bool
+	MetaDiff               // mz_diff: int8
+	MetaState              // mz_state: text
+)
+
+// Columns returns the output columns in order.
+func (o *Options) Columns() []Column {
+	cols := []Column{{Name: "mz_timestamp", Type: ColType{Meta: MetaTimestamp}}}
+	if o.Progress {
+		cols = append(cols, Column{Name: "mz_progressed", Type: ColType{Meta: MetaProgress}})
+	}
+	rel := func(c row.Column, name string, nullable bool) Column {
+		return Column{Name: name, Type: ColType{Rel: c.Type}, Nullable: nullable || c.Nullable || o.Progress}
+	}
+	switch o.Envelope {
+	case EnvelopeNone:
+		cols = append(cols, Column{Name: "mz_diff", Type: ColType{Meta: MetaDiff}, Nullable: o.Progress})
+		for _, c := range o.Relation.Columns {
+			cols = append(cols, rel(c, c.Name, false))
+		}
+	case EnvelopeUpsert:
+		cols = append(cols, Column{Name: "mz_state", Type: ColType{Meta: MetaState}, Nullable: o.Progress})
+		for _, k := range o.Keys {
+			c := o.Relation.Columns[k]
+			cols = append(cols, rel(c, c.Name, false))
+		}
+		for _, i := range o.values() {
+			c := o.Relation.Columns[i]
+			cols = append(cols, rel(c, c.Name, true))
+		}
+	case EnvelopeDebezium:
+		cols = append(cols, Column{Name: "mz_state", Type: ColType{Meta: MetaState}, Nullable: o.Progress})
+		for _, k := range o.Keys {
+			c := o.Relation.Columns[k]
+			cols = append(cols, rel(c, c.Name, false))
+		}
+		for _, i := range o.values() {
+			c := o.Relation.Columns[i]
+			cols = append(cols, rel(c, "before_"+c.Name, true))
+		}
+		for _, i := range o.values() {
+			c := o.Relation.Columns[i]
+			cols = append(cols, rel(c, "after_"+c.Name, true))
+		}
+	}
+	return cols
+}
+
+// values returns the relation's non-key column indexes in relation order.
+func (o *Options) values() []int {
+	var out []int
+	for i := range o.Relation.Columns {
+		if !slices.Contains(o.Keys, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Row is one output row. Time is mz_timestamp; Progressed marks a progress
+// row (Tail is then nil: every other column NULL). Tail holds the columns
+// after mz_timestamp and mz_progressed: mz_diff (int64) or mz_state
+// (string), then the relation columns.
+type Row struct {
+	Time       uint64
+	Progressed bool
+	Tail       row.Row
+}
+
+// Data turns the consolidated updates at one time into output rows in the
+// subscribe's order. updates must all be at time t and consolidated.
+func (o *Options) Data(t uint64, updates []row.Update) []Row {
+	var out []Row
+	switch o.Envelope {
+	case EnvelopeNone:
+		out = make([]Row, 0, len(updates))
+		for _, u := range updates {
+			tail := make(row.Row, 0, 1+len(u.Row))
+			tail = append(tail, u.Diff)
+			tail = append(tail, u.Row...)
+			out = append(out, Row{Time: t, Tail: tail})
+		}
+	default:
+		out = o.envelope(t, updates)
+	}
+	o.sort(out)
+	return out
+}
+
+// Progress returns the progress row at frontier.
+func (o *Options) ProgressRow(frontier uint64) Row {
+	return Row{Time: frontier, Progressed: true}
+}
+
+// envelope groups updates by key and applies the UPSERT / DEBEZIUM rules.
+func (o *Options) envelope(t uint64, updates []row.Update) []Row {
+	keyOf := func(r row.Row) row.Row {
+		k := make(row.Row, len(o.Keys))
+		for i, c := range o.Keys {
+			k[i] = r[c]
+		}
+		return k
+	}
+	sorted := slices.Clone(updates)
+	slices.SortStableFunc(sorted, func(a, b row.Update) int { return row.Compare(keyOf(a.Row), keyOf(b.Row)) })
+	vals := o.values()
+	var out []Row
+	for i := 0; i < len(sorted); {
+		key := keyOf(sorted[i].Row)
+		j := i + 1
+		for j < len(sorted) && row.Equal(keyOf(sorted[j].Row), key) {
+			j++
+		}
+		group := sorted[i:j]
+		i = j
+		var ins, del *row.Update
+		state := "key_violation"
+		switch {
+		case len(group) == 1 && group[0].Diff == 1:
+			ins = &group[0]
+			state = "upsert"
+			if o.Envelope == EnvelopeDebezium {
+				state = "insert"
+			}
+		case len(group) == 1 && group[0].Diff == -1:
+			del = &group[0]
+			state = "delete"
+		case len(group) == 2 && group[0].Diff+group[1].Diff == 0 && (group[0].Diff == 1 || group[0].Diff == -1):
+			ins, del = &group[0], &group[1]
+			if ins.Diff == -1 {
+				ins, del = del, ins
+			}
+			state = "upsert"
+		}
+		tail := row.Row{state}
+		tail = append(tail, key...)
+		pick := func(u *row.Update) {
+			for _, c := range vals {
+				if u == nil || state == "key_violation" {
+					tail = append(tail, nil)
+				} else {
+					tail = append(tail, u.Row[c])
+				}
+			}
+		}
+		if o.Envelope == EnvelopeUpsert {
+			pick(ins)
+		} else {
+			pick(del)
+			pick(ins)
+		}
+		out = append(out, Row{Time: t, Tail: tail})
+	}
+	return out
+}
+
+// sort orders rows within one time: by the ORDER BY items, then by the
+// relation columns and mz_diff/mz_state, so that output is deterministic.
+func (o *Options) sort(rows []Row) {
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		for _, it := range o.Order {
+			x, y := a.Tail[it.Col], b.Tail[it.Col]
+			if x == nil || y == nil {
+				if x == nil && y == nil {
+					continue
+				}
+				// NullsFirst is the effective placement: the planner sets
+				// PostgreSQL's default (NULLS LAST for ASC, FIRST for DESC).
+				if (x == nil) == it.NullsFirst {
+					return -1
+				}
+				return 1
+			}
+			c := row.CompareSQL(x, y)
+			if it.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		if c := row.Compare(a.Tail[1:], b.Tail[1:]); c != 0 {
+			return c
+		}
+		return compareMeta(a.Tail[0], b.Tail[0])
+	})
+}
+
+func compareMeta(a, b row.Datum) int {
+	switch x := a.(type) {
+	case int64:
+		return cmp.Compare(x, b.(int64))
+	case string:
+		return cmp.Compare(x, b.(string))
+	}
+	panic(fmt.Sprintf("formatter: metadata column of type %T", a))
+}

@@ -1,0 +1,170 @@
+package formatter
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+var t3 = row.Schema{Columns: []row.Column{
+	{Name: "a", Type: row.TypeInt4, Nullable: true},
+	{Name: "b", Type: row.TypeText, Nullable: true},
+	{Name: "c", Type: row.TypeInt8},
+}}
+
+func u(a int32, b string, c int64, t uint64, d int64) row.Update {
+	return row.Update{Row: row.Row{a, b, c}, T: t, Diff: d}
+}
+
+// render prints rows the way the conformance scripts do.
+func render(rows []Row) string {
+	var sb strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "%d", r.Time)
+		if r.Progressed {
+			sb.WriteString(" progress\n")
+			continue
+		}
+		for _, d := range r.Tail {
+			if d == nil {
+				sb.WriteString(" NULL")
+			} else {
+				fmt.Fprintf(&sb, " %v", d)
+			}
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+func TestColumns(t *testing.T) {
+	names := func(o Options) string {
+		var out []string
+		for _, c := range o.Columns() {
+			out = append(out, c.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Relation: t3}, "mz_timestamp mz_diff a b c"},
+		{Options{Relation: t3, Progress: true}, "mz_timestamp mz_progressed mz_diff a b c"},
+		{Options{Relation: t3, Envelope: EnvelopeUpsert, Keys: []int{2}}, "mz_timestamp mz_state c a b"},
+		// The spec's example: t2(a,b,c) ENVELOPE DEBEZIUM (KEY (c, b)).
+		{Options{Relation: t3, Envelope: EnvelopeDebezium, Keys: []int{2, 1}}, "mz_timestamp mz_state c b before_a after_a"},
+	} {
+		if got := names(tc.opts); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+	cols := (&Options{Relation: t3, Progress: true}).Columns()
+	if cols[0].Nullable || cols[1].Nullable || !cols[4].Nullable {
+		t.Errorf("nullability with PROGRESS: %+v", cols)
+	}
+}
+
+func TestBatcher(t *testing.T) {
+	upTo := uint64(9)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		upTo *uint64
+		want string
+	}{
+		{"Plain", Options{Relation: t3}, nil, `
+5 2 1 x 10
+5 1 2 y 20
+6 -1 1 x 10
+7 1 3 z 30
+9 1 4 w 40
+`},
+		{"Progress", Options{Relation: t3, Progress: true}, nil, `
+5 progress
+5 2 1 x 10
+5 1 2 y 20
+6 -1 1 x 10
+7 progress
+7 1 3 z 30
+8 progress
+9 1 4 w 40
+10 progress
+`},
+		{"UpTo", Options{Relation: t3, Progress: true}, &upTo, `
+5 progress
+5 2 1 x 10
+5 1 2 y 20
+6 -1 1 x 10
+7 progress
+7 1 3 z 30
+8 progress
+`},
+		{"OrderByDiff", Options{Relation: t3, Order: []OrderItem{{Col: 0}}}, nil, `
+5 1 2 y 20
+5 2 1 x 10
+6 -1 1 x 10
+7 1 3 z 30
+9 1 4 w 40
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBatcher(&tc.opts, 5, tc.upTo)
+			var rows []Row
+			rows = append(rows, b.Start()...)
+			rows = append(rows, b.Snapshot([]row.Update{u(1, "x", 10, 5, 2), u(2, "y", 20, 5, 1)})...)
+			rows = append(rows, b.Batch([]row.Update{u(1, "x", 10, 6, -1)}, 7)...)
+			rows = append(rows, b.Batch([]row.Update{u(3, "z", 30, 7, 1)}, 8)...)
+			rows = append(rows, b.Batch([]row.Update{u(4, "w", 40, 9, 1)}, 10)...)
+			if got := render(rows); got != strings.TrimPrefix(tc.want, "\n") {
+				t.Fatalf("got:\n%swant:%s", got, tc.want)
+			}
+			if tc.upTo != nil && !b.Done() {
+				t.Fatal("not done after UP TO")
+			}
+		})
+	}
+	t.Run("AsOfEqualsUpTo", func(t *testing.T) {
+		five := uint64(5)
+		b := NewBatcher(&Options{Relation: t3, Progress: true}, 5, &five)
+		if rows := append(b.Start(), b.Snapshot([]row.Update{u(1, "x", 1, 5, 1)})...); len(rows) != 0 || !b.Done() {
+			t.Fatalf("AS OF = UP TO: rows %v, done %v", rows, b.Done())
+		}
+	})
+}
+
+func TestEnvelopes(t *testing.T) {
+	updates := []row.Update{
+		u(1, "new", 1, 5, 1),  // key 1: insert
+		u(2, "old", 2, 5, -1), // key 2: delete
+		u(3, "old", 3, 5, -1), // key 3: update
+		u(3, "new", 3, 5, 1),
+		u(4, "a", 4, 5, 1), // key 4: two inserts
+		u(4, "b", 4, 5, 1),
+		u(5, "x", 5, 5, 2), // key 5: +2
+	}
+	up := Options{Relation: t3, Envelope: EnvelopeUpsert, Keys: []int{0}}
+	if got, want := render(up.Data(5, updates)), `5 upsert 1 new 1
+5 delete 2 NULL NULL
+5 upsert 3 new 3
+5 key_violation 4 NULL NULL
+5 key_violation 5 NULL NULL
+`; got != want {
+		t.Errorf("upsert:\n%swant:\n%s", got, want)
+	}
+	dbz := Options{Relation: t3, Envelope: EnvelopeDebezium, Keys: []int{0}}
+	if got, want := render(dbz.Data(5, updates)), `5 insert 1 NULL NULL new 1
+5 delete 2 old 2 NULL NULL
+5 upsert 3 old 3 new 3
+5 key_violation 4 NULL NULL NULL NULL
+5 key_violation 5 NULL NULL NULL NULL
+`; got != want {
+		t.Errorf("debezium:\n%swant:\n%s", got, want)
+	}
+	if !reflect.DeepEqual(up.Data(5, nil), []Row(nil)) {
+		t.Error("no updates should give no rows")
+	}
+}
