@@ -14,6 +14,9 @@ import (
 // maintTask serializes background maintenance of one shard: at most one run
 // at a time, and a request during a run schedules exactly one more.
 type maintTask struct {
+	// run is held by Maintain: in one process, compaction never reads parts
+	// that a concurrent GC deletes.
+	run     sync.Mutex
 	mu      sync.Mutex
 	running bool // mu
 	again   bool // mu
@@ -25,17 +28,10 @@ func (c *Client) afterAppend(shard string) {
 	if c.cfg.CompactionMinInputs < 0 {
 		return
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	t := c.maintTask(shard)
+	if t == nil {
 		return
 	}
-	t := c.maint[shard]
-	if t == nil {
-		t = &maintTask{}
-		c.maint[shard] = t
-	}
-	c.mu.Unlock()
 	t.mu.Lock()
 	if t.running {
 		t.again = true
@@ -63,6 +59,21 @@ func (c *Client) afterAppend(shard string) {
 	}()
 }
 
+// maintTask returns shard's task, or nil when the client is closed.
+func (c *Client) maintTask(shard string) *maintTask {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	t := c.maint[shard]
+	if t == nil {
+		t = &maintTask{}
+		c.maint[shard] = t
+	}
+	return t
+}
+
 // MaintenanceReport says what one Maintain call did.
 type MaintenanceReport struct {
 	ExpiredReaders []ReaderID
@@ -77,13 +88,21 @@ type MaintenanceReport struct {
 // live reader can reach. It is safe to run concurrently with anything,
 // including Maintain in another process: every step commits by CAS and
 // deletes only what no state version at or after the oldest reader hold
-// references.
+// references. (A compaction in another process holds no seqno, so a GC here
+// may delete an input it is reading: that compaction then fails and its
+// output is discarded; readers are never affected.)
 func (c *Client) Maintain(ctx context.Context, shard string) (MaintenanceReport, error) {
 	var rep MaintenanceReport
 	m, err := c.machine(ctx, shard)
 	if err != nil {
 		return rep, err
 	}
+	t := c.maintTask(shard)
+	if t == nil {
+		return rep, ErrClosed
+	}
+	t.run.Lock()
+	defer t.run.Unlock()
 	if _, err := m.apply(ctx, expireStale(c.cfg.Now(), &rep.ExpiredReaders)); err != nil {
 		return rep, fmt.Errorf("expire: %w", err)
 	}

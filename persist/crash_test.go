@@ -158,7 +158,8 @@ func TestCrashSafety(t *testing.T) {
 			}
 		}
 		r.Close()
+		first := must(c.Consensus().Scan(ctx, shard, 0, 1))(t)
 		closeFn()
-		t.Logf("round %d: killed after %v, acked %d, upper %d, %d batches, seqno %s", round, killAfter, acked, s.Upper, len(s.Batches), s.SeqNo)
+		t.Logf("round %d: killed after %v, acked %d, upper %d, %d batches, seqno %s, earliest %s", round, killAfter, acked, s.Upper, len(s.Batches), s.SeqNo, first[0].SeqNo)
 	}
 }

@@ -173,7 +173,9 @@ func TestReaderLeaseExpires(t *testing.T) {
 	if _, err := crashed.Snapshot(ctx, 60); !errors.Is(err, persist.ErrReaderExpired) {
 		t.Fatalf("expired reader read: %v", err)
 	}
-	if _, err := policy.Snapshot(ctx, 10); !persist.ErrIsSince(err) {
+	late := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer late.Close()
+	if _, err := late.Snapshot(ctx, 10); !persist.ErrIsSince(err) {
 		t.Fatalf("snapshot below since: %v", err)
 	}
 }

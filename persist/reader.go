@@ -19,7 +19,8 @@ type ReaderOptions struct {
 	// Purpose is recorded in state for operators ("subscribe", "tail listen").
 	Purpose string
 	// Critical readers never expire: they hold since until explicitly
-	// downgraded or closed. A collection's retention policy is one.
+	// downgraded or closed. A collection's retention policy is one. They
+	// hold no seqno, so they cannot read (Snapshot and Listen fail).
 	Critical bool
 }
 
@@ -28,10 +29,11 @@ type ReaderOptions struct {
 // seqno, so that GC keeps every blob it may still fetch. A background task
 // heartbeats its lease. Close expires it and releases both holds.
 type Reader struct {
-	c      *Client
-	m      *machine
-	id     ReaderID
-	schema row.Schema
+	c        *Client
+	m        *machine
+	id       ReaderID
+	schema   row.Schema
+	critical bool
 
 	mu     sync.Mutex
 	since  uint64        // mu: our since as last committed
@@ -58,7 +60,7 @@ func (c *Client) OpenReader(ctx context.Context, shard string, opts ReaderOption
 		return nil, fmt.Errorf("register reader of %s: %w", shard, err)
 	}
 	hctx, cancel := context.WithCancel(c.ctx)
-	r := &Reader{c: c, m: m, id: id, schema: s.Schema, since: s.Readers[id].Since, leases: map[SeqNo]int{}, cancel: cancel}
+	r := &Reader{c: c, m: m, id: id, critical: opts.Critical, schema: s.Schema, since: s.Readers[id].Since, leases: map[SeqNo]int{}, cancel: cancel}
 	if !opts.Critical && c.cfg.ReaderHeartbeat > 0 {
 		r.wg.Add(1)
 		go r.heartbeat(hctx)
@@ -126,10 +128,15 @@ func (r *Reader) seqnoHold() SeqNo {
 	return hold
 }
 
-func (r *Reader) lease(seq SeqNo) {
+// leaseCurrent takes a local lease on the newest known state and returns
+// it. Taking the state and the lease under r.mu, where heartbeats compute
+// the durable hold, makes the hold never pass a state a read uses.
+func (r *Reader) leaseCurrent() *State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.leases[seq]++
+	s, _ := r.m.current()
+	r.leases[s.SeqNo]++
+	return s
 }
 
 func (r *Reader) release(seq SeqNo) {
@@ -158,8 +165,12 @@ func (r *Reader) Close() error {
 	return err
 }
 
-// checkAsOf waits until asOf < upper and validates since <= asOf.
+// checkAsOf waits until asOf < upper, validates since <= asOf, and returns
+// the state to read with a local lease on it (the caller releases it).
 func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
+	if r.critical {
+		return nil, errCriticalRead
+	}
 	if since := r.Since(); asOf < since {
 		return nil, &SinceError{AsOf: asOf, Since: since}
 	}
@@ -168,18 +179,22 @@ func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
 	if _, err := r.m.refresh(ctx); err != nil {
 		return nil, err
 	}
-	s, err := r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > asOf })
-	if err != nil {
+	if _, err := r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > asOf }); err != nil {
 		return nil, err
 	}
+	s := r.leaseCurrent()
 	if _, ok := s.Readers[r.id]; !ok {
+		r.release(s.SeqNo)
 		return nil, ErrReaderExpired
 	}
 	if asOf < s.Since {
+		r.release(s.SeqNo)
 		return nil, &SinceError{AsOf: asOf, Since: s.Since}
 	}
 	return s, nil
 }
+
+var errCriticalRead = errors.New("critical readers hold since only and cannot read")
 
 // Cursor is a consolidating snapshot cursor: it yields a shard's contents at
 // one time in chunks. See Reader.Snapshot.
@@ -204,7 +219,6 @@ func (r *Reader) Snapshot(ctx context.Context, asOf uint64) (*Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.lease(s.SeqNo)
 	var batches []*Batch
 	for _, b := range s.Batches {
 		if b.Lower <= asOf {
@@ -264,6 +278,9 @@ type Listen struct {
 // shard for long calls Reader.Downgrade(frontier-1) as it goes, so that
 // compaction can merge what it has passed.
 func (r *Reader) Listen(ctx context.Context, asOf uint64) (*Listen, error) {
+	if r.critical {
+		return nil, errCriticalRead
+	}
 	if since := r.Since(); asOf < since {
 		return nil, &SinceError{AsOf: asOf, Since: since}
 	}
@@ -279,10 +296,11 @@ func (l *Listen) Frontier() uint64 { return l.frontier }
 // asOf), consolidated and ordered by (time, row), and the new frontier.
 // updates may be empty: the frontier advanced without data.
 func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
-	s, err := l.r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > l.frontier })
-	if err != nil {
+	if _, err := l.r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > l.frontier }); err != nil {
 		return nil, 0, err
 	}
+	s := l.r.leaseCurrent()
+	defer l.r.release(s.SeqNo)
 	if _, ok := s.Readers[l.r.id]; !ok {
 		return nil, 0, ErrReaderExpired
 	}
@@ -308,10 +326,8 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 	}
 	var updates []row.Update
 	if len(parts) > 0 {
-		l.r.lease(s.SeqNo)
-		updates, err = l.r.readParts(ctx, s.Schema, parts, lower)
-		l.r.release(s.SeqNo)
-		if err != nil {
+		var err error
+		if updates, err = l.r.readParts(ctx, s.Schema, parts, lower); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -180,11 +180,15 @@ func (s *State) LatestRollup() (SeqNo, string) {
 }
 
 // SeqNoSince is the oldest seqno any reader may still read from: GC may
-// delete what only versions before it reference.
+// delete what only versions before it reference. Critical readers hold
+// since only (they never read), so a crashed process's retention policy
+// does not stop GC.
 func (s *State) SeqNoSince() SeqNo {
 	since := s.SeqNo
 	for _, r := range s.Readers {
-		since = min(since, r.SeqNo)
+		if r.LeaseMs > 0 {
+			since = min(since, r.SeqNo)
+		}
 	}
 	return since
 }

@@ -50,3 +50,9 @@ func IsConsolidated(updates []Update) bool {
 	}
 	return true
 }
+
+// SortByTime orders updates by time, keeping the relative order of updates
+// at the same time (stable).
+func SortByTime(updates []Update) {
+	slices.SortStableFunc(updates, func(a, b Update) int { return cmp.Compare(a.T, b.T) })
+}

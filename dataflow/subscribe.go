@@ -1,0 +1,280 @@
+package dataflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// MFP is a map/filter/project over the rows of a collection: it returns the
+// output row and whether the row passes. It must be a pure function of the
+// row, so that applying it to updates and re-consolidating is correct.
+type MFP interface {
+	Apply(r row.Row) (row.Row, bool, error)
+}
+
+// SubscribeConfig describes one dataflow-path subscribe.
+type SubscribeConfig struct {
+	Persist *persist.Client
+	Shard   string
+	// MFP maps the shard's rows to the subscribed relation; nil for a bare
+	// collection.
+	MFP MFP
+	// Output is the subscribe's output shape over the relation.
+	Output   *formatter.Options
+	AsOf     uint64
+	UpTo     *uint64
+	Snapshot bool
+	// MaxBufferedBytes bounds the rows produced and not yet taken by the
+	// client: over it the subscribe fails with a *BufferError.
+	MaxBufferedBytes int64
+	// Purpose labels the subscribe's reader in shard state.
+	Purpose string
+}
+
+// BufferError is the error of a subscribe whose client fell behind by more
+// than its budget.
+type BufferError struct {
+	Buffered, Max int64
+}
+
+func (e *BufferError) Error() string {
+	return fmt.Sprintf("SUBSCRIBE fell behind: the client did not read results fast enough, so its backlog reached %d bytes, exceeding the %d byte budget", e.Buffered, e.Max)
+}
+
+// SQLState is 53200 (out_of_memory), as Materialize reports it.
+func (e *BufferError) SQLState() string { return "53200" }
+
+// Subscribe is the dataflow path: a private pipeline per subscribe. Its own
+// goroutine registers a reader, reads and consolidates the snapshot, applies
+// the MFP, follows a listen, and formats rows into a queue that the
+// client's session drains with Next. It never waits for the client: a
+// backlog over the budget ends the subscribe with a *BufferError.
+type Subscribe struct {
+	cfg    SubscribeConfig
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	queue    []formatter.Row // mu
+	buffered int64           // mu: estimated bytes in queue
+	err      error           // mu: terminal error; io.EOF when complete
+	ready    chan struct{}   // mu: closed when queue or err changes
+	frontier uint64          // mu
+}
+
+// StartSubscribe starts the pipeline.
+func StartSubscribe(cfg SubscribeConfig) *Subscribe {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Subscribe{cfg: cfg, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), frontier: cfg.AsOf}
+	go s.run(ctx)
+	return s
+}
+
+// Frontier is the progress delivered to the queue.
+func (s *Subscribe) Frontier() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.frontier
+}
+
+// Buffered is the estimated bytes queued for the client.
+func (s *Subscribe) Buffered() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buffered
+}
+
+func (s *Subscribe) run(ctx context.Context) {
+	defer close(s.done)
+	err := s.pipeline(ctx)
+	if err == nil {
+		err = io.EOF
+	}
+	if errors.Is(err, persist.ErrShardTombstoned) {
+		err = ErrDropped
+	}
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.signal()
+	s.mu.Unlock()
+}
+
+// ErrDropped ends a subscribe whose collection was dropped; the session
+// reports it with the relation's name (42704).
+var ErrDropped = errors.New("subscribed relation was dropped")
+
+func (s *Subscribe) pipeline(ctx context.Context) error {
+	b := formatter.NewBatcher(s.cfg.Output, s.cfg.AsOf, s.cfg.UpTo)
+	if err := s.push(b.Start(), b); err != nil || b.Done() {
+		return err
+	}
+	r, err := s.cfg.Persist.OpenReader(ctx, s.cfg.Shard, persist.ReaderOptions{Purpose: s.cfg.Purpose})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if s.cfg.Snapshot {
+		cur, err := r.Snapshot(ctx, s.cfg.AsOf)
+		if err != nil {
+			return err
+		}
+		defer cur.Close()
+		// Every chunk of a collection's snapshot is final, so it streams.
+		// Through an MFP, rows of different chunks may map to one row, so
+		// the snapshot is consolidated whole before any of it is sent.
+		var all []row.Update
+		for {
+			chunk, err := cur.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if s.cfg.MFP == nil {
+				if err := s.push(b.Snapshot(chunk), b); err != nil {
+					return err
+				}
+				continue
+			}
+			mapped, err := s.apply(chunk)
+			if err != nil {
+				return err
+			}
+			all = append(all, mapped...)
+		}
+		if err := s.push(b.Snapshot(row.Consolidate(all)), b); err != nil {
+			return err
+		}
+	}
+	l, err := r.Listen(ctx, s.cfg.AsOf)
+	if err != nil {
+		return err
+	}
+	for !b.Done() {
+		updates, frontier, err := l.Next(ctx)
+		if err != nil {
+			return err
+		}
+		mapped, err := s.apply(updates)
+		if err != nil {
+			return err
+		}
+		if s.cfg.MFP != nil {
+			mapped = sortByTime(row.Consolidate(mapped))
+		}
+		if err := s.push(b.Batch(mapped, frontier), b); err != nil {
+			return err
+		}
+		// Let the shard compact what this subscribe has passed.
+		if frontier > 1 {
+			_ = r.Downgrade(ctx, frontier-1)
+		}
+	}
+	return nil
+}
+
+func (s *Subscribe) apply(updates []row.Update) ([]row.Update, error) {
+	if s.cfg.MFP == nil {
+		return updates, nil
+	}
+	out := updates[:0:0]
+	for _, u := range updates {
+		r, ok, err := s.cfg.MFP.Apply(u.Row)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, row.Update{Row: r, T: u.T, Diff: u.Diff})
+		}
+	}
+	return out, nil
+}
+
+func sortByTime(us []row.Update) []row.Update {
+	// Consolidate sorted by (row, time); the batcher needs time order.
+	row.SortByTime(us)
+	return us
+}
+
+// push queues rows for the client, failing when the backlog exceeds the
+// budget.
+func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frontier = b.Frontier()
+	if len(rows) == 0 {
+		s.signal()
+		return nil
+	}
+	for _, r := range rows {
+		s.buffered += r.Size()
+	}
+	s.queue = append(s.queue, rows...)
+	s.signal()
+	if s.cfg.MaxBufferedBytes > 0 && s.buffered > s.cfg.MaxBufferedBytes {
+		return &BufferError{Buffered: s.buffered, Max: s.cfg.MaxBufferedBytes}
+	}
+	return nil
+}
+
+// signal wakes a waiting Next. s.mu must be held.
+func (s *Subscribe) signal() {
+	close(s.ready)
+	s.ready = make(chan struct{})
+}
+
+// Next returns up to max queued rows (all of them when max <= 0), blocking
+// until at least one is queued. After the last row it returns io.EOF when
+// the subscribe completed (UP TO), or the error that ended it. A
+// *BufferError is returned at once, before the queued rows: the client is
+// too far behind to catch up.
+func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) {
+	for {
+		s.mu.Lock()
+		var be *BufferError
+		if errors.As(s.err, &be) {
+			s.mu.Unlock()
+			return nil, s.err
+		}
+		if n := len(s.queue); n > 0 {
+			if max <= 0 || max > n {
+				max = n
+			}
+			out := s.queue[:max:max]
+			s.queue = s.queue[max:]
+			for _, r := range out {
+				s.buffered -= r.Size()
+			}
+			s.mu.Unlock()
+			return out, nil
+		}
+		if s.err != nil {
+			err := s.err
+			s.mu.Unlock()
+			return nil, err
+		}
+		ready := s.ready
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ready:
+		}
+	}
+}
+
+// Close stops the pipeline and waits for it; its reader is expired.
+func (s *Subscribe) Close() {
+	s.cancel()
+	<-s.done
+}
