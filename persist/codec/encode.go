@@ -1,0 +1,403 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/endian"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// Stats describes an encoded part; persist keeps it in State next to the
+// part's key.
+type Stats struct {
+	// Rows is the number of updates in the part.
+	Rows int64
+	// Bytes is the encoded size of the part.
+	Bytes int64
+	// MinT and MaxT are the least and greatest update times; both 0 for an
+	// empty part.
+	MinT, MaxT uint64
+}
+
+// EncodePart encodes updates, a consolidated run of rows of schema, as a
+// part using the default Config. See Config.EncodePart.
+func EncodePart(schema row.Schema, updates []row.Update) ([]byte, Stats, error) {
+	return Config{}.EncodePart(schema, updates)
+}
+
+// EncodePart encodes updates as a part of schema and returns its bytes and
+// Stats. updates must be consolidated (row.IsConsolidated: sorted by row then
+// time, no duplicate (row, time), no zero diff) and every row must fit the
+// schema: datums of the right Go type, no NULL in a non-nullable column,
+// valid UTF-8 text, canonical numeric, valid JSON. Otherwise it returns an
+// error wrapping ErrInvalidInput and writes nothing: a part the reader would
+// reject is never produced. An empty updates is allowed and yields a valid
+// part of zero record batches.
+//
+// EncodePart does not retain or modify updates.
+func (c Config) EncodePart(schema row.Schema, updates []row.Update) ([]byte, Stats, error) {
+	return c.encodePart(schema, updates, memory.DefaultAllocator)
+}
+
+// encodePart is EncodePart with the allocator arrow-go uses for compressed
+// buffers, so that tests can check it with memory.CheckedAllocator.
+func (c Config) encodePart(schema row.Schema, updates []row.Update, mem memory.Allocator) ([]byte, Stats, error) {
+	if err := c.Validate(); err != nil {
+		return nil, Stats{}, err
+	}
+	c = c.withDefaults()
+	if err := schema.Validate(); err != nil {
+		return nil, Stats{}, fmt.Errorf("%w: encode part: schema: %v", ErrInvalidInput, err)
+	}
+	if endian.IsBigEndian {
+		// Parts are little-endian (see doc.go); decoding rejects others.
+		return nil, Stats{}, errors.New("encode part: big-endian hosts are not supported")
+	}
+	stats, err := checkUpdates(schema, updates)
+	if err != nil {
+		return nil, Stats{}, fmt.Errorf("encode part: %w", err)
+	}
+	cuts, err := c.cutBatches(schema, updates)
+	if err != nil {
+		return nil, Stats{}, fmt.Errorf("encode part: %w", err)
+	}
+
+	batches := make([][]row.Update, len(cuts))
+	lo := 0
+	for i, hi := range cuts {
+		batches[i], lo = updates[lo:hi], hi
+	}
+	data, err := writeBatches(schema, batches, mem)
+	if err != nil {
+		return nil, Stats{}, fmt.Errorf("encode part: %w", err)
+	}
+	stats.Bytes = int64(len(data))
+	return data, stats, nil
+}
+
+// writeBatches writes each batch as one record batch of an Arrow IPC file.
+// It does not check the updates.
+func writeBatches(schema row.Schema, batches [][]row.Update, mem memory.Allocator) ([]byte, error) {
+	rows := 0
+	for _, b := range batches {
+		rows += len(b)
+	}
+	var buf chunkWriter
+	as := arrowSchema(schema, rows)
+	w, err := ipc.NewFileWriter(&buf, ipc.WithSchema(as), ipc.WithZstd(), ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, err
+	}
+	enc := newBatchEncoder(schema, as)
+	for _, b := range batches {
+		rec := enc.encode(b)
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("write batch: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("close: %w", err)
+	}
+	return buf.bytes(), nil
+}
+
+// chunkWriter collects the part in chunks and joins them once at the end:
+// a bytes.Buffer copies a large part about twice while growing.
+type chunkWriter struct {
+	chunks [][]byte
+	n      int
+}
+
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	last := len(w.chunks) - 1
+	if last < 0 || cap(w.chunks[last])-len(w.chunks[last]) < len(p) {
+		size := min(max(64<<10, w.n), 4<<20) // grow with the part, up to 4 MiB
+		w.chunks = append(w.chunks, make([]byte, 0, max(size, len(p))))
+		last++
+	}
+	w.chunks[last] = append(w.chunks[last], p...)
+	w.n += len(p)
+	return len(p), nil
+}
+
+// bytes returns everything written, in one exactly sized slice.
+func (w *chunkWriter) bytes() []byte {
+	out := make([]byte, 0, w.n)
+	for _, c := range w.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
+// checkUpdates checks that updates fit schema and are consolidated, and
+// returns their stats. It checks the datum types before comparing rows,
+// because row.CompareDatum panics on mismatched types.
+func checkUpdates(schema row.Schema, updates []row.Update) (Stats, error) {
+	st := Stats{Rows: int64(len(updates))}
+	if len(updates) > 0 {
+		st.MinT = math.MaxUint64
+	}
+	for i, u := range updates {
+		if err := row.CheckRow(schema, u.Row); err != nil {
+			return Stats{}, fmt.Errorf("%w: update %d: %v", ErrInvalidInput, i, err)
+		}
+		for ci, col := range schema.Columns {
+			if s, ok := textDatum(u.Row[ci]); ok {
+				if err := checkText(col.Type, s); err != nil {
+					return Stats{}, fmt.Errorf("%w: update %d: column %q: %v", ErrInvalidInput, i, col.Name, err)
+				}
+			}
+		}
+		if u.Diff == 0 {
+			return Stats{}, fmt.Errorf("%w: update %d: zero diff (not consolidated)", ErrInvalidInput, i)
+		}
+		if i > 0 && row.CompareUpdate(updates[i-1], u) >= 0 {
+			return Stats{}, fmt.Errorf("%w: update %d: not after update %d (not sorted and consolidated)", ErrInvalidInput, i, i-1)
+		}
+		st.MinT = min(st.MinT, u.T)
+		st.MaxT = max(st.MaxT, u.T)
+	}
+	return st, nil
+}
+
+// textDatum returns the string of a text-like datum.
+func textDatum(d row.Datum) (string, bool) {
+	switch v := d.(type) {
+	case string:
+		return v, true
+	case row.Numeric:
+		return string(v), true
+	case row.JSON:
+		return string(v), true
+	}
+	return "", false
+}
+
+// batchEstimate is how a batch's decoded size is estimated: a fixed cost
+// per batch plus, per row, a fixed cost and twice the bytes of its
+// variable-width values (the Arrow buffer and the Go copy). It over-counts
+// what checkBatchLayout charges, so every batch the encoder writes decodes
+// under the same MaxBatchDecodedBytes.
+type batchEstimate struct {
+	perBatch int64
+	perRow   int64
+	varCols  []int
+}
+
+func newBatchEstimate(schema row.Schema) batchEstimate {
+	ncols := int64(len(schema.Columns))
+	e := batchEstimate{
+		// Up to three buffers per column, each rounded up to 64 bytes by the
+		// allocator (and all-null bitmaps padded to 64); offsets have n+1
+		// entries.
+		perBatch: (ncols+2)*3*64 + ncols*4,
+		// The Update, its datums, t and d, and one validity byte per column
+		// (8x the real bitmap).
+		perRow: updateSize + ncols*datumSize + 16 + ncols,
+	}
+	for i, c := range schema.Columns {
+		switch w := fixedWidth(c.Type); {
+		case w < 0:
+			e.perRow++
+		case w > 0:
+			e.perRow += int64(w)
+		default:
+			e.perRow += 4
+			e.varCols = append(e.varCols, i)
+		}
+	}
+	return e
+}
+
+func (e batchEstimate) row(r row.Row) int64 {
+	n := e.perRow
+	for _, i := range e.varCols {
+		switch v := r[i].(type) {
+		case string:
+			n += 2 * int64(len(v))
+		case row.Numeric:
+			n += 2 * int64(len(v))
+		case row.JSON:
+			n += 2 * int64(len(v))
+		case []byte:
+			n += 2 * int64(len(v))
+		}
+	}
+	return n
+}
+
+// cutBatches returns the end index of each record batch.
+func (c Config) cutBatches(schema row.Schema, updates []row.Update) ([]int, error) {
+	est := newBatchEstimate(schema)
+	var cuts []int
+	start, size := 0, est.perBatch
+	for i, u := range updates {
+		rs := est.row(u.Row)
+		if est.perBatch+rs > c.MaxBatchDecodedBytes {
+			return nil, fmt.Errorf("%w: update %d needs ~%d bytes to decode, limit %d", ErrTooLarge, i, est.perBatch+rs, c.MaxBatchDecodedBytes)
+		}
+		if i > start && (i-start >= c.BatchRows || size+rs > int64(c.BatchBytes)) {
+			cuts = append(cuts, i)
+			start, size = i, est.perBatch
+		}
+		size += rs
+	}
+	if len(updates) > start {
+		cuts = append(cuts, len(updates))
+	}
+	return cuts, nil
+}
+
+// batchEncoder turns runs of updates into Arrow record batches. Its
+// scratch buffers are reused from batch to batch: ipc.FileWriter.Write
+// compresses them into fresh buffers before it returns.
+type batchEncoder struct {
+	schema *arrow.Schema
+	cols   []row.Column
+	bufs   [][3][]byte // per field: validity, values or offsets, data
+}
+
+func newBatchEncoder(schema row.Schema, as *arrow.Schema) *batchEncoder {
+	return &batchEncoder{
+		schema: as,
+		cols:   schema.Columns,
+		bufs:   make([][3][]byte, len(schema.Columns)+2),
+	}
+}
+
+// grow returns b resized to n zeroed bytes, reusing its array.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
+}
+
+// encode returns a record batch of us. The caller releases it.
+func (e *batchEncoder) encode(us []row.Update) arrow.RecordBatch {
+	n := len(us)
+	arrs := make([]arrow.Array, 0, len(e.cols)+2)
+	for ci, col := range e.cols {
+		arrs = append(arrs, e.column(ci, col.Type, us))
+	}
+
+	tb := grow(e.bufs[len(e.cols)][1], n*8)
+	db := grow(e.bufs[len(e.cols)+1][1], n*8)
+	for i, u := range us {
+		binary.LittleEndian.PutUint64(tb[8*i:], u.T)
+		binary.LittleEndian.PutUint64(db[8*i:], uint64(u.Diff))
+	}
+	e.bufs[len(e.cols)][1], e.bufs[len(e.cols)+1][1] = tb, db
+	arrs = append(arrs,
+		fixedArray(arrow.PrimitiveTypes.Uint64, n, nil, 0, tb),
+		fixedArray(arrow.PrimitiveTypes.Int64, n, nil, 0, db))
+
+	rec := array.NewRecordBatch(e.schema, arrs, int64(n))
+	for _, a := range arrs {
+		a.Release()
+	}
+	return rec
+}
+
+func fixedArray(dt arrow.DataType, n int, validity []byte, nulls int, values []byte) arrow.Array {
+	var vb *memory.Buffer
+	if nulls > 0 {
+		vb = memory.NewBufferBytes(validity)
+	}
+	data := array.NewData(dt, n, []*memory.Buffer{vb, memory.NewBufferBytes(values)}, nil, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// column builds the array of column ci.
+func (e *batchEncoder) column(ci int, t row.Type, us []row.Update) arrow.Array {
+	n := len(us)
+	b := &e.bufs[ci]
+	validity := grow(b[0], (n+7)/8)
+	b[0] = validity
+	nulls := 0
+	for i, u := range us {
+		if u.Row[ci] == nil {
+			nulls++
+		} else {
+			bitutil.SetBit(validity, i)
+		}
+	}
+	dt := arrowType(t)
+
+	if w := fixedWidth(t); w != 0 {
+		var values []byte
+		if w < 0 {
+			values = grow(b[1], (n+7)/8)
+		} else {
+			values = grow(b[1], n*w)
+		}
+		b[1] = values
+		for i, u := range us {
+			switch v := u.Row[ci].(type) {
+			case nil:
+			case bool:
+				if v {
+					bitutil.SetBit(values, i)
+				}
+			case int16:
+				binary.LittleEndian.PutUint16(values[2*i:], uint16(v))
+			case int32:
+				binary.LittleEndian.PutUint32(values[4*i:], uint32(v))
+			case int64:
+				binary.LittleEndian.PutUint64(values[8*i:], uint64(v))
+			case float32:
+				binary.LittleEndian.PutUint32(values[4*i:], math.Float32bits(v))
+			case float64:
+				binary.LittleEndian.PutUint64(values[8*i:], math.Float64bits(v))
+			case row.Timestamp:
+				binary.LittleEndian.PutUint64(values[8*i:], uint64(v))
+			case row.TimestampTZ:
+				binary.LittleEndian.PutUint64(values[8*i:], uint64(v))
+			case row.Date:
+				binary.LittleEndian.PutUint32(values[4*i:], uint32(v))
+			case row.UUID:
+				copy(values[16*i:], v[:])
+			}
+		}
+		return fixedArray(dt, n, validity, nulls, values)
+	}
+
+	offsets := grow(b[1], 4*(n+1))
+	data := b[2][:0]
+	for i, u := range us {
+		switch v := u.Row[ci].(type) {
+		case string:
+			data = append(data, v...)
+		case row.Numeric:
+			data = append(data, v...)
+		case row.JSON:
+			data = append(data, v...)
+		case []byte:
+			data = append(data, v...)
+		}
+		binary.LittleEndian.PutUint32(offsets[4*(i+1):], uint32(len(data)))
+	}
+	b[1], b[2] = offsets, data
+	var vb *memory.Buffer
+	if nulls > 0 {
+		vb = memory.NewBufferBytes(validity)
+	}
+	ad := array.NewData(dt, n, []*memory.Buffer{vb, memory.NewBufferBytes(offsets), memory.NewBufferBytes(data)}, nil, nulls, 0)
+	defer ad.Release()
+	return array.MakeFromData(ad)
+}
