@@ -1,0 +1,143 @@
+package pgwire
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgproto3/v2"
+)
+
+// authenticate runs the authentication exchange for user. It returns nil when
+// the user may log in, and otherwise the error to send (FATAL).
+func (c *conn) authenticate(user string) error {
+	if user == "" {
+		return Errorf("28000", "no PostgreSQL user name specified in startup packet")
+	}
+	role, err := c.srv.backend.Role(c.ctx, user)
+	unknown := errors.Is(err, ErrUnknownRole)
+	if err != nil && !unknown {
+		return err
+	}
+	method := c.srv.cfg.Auth
+	if method == AuthTrust || (!unknown && !role.PasswordRequired) {
+		if unknown {
+			return Errorf("28000", "role \"%s\" does not exist", user)
+		}
+		return nil
+	}
+
+	// For an unknown role, or one without a usable verifier, the exchange
+	// still runs against a fake secret, and fails like a wrong password:
+	// the client learns nothing about which roles exist.
+	secret, verr := parseSCRAMVerifier(role.Verifier)
+	if unknown || verr != nil {
+		if !unknown {
+			c.log.Warn("pgwire: authentication failed", "user", user, "err", fmt.Errorf("%w: %v", errNoVerifier, verr))
+		}
+		secret = c.srv.mockSecret(user)
+	}
+
+	var ok bool
+	switch method {
+	case AuthCleartext:
+		ok, err = c.authCleartext(secret)
+	default:
+		ok, err = c.authSCRAM(secret)
+	}
+	if err != nil {
+		return err
+	}
+	if !ok || unknown || verr != nil {
+		return authFailed(user)
+	}
+	return nil
+}
+
+// authCleartext asks for the password in clear text and checks it.
+func (c *conn) authCleartext(secret scramSecret) (bool, error) {
+	c.send(&pgproto3.AuthenticationCleartextPassword{})
+	if err := c.flush(); err != nil {
+		return false, errSilent{err}
+	}
+	if err := c.be.SetAuthType(pgproto3.AuthTypeCleartextPassword); err != nil {
+		return false, err
+	}
+	msg, err := c.receive()
+	if err != nil {
+		return false, err
+	}
+	pm, ok := msg.(*pgproto3.PasswordMessage)
+	if !ok {
+		return false, protocolErrorf("expected password response, got message type %q", frontendType(msg))
+	}
+	if pm.Password == "" {
+		return false, nil // Postgres: "empty password returned by client"
+	}
+	return secret.verifyPassword(pm.Password), nil
+}
+
+// authSCRAM runs a SCRAM-SHA-256 exchange.
+func (c *conn) authSCRAM(secret scramSecret) (bool, error) {
+	c.send(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{scramMechanism}})
+	if err := c.flush(); err != nil {
+		return false, errSilent{err}
+	}
+	if err := c.be.SetAuthType(pgproto3.AuthTypeSASL); err != nil {
+		return false, err
+	}
+	msg, err := c.receive()
+	if err != nil {
+		return false, err
+	}
+	initial, ok := msg.(*pgproto3.SASLInitialResponse)
+	if !ok {
+		return false, protocolErrorf("expected SASL response, got message type %q", frontendType(msg))
+	}
+	if initial.AuthMechanism != scramMechanism {
+		return false, protocolErrorf("client selected an invalid SASL authentication mechanism")
+	}
+	s := &scramServer{secret: secret}
+	serverFirst, err := s.clientFirst(initial.Data, newServerNonce())
+	if err != nil {
+		return false, err
+	}
+	c.send(&pgproto3.AuthenticationSASLContinue{Data: []byte(serverFirst)})
+	if err := c.flush(); err != nil {
+		return false, errSilent{err}
+	}
+	if err := c.be.SetAuthType(pgproto3.AuthTypeSASLContinue); err != nil {
+		return false, err
+	}
+	if msg, err = c.receive(); err != nil {
+		return false, err
+	}
+	final, ok := msg.(*pgproto3.SASLResponse)
+	if !ok {
+		return false, protocolErrorf("expected SASL response, got message type %q", frontendType(msg))
+	}
+	serverFinal, ok, err := s.clientFinal(final.Data)
+	if err != nil || !ok {
+		return false, err
+	}
+	c.send(&pgproto3.AuthenticationSASLFinal{Data: []byte(serverFinal)})
+	return true, nil
+}
+
+// mockSecret returns the fake secret used for an unknown role: a salt that
+// is stable per user name (a real role's salt does not change between
+// attempts either) and keys no password matches.
+func (s *Server) mockSecret(user string) scramSecret {
+	salt := hmac.New(sha256.New, s.mockSalt)
+	salt.Write([]byte(user))
+	keys := hmac.New(sha256.New, s.mockSalt)
+	keys.Write([]byte("keys:" + user))
+	k := keys.Sum(nil)
+	return scramSecret{
+		iterations: scramIterations,
+		salt:       salt.Sum(nil)[:scramSaltLen],
+		storedKey:  k,
+		serverKey:  k,
+	}
+}

@@ -1,0 +1,122 @@
+package pgwire
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults for Config fields left zero.
+const (
+	// DefaultMaxMessageSize bounds one large frontend message (Query, Parse,
+	// Bind, CopyData, FunctionCall). pgproto3/v2 allocates a message's whole
+	// body before reading it, so the limit is also a bound on the memory one
+	// client can make the server allocate.
+	DefaultMaxMessageSize = 64 << 20
+
+	// DefaultAuthTimeout bounds the time from accept to the end of
+	// authentication, like Postgres's authentication_timeout.
+	DefaultAuthTimeout = 60 * time.Second
+
+	// MaxStartupMessageSize is the limit of a startup packet, as in Postgres
+	// (MAX_STARTUP_PACKET_LENGTH).
+	MaxStartupMessageSize = 10000
+
+	// maxSmallMessageSize bounds the messages that carry no data (Sync,
+	// Describe, Execute, Close, ...), as Postgres's PQ_SMALL_MESSAGE_LIMIT.
+	maxSmallMessageSize = 10000
+
+	// maxAuthMessageSize bounds password and SASL messages, as Postgres's
+	// PG_MAX_AUTH_TOKEN_LENGTH.
+	maxAuthMessageSize = 65535
+
+	// minMaxMessageSize keeps MaxMessageSize above the small-message limit so
+	// that every message type fits.
+	minMaxMessageSize = maxSmallMessageSize
+)
+
+// AuthMethod is how roles that require a password authenticate.
+type AuthMethod int
+
+// Authentication methods.
+const (
+	// AuthSCRAM asks for SCRAM-SHA-256 (RFC 5802/7677); the password never
+	// crosses the wire. The default.
+	AuthSCRAM AuthMethod = iota
+	// AuthCleartext asks for the password in clear text
+	// (AuthenticationCleartextPassword); use it only over TLS.
+	AuthCleartext
+	// AuthTrust never asks for a password, whatever the role says: the
+	// embedded loopback default.
+	AuthTrust
+)
+
+// String returns the pg_hba.conf name of the method.
+func (m AuthMethod) String() string {
+	switch m {
+	case AuthSCRAM:
+		return "scram-sha-256"
+	case AuthCleartext:
+		return "password"
+	case AuthTrust:
+		return "trust"
+	default:
+		return fmt.Sprintf("AuthMethod(%d)", int(m))
+	}
+}
+
+// Config configures a Server. The zero value is valid: SCRAM for roles with a
+// password, no TLS, default limits.
+type Config struct {
+	// TLSConfig enables TLS: an SSLRequest is answered 'S' and the handshake
+	// runs with this config. Nil answers 'N' and the client goes on in clear
+	// text (or gives up, with sslmode=require).
+	TLSConfig *tls.Config
+
+	// Auth is how roles with Role.PasswordRequired authenticate.
+	Auth AuthMethod
+
+	// MaxMessageSize bounds the body of one Query, Parse, Bind, CopyData or
+	// FunctionCall message, in bytes; a larger message gets 08P01 and the
+	// connection is closed. 0 means DefaultMaxMessageSize.
+	MaxMessageSize int
+
+	// AuthTimeout bounds the time from accept to the end of authentication,
+	// TLS handshake included. 0 means DefaultAuthTimeout.
+	AuthTimeout time.Duration
+
+	// Logger receives connection errors, internal errors behind XX000 and
+	// recovered panics. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate reports the first field that is wrong, and why.
+func (c Config) Validate() error {
+	switch c.Auth {
+	case AuthSCRAM, AuthCleartext, AuthTrust:
+	default:
+		return fmt.Errorf("pgwire config: Auth: unknown method %d", int(c.Auth))
+	}
+	if c.MaxMessageSize != 0 && c.MaxMessageSize < minMaxMessageSize {
+		return fmt.Errorf("pgwire config: MaxMessageSize: %d is below the minimum of %d bytes", c.MaxMessageSize, minMaxMessageSize)
+	}
+	if c.AuthTimeout < 0 {
+		return fmt.Errorf("pgwire config: AuthTimeout: %v is negative", c.AuthTimeout)
+	}
+	return nil
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if c.AuthTimeout == 0 {
+		c.AuthTimeout = DefaultAuthTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}

@@ -1,0 +1,504 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgproto3/v2"
+)
+
+const (
+	// flushThreshold is the send buffer size at which pgwire writes even in
+	// the middle of a batch, bounding the buffer of a connection.
+	flushThreshold = 64 << 10
+	// maxRetainedBuffer is the largest send buffer kept between flushes; a
+	// larger one (after a huge row) is dropped so an idle connection does not
+	// pin it.
+	maxRetainedBuffer = 256 << 10
+	// closeGrace is how long a canceled connection may still write, to deliver
+	// its final error to a client that is not reading.
+	closeGrace = time.Second
+)
+
+// errConnDone is the cause of the connection context once the connection
+// goroutine has finished.
+var errConnDone = errors.New("pgwire: connection closed")
+
+// conn is one client connection. Its goroutine (serveConn) owns every field
+// except those under mu; the input pipe's goroutine only reads the socket.
+type conn struct {
+	srv     *Server
+	log     *slog.Logger
+	raw     net.Conn // the accepted socket
+	nc      net.Conn // raw, or the TLS connection over it
+	tls     bool
+	ctx     context.Context // canceled by Close, a disconnect, or the end of the connection
+	cancel  context.CancelCauseFunc
+	unwatch func() bool // stops the deadline-setting AfterFunc on ctx
+
+	src  switchReader
+	in   *limitReader
+	be   *pgproto3.Backend
+	pipe *inputPipe // nil until authentication is done
+
+	out  []byte // send buffer
+	werr error  // first write error; the connection is then finished
+
+	sess        Session
+	pid, secret uint32
+
+	mu         sync.Mutex
+	stmtCancel context.CancelCauseFunc // mu: cancels the running statement; nil between statements
+
+	stmts          map[string]*prepared
+	portals        map[string]*portal
+	ignoreTillSync bool  // an extended-protocol error happened: skip to Sync
+	batchFailed    bool  // an error was sent since the last Sync
+	stopping       bool  // a statement failed because the connection was canceled: end after this message
+	inputErr       error // reading the client failed inside a statement (COPY FROM): the connection ends with it
+}
+
+func newConn(s *Server, ctx context.Context, nc net.Conn) *conn {
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	c := &conn{
+		srv:     s,
+		log:     s.log.With("remote", nc.RemoteAddr().String()),
+		raw:     nc,
+		nc:      nc,
+		ctx:     cctx,
+		cancel:  cancel,
+		stmts:   make(map[string]*prepared),
+		portals: make(map[string]*portal),
+	}
+	c.src.r = nc
+	c.in = newLimitReader(&c.src, s.cfg.MaxMessageSize)
+	// pgwire encodes into its own send buffer and never calls Backend.Send.
+	c.be = pgproto3.NewBackend(c.in, io.Discard)
+	c.unwatch = context.AfterFunc(cctx, c.armDeadlines)
+	return c
+}
+
+// armDeadlines unblocks a canceled connection: reads fail at once, and writes
+// get closeGrace to deliver the final error.
+func (c *conn) armDeadlines() {
+	c.raw.SetReadDeadline(time.Now())
+	c.raw.SetWriteDeadline(time.Now().Add(closeGrace))
+}
+
+// serveConn is the goroutine of a connection.
+func (s *Server) serveConn(c *conn) {
+	defer s.wg.Done()
+	defer s.forget(c)
+	defer c.close()
+	defer func() {
+		// A panic anywhere in the connection (ours or the session's) ends
+		// only this connection.
+		if r := recover(); r != nil {
+			s.panics.Add(1)
+			c.log.Error("pgwire: panic in connection; closing it", "panic", r, "stack", string(debug.Stack()))
+			c.fatal(Errorf("XX000", "internal error"))
+		}
+	}()
+	if err := c.serve(); err != nil {
+		c.log.Debug("pgwire: connection ended", "err", err)
+	}
+}
+
+// serve runs the connection: startup, authentication, then the message loop.
+func (c *conn) serve() error {
+	c.raw.SetDeadline(time.Now().Add(c.srv.cfg.AuthTimeout))
+	params, err := c.startup()
+	if err != nil {
+		return c.failStartup(err)
+	}
+	if params == nil {
+		return nil // a CancelRequest: no reply
+	}
+	if err := c.authenticate(params["user"]); err != nil {
+		if errors.Is(err, ErrAuthFailed) {
+			c.log.Info("pgwire: authentication failed", "user", params["user"])
+		}
+		return c.failStartup(err)
+	}
+	if err := c.openSession(params); err != nil {
+		return c.failStartup(err)
+	}
+
+	// Authenticated: no more deadline, and from now on the input pipe reads
+	// the socket, so a disconnect is noticed while a statement runs.
+	c.raw.SetDeadline(time.Time{})
+	if c.ctx.Err() != nil {
+		c.armDeadlines() // Close raced with the line above
+	}
+	c.pipe = newInputPipe(c.ctx, c.nc, func(error) { c.cancel(ErrClientGone) })
+	c.src.r = c.pipe
+	return c.run()
+}
+
+// failStartup reports an error of the startup phase as FATAL, where the
+// connection can still carry it.
+func (c *conn) failStartup(err error) error {
+	var silent errSilent
+	switch {
+	case c.ctx.Err() != nil:
+		return c.terminate()
+	case errors.As(err, &silent), isDisconnect(err):
+	default:
+		c.fatal(err)
+	}
+	return err
+}
+
+// run is the message loop of an authenticated connection. A canceled
+// connection still handles the messages already buffered (their statements
+// see the canceled context and end at once); receive then reports the
+// cancellation.
+func (c *conn) run() error {
+	for {
+		if c.werr != nil {
+			return c.werr
+		}
+		if c.inputErr != nil {
+			return c.inputFailed(c.inputErr)
+		}
+		if c.stopping {
+			return c.terminate()
+		}
+		msg, err := c.receive()
+		if err != nil {
+			return c.inputFailed(err)
+		}
+		if c.ignoreTillSync {
+			switch msg.(type) {
+			case *pgproto3.Sync, *pgproto3.Terminate:
+			default:
+				continue // Postgres semantics: after an error, skip to Sync
+			}
+		}
+		switch m := msg.(type) {
+		case *pgproto3.Query:
+			c.simpleQuery(m.String)
+		case *pgproto3.Parse:
+			c.parse(m)
+		case *pgproto3.Bind:
+			c.bind(m)
+		case *pgproto3.Describe:
+			c.describe(m)
+		case *pgproto3.Execute:
+			c.execute(m)
+		case *pgproto3.Close:
+			c.closeMessage(m)
+		case *pgproto3.Sync:
+			c.sync()
+		case *pgproto3.Flush:
+			c.flush()
+		case *pgproto3.Terminate:
+			return nil
+		case *pgproto3.CopyData, *pgproto3.CopyDone, *pgproto3.CopyFail:
+			// The rest of a COPY FROM STDIN that failed: dropped, as Postgres
+			// does.
+		case *pgproto3.FunctionCall:
+			c.sendError(Errorf("0A000", "the function call protocol is not supported"))
+			c.readyForQuery()
+		default:
+			err := protocolErrorf("unexpected message type %q", frontendType(msg))
+			c.fatal(err)
+			return err
+		}
+	}
+}
+
+// inputFailed ends the connection after a failed receive: quietly for a
+// client that is gone, with the reason for a canceled connection, and with
+// FATAL for a protocol violation (sent even to a client that has half-closed
+// its side).
+func (c *conn) inputFailed(err error) error {
+	canceled := c.ctx.Err() != nil
+	if isDisconnect(err) || (canceled && errors.Is(err, context.Cause(c.ctx))) {
+		if canceled {
+			return c.terminate()
+		}
+		return err
+	}
+	c.fatal(err)
+	return err
+}
+
+// terminate ends a canceled connection, telling the client why when the server
+// is shutting down.
+func (c *conn) terminate() error {
+	cause := context.Cause(c.ctx)
+	if errors.Is(cause, ErrServerClosed) {
+		c.fatal(ErrServerClosed)
+	}
+	return cause
+}
+
+// close releases everything the connection holds, in order: results and
+// portals, statements, the session, the socket, the input pipe.
+func (c *conn) close() {
+	c.cancel(errConnDone)
+	for name, p := range c.portals {
+		delete(c.portals, name)
+		c.guard("close portal", p.close)
+	}
+	for name, ps := range c.stmts {
+		delete(c.stmts, name)
+		c.guard("close statement", ps.stmt.Close)
+	}
+	if c.sess != nil {
+		c.guard("close session", func() {
+			if err := c.sess.Close(); err != nil {
+				c.log.Warn("pgwire: close session", "err", err)
+			}
+		})
+	}
+	c.nc.Close()
+	c.raw.Close()
+	if c.pipe != nil {
+		c.pipe.close()
+	}
+	c.unwatch()
+}
+
+// guard runs a cleanup call of the session, containing a panic in it.
+func (c *conn) guard(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.srv.panics.Add(1)
+			c.log.Error("pgwire: panic in "+what, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// receive reads the next frontend message. A decoder panic in pgproto3 on a
+// malformed message becomes a protocol violation.
+func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, err = nil, protocolErrorf("invalid message format")
+		}
+	}()
+	msg, err = c.be.Receive()
+	if err != nil {
+		if c.in.readErr == nil {
+			// The bytes arrived but do not decode (pgproto3 even reports
+			// some such errors as io.EOF).
+			return nil, protocolErrorf("invalid frontend message: %v", err)
+		}
+		if isDisconnect(err) || c.ctx.Err() != nil {
+			return nil, err
+		}
+		var coded interface{ SQLState() string }
+		if !errors.As(err, &coded) {
+			err = protocolErrorf("invalid frontend message: %v", err)
+		}
+		return nil, err
+	}
+	return msg, nil
+}
+
+// isDisconnect reports whether err means the socket is gone: nothing more can
+// be sent or received.
+func isDisconnect(err error) bool {
+	var opErr *net.OpError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, ErrClientGone) || errors.As(err, &opErr)
+}
+
+// beginStatement returns the context of a protocol message that runs session
+// code, cancelable by CancelRequest, and the function that ends it.
+func (c *conn) beginStatement() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.mu.Lock()
+	c.stmtCancel = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		c.stmtCancel = nil
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancelStatement cancels the running statement, if any (CancelRequest). It is
+// called from the canceling connection's goroutine.
+func (c *conn) cancelStatement() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stmtCancel != nil {
+		c.stmtCancel(ErrQueryCanceled)
+	}
+}
+
+// send appends a message to the send buffer.
+func (c *conn) send(msg pgproto3.BackendMessage) {
+	out, err := msg.Encode(c.out)
+	if err != nil {
+		// Only a message over 1 GiB fails to encode.
+		c.log.Error("pgwire: encode message", "type", fmt.Sprintf("%T", msg), "err", err)
+		return
+	}
+	c.out = out
+	if len(c.out) >= flushThreshold {
+		c.flush()
+	}
+}
+
+// sendRaw appends an encoded message to the send buffer; a large one is
+// written directly rather than copied.
+func (c *conn) sendRaw(msg []byte) {
+	if len(msg) >= flushThreshold {
+		if c.flush() == nil {
+			c.write(msg)
+		}
+		return
+	}
+	c.out = append(c.out, msg...)
+	if len(c.out) >= flushThreshold {
+		c.flush()
+	}
+}
+
+// flush writes the send buffer to the client.
+func (c *conn) flush() error {
+	if c.werr != nil {
+		c.out = c.out[:0]
+		return c.werr
+	}
+	if len(c.out) == 0 {
+		return nil
+	}
+	c.write(c.out)
+	if cap(c.out) > maxRetainedBuffer {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+	return c.werr
+}
+
+// write writes b to the client; the first failure finishes the connection.
+func (c *conn) write(b []byte) {
+	if c.werr != nil {
+		return
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		c.werr = err
+		c.cancel(ErrClientGone)
+	}
+}
+
+// sendError sends err as an ErrorResponse of severity ERROR.
+func (c *conn) sendError(err error) {
+	c.send(c.errorResponse(err, "ERROR"))
+}
+
+// fatal sends err as an ErrorResponse of severity FATAL and flushes; the
+// caller then closes the connection.
+func (c *conn) fatal(err error) {
+	c.send(c.errorResponse(err, "FATAL"))
+	c.flush()
+}
+
+// reportError sends the error of a statement. A statement canceled by
+// CancelRequest is reported as such whatever error the session returned. When
+// the connection itself was canceled (disconnect, shutdown) the statement
+// error is not sent, nor the ReadyForQuery after it: a client must not mistake
+// a cut-off result for a complete one. The connection ends instead, and
+// terminate speaks for it.
+func (c *conn) reportError(ctx context.Context, err error) {
+	if c.ctx.Err() != nil || c.inputErr != nil {
+		c.stopping = true
+		return
+	}
+	if ctx != nil && errors.Is(context.Cause(ctx), ErrQueryCanceled) {
+		err = ErrQueryCanceled
+	}
+	c.sendError(err)
+}
+
+// errorResponse maps err to an ErrorResponse: the SQLSTATE, message, detail,
+// hint and position of the first error in its chain that has a SQLSTATE, or
+// XX000 with the error's text (logged) when none has.
+func (c *conn) errorResponse(err error, severity string) *pgproto3.ErrorResponse {
+	resp := &pgproto3.ErrorResponse{Severity: severity, SeverityUnlocalized: severity}
+	var coded interface {
+		error
+		SQLState() string
+	}
+	if !errors.As(err, &coded) || len(coded.SQLState()) != 5 {
+		c.log.Error("pgwire: internal error", "err", err)
+		resp.Code = "XX000"
+		resp.Message = err.Error()
+		return resp
+	}
+	resp.Code = coded.SQLState()
+	resp.Message = coded.Error()
+	if d, ok := coded.(interface{ Detail() string }); ok {
+		resp.Detail = d.Detail()
+	}
+	if h, ok := coded.(interface{ Hint() string }); ok {
+		resp.Hint = h.Hint()
+	}
+	if p, ok := coded.(interface{ Position() int }); ok && p.Position() > 0 {
+		resp.Position = int32(p.Position())
+	}
+	return resp
+}
+
+// readyForQuery sends ReadyForQuery with the session's transaction status and
+// flushes: the client waits for it.
+func (c *conn) readyForQuery() {
+	if c.stopping {
+		return
+	}
+	c.send(&pgproto3.ReadyForQuery{TxStatus: byte(c.sess.TxStatus())})
+	c.flush()
+}
+
+// frontendType returns the type byte of a frontend message, for errors.
+func frontendType(msg pgproto3.FrontendMessage) byte {
+	switch msg.(type) {
+	case *pgproto3.Bind:
+		return 'B'
+	case *pgproto3.Close:
+		return 'C'
+	case *pgproto3.Describe:
+		return 'D'
+	case *pgproto3.Execute:
+		return 'E'
+	case *pgproto3.FunctionCall:
+		return 'F'
+	case *pgproto3.Flush:
+		return 'H'
+	case *pgproto3.Parse:
+		return 'P'
+	case *pgproto3.Query:
+		return 'Q'
+	case *pgproto3.Sync:
+		return 'S'
+	case *pgproto3.Terminate:
+		return 'X'
+	case *pgproto3.CopyData:
+		return 'd'
+	case *pgproto3.CopyDone:
+		return 'c'
+	case *pgproto3.CopyFail:
+		return 'f'
+	case *pgproto3.PasswordMessage, *pgproto3.SASLInitialResponse, *pgproto3.SASLResponse, *pgproto3.GSSResponse:
+		return 'p'
+	default:
+		return '?'
+	}
+}

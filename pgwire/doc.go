@@ -1,0 +1,145 @@
+// Package pgwire is shardtail's Postgres wire protocol server (protocol 3.0),
+// built on jackc/pgproto3/v2's Backend. It knows the protocol and nothing of
+// SQL: it talks to the rest of the server through the interfaces defined here
+// (Backend, Session, Statement, Portal, Result), which the adapter implements.
+// example_test.go has a complete, tiny implementation.
+//
+// # Connection lifecycle
+//
+// Server.Serve accepts connections and runs each on its own goroutine:
+//
+//  1. Startup, under Config.AuthTimeout. SSLRequest is answered 'S' and TLS is
+//     negotiated when Config.TLSConfig is set, else 'N'; GSSENCRequest is
+//     answered 'N'. A CancelRequest cancels the running statement of the
+//     session with that process id and secret key, and the connection closes
+//     without a reply. A StartupMessage for 3.x with x > 0, or with "_pq_."
+//     options, gets NegotiateProtocolVersion (3.0, no options).
+//  2. Authentication. Backend.Role says whether the user needs a password
+//     and holds its SCRAM-SHA-256 verifier (NewSCRAMVerifier). Config.Auth
+//     picks SCRAM-SHA-256 (default) or a cleartext password for such roles,
+//     or trust for everyone. An unknown role fails exactly like a wrong
+//     password (28P01), after a full exchange.
+//  3. AuthenticationOk, Backend.OpenSession, then ParameterStatus (pgwire's
+//     defaults, server_version "9.5.0" as Materialize reports, overridden by
+//     Session.Parameters), BackendKeyData and ReadyForQuery.
+//  4. The message loop: simple and extended query protocol, COPY.
+//  5. The end, on Terminate, a disconnect, a protocol violation (FATAL 08P01)
+//     or Server.Close (FATAL 57P01): pgwire closes every Result, Portal and
+//     Statement of the connection, then the Session.
+//
+// # The interfaces and the caller's duties
+//
+// A Backend is shared by all connections and must be safe for concurrent
+// use. Everything below it belongs to one connection, and pgwire calls it
+// from that connection's goroutine only, never concurrently.
+//
+// Session.Query runs a simple-protocol string: it yields one Result per
+// statement, lazily. Session.Prepare parses one statement for the extended
+// protocol; Statement.Bind makes a Portal; Portal.Execute makes its Result.
+// pgwire keeps the named and unnamed statements and portals and applies
+// Postgres's rules: Parse or Bind into the unnamed statement or portal
+// replaces it; a simple Query drops both; reusing a name is an error; after
+// an error, messages are skipped until Sync; Session.Sync then learns
+// whether the batch failed, so it can roll back an implicit transaction or
+// fail a transaction block; portals are closed when the session reports
+// TxIdle after a Sync or Query; executing a completed portal repeats its
+// CommandComplete. Declared cursors (DECLARE/FETCH) are SQL and live in the
+// session; pgwire's portals are the protocol's.
+//
+// A Result says what it is (Describe) and yields already-encoded wire
+// messages (Next): DataRow, CopyData, NoticeResponse, ParameterStatus. It
+// never sees pgwire's framing: pgwire sends RowDescription (simple protocol),
+// CopyOutResponse/CopyInResponse, PortalSuspended, CopyDone,
+// CommandComplete and ErrorResponse around what it pulls. A producer can
+// therefore encode a batch once and hand the very same byte slices to every
+// connection that streams it; AppendDataRow, AppendCopyData, AppendNotice and
+// AppendParameterStatus build such messages, and StaticResult wraps a result
+// known up front.
+//
+// # The canonical loop
+//
+// Results are pulled, never pushed: the connection goroutine drives a
+// long-running result (a SUBSCRIBE, a blocking FETCH) with the statement's
+// context, and a row limit stops the pulling. For every Result, pgwire does:
+//
+//	desc := res.Describe()
+//	send(header(desc))                       // RowDescription in the simple protocol, Copy*Response
+//	if desc.Kind == ResultCopyIn {
+//		res.(CopyInResult).CopyIn(ctx, copyData) // the client's CopyData as an io.Reader
+//	}
+//	for {
+//		flush()                              // after each batch, before blocking for the next
+//		batch, err := res.Next(ctx)
+//		if err == io.EOF {
+//			break
+//		}
+//		if err != nil {
+//			send(errorResponse(err))          // 57014 if ctx was canceled by CancelRequest
+//			return
+//		}
+//		for _, msg := range batch {
+//			send(msg)                          // copied as is; a row limit stops here
+//		}                                      // with PortalSuspended, the rest kept for the next Execute
+//	}
+//	send(commandComplete(res.Tag()))
+//	res.Close()
+//
+// and a streaming Result of the adapter looks like:
+//
+//	func (r *subscribeResult) Next(ctx context.Context) ([][]byte, error) {
+//		select {
+//		case b := <-r.batches: // DataRows encoded once, shared by every subscriber
+//			return b.msgs, nil
+//		case <-r.done: // UP TO reached
+//			return nil, io.EOF
+//		case <-ctx.Done(): // CancelRequest, disconnect, shutdown
+//			return nil, ctx.Err()
+//		}
+//	}
+//
+// # Threading and contexts
+//
+// Each connection has one goroutine that runs the protocol and every call
+// into its session, and one that only reads the socket into a small pipe
+// (two 4 KiB buffers). The reader exists so that a client that disconnects
+// while its goroutine is busy streaming, or blocked in Result.Next, is
+// noticed at once: the connection context is canceled (cause ErrClientGone)
+// and with it the running statement. Every session call gets a statement
+// context derived from the connection's: a CancelRequest cancels it with
+// cause ErrQueryCanceled, reported as 57014 whatever error the session
+// returns; Server.Close cancels connections with cause ErrServerClosed. A
+// statement cut off by a canceled connection gets no error and no
+// ReadyForQuery, so no client mistakes it for complete; the connection ends.
+//
+// As in pgproto3, a received message is valid only until the next receive:
+// the parameter values given to Statement.Bind and the bytes read through
+// CopyInResult's reader must be copied to be kept.
+//
+// # Flush policy
+//
+// Messages are appended to a per-connection send buffer (pgproto3's "Send
+// buffers, Flush writes once") and written: at ReadyForQuery, on Flush, after
+// every batch a Result yields (which is also before pulling the next one, so
+// nothing sits in the buffer while the goroutine blocks), after
+// CopyInResponse, and whenever the buffer reaches 64 KiB. A message of 64
+// KiB or more is written directly, without a copy. Responses to Parse, Bind,
+// Describe and Close wait for the next of these, as in Postgres.
+//
+// # Errors
+//
+// Any error whose chain has a SQLState() string method is sent with that
+// code and that error's message, plus Detail(), Hint() and Position() where
+// it has them; Error is such a type. Other errors become XX000 with their
+// text, and are logged. A client that sends garbage (an unknown message type,
+// a malformed or oversized message, a bad startup packet) gets FATAL 08P01
+// and its connection is closed; a panic in a connection, including in session
+// code, is recovered and logged, and ends only that connection (FATAL XX000).
+//
+// # Limits
+//
+// Startup packets are limited to MaxStartupMessageSize; Query, Parse, Bind,
+// CopyData and FunctionCall bodies to Config.MaxMessageSize; password and
+// SASL messages to 64 KiB; every other message to 10000 bytes, as in
+// Postgres. pgproto3/v2 has no limit of its own and allocates a body before
+// reading it, so the limit is checked on the header, before any allocation.
+package pgwire

@@ -1,0 +1,217 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Server serves the Postgres wire protocol for a Backend. It owns one
+// goroutine per connection (plus one reading that connection's socket), and
+// Close cancels and waits for all of them.
+type Server struct {
+	backend Backend
+	cfg     Config
+	log     *slog.Logger
+
+	// mockSalt seeds the salts of the fake verifiers used for unknown roles,
+	// so that the same unknown user always sees the same salt, as a real one
+	// would.
+	mockSalt []byte
+
+	mu        sync.Mutex
+	closed    bool                      // mu
+	listeners map[net.Listener]struct{} // mu: listeners of running Serve calls
+	conns     map[*conn]struct{}        // mu: every live connection
+	byPID     map[uint32]*conn          // mu: connections that have sent BackendKeyData
+
+	wg sync.WaitGroup // connection goroutines
+
+	// panics counts panics recovered in connections; tests assert it stays 0.
+	panics atomic.Int64
+}
+
+// NewServer returns a server for backend. It validates cfg.
+func NewServer(backend Backend, cfg Config) (*Server, error) {
+	if backend == nil {
+		return nil, errors.New("pgwire: nil backend")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	salt := make([]byte, 32)
+	rand.Read(salt)
+	return &Server{
+		backend:   backend,
+		cfg:       cfg,
+		log:       cfg.Logger,
+		mockSalt:  salt,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+		byPID:     make(map[uint32]*conn),
+	}, nil
+}
+
+// Serve accepts connections on ln and serves each on its own goroutine, until
+// ctx is done, ln fails or Close is called. It closes ln before returning.
+// Connections it accepted live on until they end or Close is called; values of
+// ctx are visible to the Backend. After Close, Serve returns ErrServerClosed.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return ErrServerClosed
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !temporaryAcceptError(err) {
+				return fmt.Errorf("pgwire: accept: %w", err)
+			}
+			// Out of file descriptors or a connection reset before accept:
+			// wait a little instead of spinning, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("pgwire: accept failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(ctx, nc)
+	}
+}
+
+func temporaryAcceptError(err error) bool {
+	var ne net.Error
+	return (errors.As(err, &ne) && ne.Timeout()) ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// startConn registers and starts the goroutine of a new connection.
+func (s *Server) startConn(ctx context.Context, nc net.Conn) {
+	c := newConn(s, ctx, nc)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		c.cancel(ErrServerClosed)
+		return
+	}
+	// Add under mu, before Close can see closed, so Close's Wait covers it.
+	s.wg.Add(1)
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	go s.serveConn(c)
+}
+
+// Close stops every Serve call, cancels every connection (clients see FATAL
+// 57P01) and waits for their goroutines to end, which includes closing their
+// sessions. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.cancel(ErrServerClosed)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// register assigns c a process id and secret key for BackendKeyData and makes
+// it reachable by CancelRequest.
+func (s *Server) register(c *conn) {
+	var b [8]byte
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		rand.Read(b[:])
+		// Keep the pid positive: clients print it as a signed int32.
+		pid := binary.BigEndian.Uint32(b[:4]) & 0x7fffffff
+		if pid == 0 || s.byPID[pid] != nil {
+			continue
+		}
+		c.pid, c.secret = pid, binary.BigEndian.Uint32(b[4:])
+		s.byPID[pid] = c
+		return
+	}
+}
+
+// forget removes a finished connection.
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	if c.pid != 0 && s.byPID[c.pid] == c {
+		delete(s.byPID, c.pid)
+	}
+}
+
+// cancelRequest handles a CancelRequest: it cancels the running statement of
+// the connection with that process id, if the secret key matches. Like
+// Postgres, it tells the requester nothing either way.
+func (s *Server) cancelRequest(pid, secret uint32) {
+	s.mu.Lock()
+	c := s.byPID[pid]
+	s.mu.Unlock()
+	if c == nil {
+		s.log.Debug("pgwire: cancel request for unknown process", "pid", pid)
+		return
+	}
+	var want, got [4]byte
+	binary.BigEndian.PutUint32(want[:], c.secret)
+	binary.BigEndian.PutUint32(got[:], secret)
+	if subtle.ConstantTimeCompare(want[:], got[:]) != 1 {
+		s.log.Warn("pgwire: cancel request with a wrong secret key", "pid", pid)
+		return
+	}
+	c.cancelStatement()
+}
+
+// connCount returns the number of live connections (for tests).
+func (s *Server) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
