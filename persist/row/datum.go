@@ -183,7 +183,7 @@ func cmpFloat(a, b float64) int {
 
 // Compare orders two rows of the same schema column by column.
 func Compare(a, b Row) int {
-	for i := range a {
+	for i := range min(len(a), len(b)) {
 		if c := CompareDatum(a[i], b[i]); c != 0 {
 			return c
 		}
