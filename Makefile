@@ -14,12 +14,20 @@ run: build
 build:
 	$(GO) build -o $(BIN) ./cmd/shardtail
 
+# Real client libraries for the client tests (node-postgres).
+CLIENTS := testdata/clients/node_modules
+export NODE_PATH := $(CURDIR)/$(CLIENTS)
+
+$(CLIENTS): testdata/clients/package.json testdata/clients/package-lock.json
+	cd testdata/clients && npm ci --no-audit --no-fund
+	touch $(CLIENTS)
+
 ## test: every test, with the race detector. Tests that need PostgreSQL use
 ## SHARDTAIL_TEST_POSTGRES_URL when set, else start a throwaway cluster.
-test:
+test: $(CLIENTS)
 	$(GO) test $(TEST_FLAGS) ./...
 
-test-short:
+test-short: $(CLIENTS)
 	$(GO) test -short $(TEST_FLAGS) ./...
 
 ## bench: the Go benchmarks (no race detector).

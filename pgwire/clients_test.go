@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// Tests with real client programs: psql (installed on every machine of the
-// project) and node-postgres (when `require('pg')` resolves, e.g. with
-// NODE_PATH pointing at a node_modules that has it).
+// Tests with real client programs: psql and node-postgres (`make test`
+// installs pg into testdata/clients and points NODE_PATH at it). A missing
+// client fails the test rather than skipping it.
 
 // psqlResult is the outcome of one psql run.
 type psqlResult struct {
@@ -27,7 +27,7 @@ func runPsql(t *testing.T, ts *testServer, user, password, sslmode, stdin string
 	t.Helper()
 	path, err := exec.LookPath("psql")
 	if err != nil {
-		t.Skip("psql not installed")
+		t.Fatal("psql not installed: apt-get install -y postgresql-client (make test's CI script does)")
 	}
 	host, port := ts.host()
 	args := []string{"-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"}
@@ -125,10 +125,10 @@ const { Client } = require('pg');
 func TestNodePostgres(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not installed")
+		t.Fatal("node not installed: install Node.js 20 (make test runs npm install in testdata/clients)")
 	}
 	if err := exec.Command(node, "-e", "require('pg')").Run(); err != nil {
-		t.Skip("node-postgres not found (set NODE_PATH to a node_modules with pg)")
+		t.Fatal("node-postgres not found: run `make test` (it installs testdata/clients) or set NODE_PATH to a node_modules with pg")
 	}
 	ts := startServer(t, authBackend(), Config{})
 	host, port := ts.host()
