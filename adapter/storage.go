@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -135,6 +136,76 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 			return 0, err
 		}
 		return ts, nil
+	}
+}
+
+// ReadModifyWrite reads the shard's contents at its latest time and appends
+// what fn derives from them, holding the shard's write lock throughout, so
+// that no write of this process interleaves (UPDATE, DELETE).
+func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(current []row.Update) ([]row.Update, error)) (uint64, error) {
+	o, err := s.owned(shard)
+	if err != nil {
+		return 0, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		st, err := s.persist.State(ctx, shard)
+		if err != nil {
+			return 0, err
+		}
+		var current []row.Update
+		if st.Upper > 0 {
+			r, err := s.persist.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "update"})
+			if err != nil {
+				return 0, err
+			}
+			current, err = readAll(ctx, r, st.Upper-1)
+			r.Close()
+			if err != nil {
+				return 0, err
+			}
+		}
+		updates, err := fn(current)
+		if err != nil {
+			return 0, err
+		}
+		if len(updates) == 0 {
+			return 0, nil
+		}
+		ts, err := s.oracle.WriteTS(ctx, st.Upper)
+		if err != nil {
+			return 0, err
+		}
+		for i := range updates {
+			updates[i].T = ts
+		}
+		err = o.w.CompareAndAppend(ctx, updates, st.Upper, ts+1)
+		var mm *persist.UpperMismatchError
+		if errors.As(err, &mm) {
+			continue // another process wrote: read again
+		}
+		return ts, err
+	}
+}
+
+// readAll reads a shard's whole contents at asOf.
+func readAll(ctx context.Context, r *persist.Reader, asOf uint64) ([]row.Update, error) {
+	cur, err := r.Snapshot(ctx, asOf)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close()
+	var out []row.Update
+	for {
+		chunk, err := cur.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chunk...)
 	}
 }
 

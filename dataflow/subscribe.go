@@ -3,7 +3,6 @@ package dataflow
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 
@@ -32,30 +31,17 @@ type SubscribeConfig struct {
 	UpTo     *uint64
 	Snapshot bool
 	// MaxBufferedBytes bounds the rows produced and not yet taken by the
-	// client: over it the subscribe fails with a *BufferError.
+	// client: over it the subscribe fails with a *formatter.BufferError.
 	MaxBufferedBytes int64
 	// Purpose labels the subscribe's reader in shard state.
 	Purpose string
 }
 
-// BufferError is the error of a subscribe whose client fell behind by more
-// than its budget.
-type BufferError struct {
-	Buffered, Max int64
-}
-
-func (e *BufferError) Error() string {
-	return fmt.Sprintf("SUBSCRIBE fell behind: the client did not read results fast enough, so its backlog reached %d bytes, exceeding the %d byte budget", e.Buffered, e.Max)
-}
-
-// SQLState is 53200 (out_of_memory), as Materialize reports it.
-func (e *BufferError) SQLState() string { return "53200" }
-
 // Subscribe is the dataflow path: a private pipeline per subscribe. Its own
 // goroutine registers a reader, reads and consolidates the snapshot, applies
 // the MFP, follows a listen, and formats rows into a queue that the
 // client's session drains with Next. It never waits for the client: a
-// backlog over the budget ends the subscribe with a *BufferError.
+// backlog over the budget ends the subscribe with a *formatter.BufferError.
 type Subscribe struct {
 	cfg    SubscribeConfig
 	cancel context.CancelFunc
@@ -222,7 +208,7 @@ func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
 	s.queue = append(s.queue, rows...)
 	s.signal()
 	if s.cfg.MaxBufferedBytes > 0 && s.buffered > s.cfg.MaxBufferedBytes {
-		return &BufferError{Buffered: s.buffered, Max: s.cfg.MaxBufferedBytes}
+		return &formatter.BufferError{Buffered: s.buffered, Max: s.cfg.MaxBufferedBytes}
 	}
 	return nil
 }
@@ -236,12 +222,12 @@ func (s *Subscribe) signal() {
 // Next returns up to max queued rows (all of them when max <= 0), blocking
 // until at least one is queued. After the last row it returns io.EOF when
 // the subscribe completed (UP TO), or the error that ended it. A
-// *BufferError is returned at once, before the queued rows: the client is
+// *formatter.BufferError is returned at once, before the queued rows: the client is
 // too far behind to catch up.
 func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) {
 	for {
 		s.mu.Lock()
-		var be *BufferError
+		var be *formatter.BufferError
 		if errors.As(s.err, &be) {
 			s.mu.Unlock()
 			return nil, s.err

@@ -8,17 +8,20 @@ import "github.com/shardtail/shardtail/persist/row"
 // UP TO exactly as SUBSCRIBE-SPEC.md says:
 //
 //   - With PROGRESS, the first row is a progress row at AS OF.
+//
 //   - Snapshot rows are stamped AS OF.
+//
 //   - After each batch comes a progress row at its frontier (also for a
 //     batch with no data), except the frontier that completes the
 //     subscribe: no row has mz_timestamp >= UP TO, and there is no
 //     progress row at completion.
+//
 //   - AS OF = UP TO completes at once with zero rows.
 //
-//	b := formatter.NewBatcher(&opts, asOf, upTo)
-//	emit(b.Start())
-//	for chunk := range snapshot { emit(b.Snapshot(chunk)) } // if SNAPSHOT
-//	for !b.Done() { updates, frontier := listen.Next(); emit(b.Batch(updates, frontier)) }
+//     b := formatter.NewBatcher(&opts, asOf, upTo)
+//     emit(b.Start())
+//     for chunk := range snapshot { emit(b.Snapshot(chunk)) } // if SNAPSHOT
+//     for !b.Done() { updates, frontier := listen.Next(); emit(b.Batch(updates, frontier)) }
 type Batcher struct {
 	opts     *Options
 	asOf     uint64
@@ -70,17 +73,23 @@ func (b *Batcher) Batch(updates []row.Update, frontier uint64) []Row {
 	if b.done {
 		return nil
 	}
+	return b.Groups(b.opts.Format(updates), frontier)
+}
+
+// Groups is Batch over already formatted rows (Options.Format), which a
+// shared tail computes once per output shape for all its subscribers. Rows
+// at times this subscribe must not see — at or before AS OF, at or after UP
+// TO, or before the progress it already delivered — are skipped, so a batch
+// that overlaps what was delivered (a resume) yields no duplicates.
+func (b *Batcher) Groups(groups []TimeRows, frontier uint64) []Row {
+	if b.done {
+		return nil
+	}
 	var out []Row
-	for i := 0; i < len(updates); {
-		t := updates[i].T
-		j := i + 1
-		for j < len(updates) && updates[j].T == t {
-			j++
+	for _, g := range groups {
+		if g.T > b.asOf && g.T >= b.frontier && (!b.hasUpTo || g.T < b.upTo) {
+			out = append(out, g.Rows...)
 		}
-		if t > b.asOf && (!b.hasUpTo || t < b.upTo) {
-			out = append(out, b.opts.Data(t, updates[i:j])...)
-		}
-		i = j
 	}
 	if b.hasUpTo && frontier >= b.upTo {
 		b.done = true

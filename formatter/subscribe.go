@@ -153,7 +153,35 @@ func (o *Options) Data(t uint64, updates []row.Update) []Row {
 	return out
 }
 
-// Progress returns the progress row at frontier.
+// TimeRows are the output rows of the updates at one time.
+type TimeRows struct {
+	T    uint64
+	Rows []Row
+}
+
+// Format turns consolidated updates ordered by time into output rows,
+// grouped by time.
+func (o *Options) Format(updates []row.Update) []TimeRows {
+	var out []TimeRows
+	for i := 0; i < len(updates); {
+		t := updates[i].T
+		j := i + 1
+		for j < len(updates) && updates[j].T == t {
+			j++
+		}
+		out = append(out, TimeRows{T: t, Rows: o.Data(t, updates[i:j])})
+		i = j
+	}
+	return out
+}
+
+// ShapeKey identifies the output shape for caching: two Options with the
+// same key format the same updates into the same rows.
+func (o *Options) ShapeKey() string {
+	return fmt.Sprintf("p%v e%d k%v o%v", o.Progress, o.Envelope, o.Keys, o.Order)
+}
+
+// ProgressRow returns the progress row at frontier.
 func (o *Options) ProgressRow(frontier uint64) Row {
 	return Row{Time: frontier, Progressed: true}
 }

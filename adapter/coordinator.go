@@ -1,0 +1,254 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/pgwire"
+)
+
+// DefaultMaxBufferedBytes is subscribe_max_buffered_bytes's default.
+const DefaultMaxBufferedBytes = 128 << 20
+
+// Config configures a Coordinator.
+type Config struct {
+	// Persist is the shard client; Consensus holds the catalog and the
+	// timestamp oracle (usually Persist's own consensus).
+	Persist   *persist.Client
+	Consensus persist.Consensus
+	// Tick is how often table and source uppers advance; 0 means
+	// DefaultTick, negative disables the tick (tests drive it).
+	Tick time.Duration
+	// FastPath is enable_subscribe_persist_fast_path's default.
+	FastPath bool
+	// Upstream, when set, makes this a tail process (see DESIGN.md).
+	Upstream string
+	// RequirePassword refuses roles without a password.
+	RequirePassword bool
+	// Registerer receives the adapter's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// Version is reported in version() and mz_version.
+	Version string
+}
+
+// Coordinator is the SQL server behind pgwire: it owns the catalog, the
+// timestamp oracle, the storage of role `all` (table writes, ticks,
+// retention), materialized-view and source dataflows, and creates a
+// Session per connection. It implements pgwire.Backend.
+type Coordinator struct {
+	cfg     Config
+	persist *persist.Client
+	catalog *Catalog
+	oracle  *Oracle
+	storage *Storage
+	metrics *metrics
+	log     *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// ddl serializes catalog changes made by this process.
+	ddl sync.Mutex
+
+	mu        sync.Mutex
+	dataflows map[uint64]*dataflowHandle // mu: running MVs and sources by item id
+	sessions  map[uint32]*Session        // mu: by connection id
+	system    map[string]string          // mu: ALTER SYSTEM values cache
+
+	nextConnID atomic.Uint32
+}
+
+// NewCoordinator loads the catalog, takes ownership of the collections'
+// shards, restarts materialized views and sources, and starts the tick.
+func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
+	if cfg.Persist == nil || cfg.Consensus == nil {
+		return nil, fmt.Errorf("adapter: Persist and Consensus are required")
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = DefaultTick
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.0.0"
+	}
+	cat, err := OpenCatalog(ctx, cfg.Consensus)
+	if err != nil {
+		return nil, err
+	}
+	oracle, err := OpenOracle(ctx, cfg.Consensus, nil)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Coordinator{
+		cfg:       cfg,
+		persist:   cfg.Persist,
+		catalog:   cat,
+		oracle:    oracle,
+		storage:   NewStorage(cfg.Persist, oracle),
+		metrics:   newMetrics(cfg.Registerer),
+		log:       slog.Default(),
+		ctx:       cctx,
+		cancel:    cancel,
+		dataflows: map[uint64]*dataflowHandle{},
+		sessions:  map[uint32]*Session{},
+	}
+	if err := c.bootstrap(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if cfg.Tick > 0 {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.storage.Run(cctx, cfg.Tick)
+		}()
+	}
+	return c, nil
+}
+
+// bootstrap creates the default role and resumes every collection.
+func (c *Coordinator) bootstrap(ctx context.Context) error {
+	if _, ok := c.catalog.State().Roles[defaultRole]; !ok {
+		if _, err := c.catalog.Update(ctx, func(s *CatalogState) error {
+			if _, ok := s.Roles[defaultRole]; !ok {
+				s.Roles[defaultRole] = &Role{Name: defaultRole, Login: true, Superuser: true}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if c.isTail() {
+		return nil
+	}
+	for _, it := range c.catalog.State().sortedItems() {
+		if err := c.startItem(ctx, it); err != nil {
+			return fmt.Errorf("resume %s %s: %w", it.Kind, it.Name, err)
+		}
+	}
+	return nil
+}
+
+// isTail reports whether this process is a tail process (no writes, no
+// dataflows).
+func (c *Coordinator) isTail() bool { return c.cfg.Upstream != "" }
+
+// startItem takes ownership of an item's shard and starts its dataflow.
+func (c *Coordinator) startItem(ctx context.Context, it *Item) error {
+	switch it.Kind {
+	case KindTable:
+		return c.storage.Own(ctx, it.Shard, it.RetainMs, true)
+	case KindSource:
+		if err := c.storage.Own(ctx, it.Shard, it.RetainMs, true); err != nil {
+			return err
+		}
+		return c.startSource(ctx, it)
+	case KindMaterializedView:
+		if err := c.storage.Own(ctx, it.Shard, it.RetainMs, false); err != nil {
+			return err
+		}
+		return c.startMaterializedView(ctx, it)
+	}
+	return nil
+}
+
+// stopItem stops an item's dataflow and releases its shard.
+func (c *Coordinator) stopItem(it *Item) {
+	c.mu.Lock()
+	df := c.dataflows[it.ID]
+	delete(c.dataflows, it.ID)
+	c.mu.Unlock()
+	if df != nil {
+		df.stop()
+	}
+	if it.Shard != "" {
+		c.storage.Release(it.Shard)
+	}
+}
+
+// Close stops dataflows, the tick and every session's work.
+func (c *Coordinator) Close() error {
+	c.cancel()
+	c.mu.Lock()
+	dfs := c.dataflows
+	c.dataflows = map[uint64]*dataflowHandle{}
+	c.mu.Unlock()
+	for _, df := range dfs {
+		df.stop()
+	}
+	c.wg.Wait()
+	c.storage.Close()
+	return nil
+}
+
+// Healthy reports whether the coordinator can reach its storage.
+func (c *Coordinator) Healthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := c.cfg.Consensus.Head(ctx, catalogKey); err != nil {
+		return fmt.Errorf("consensus: %w", err)
+	}
+	return nil
+}
+
+// defaultRole is the superuser every server starts with; it logs in
+// without a password (trust), like Materialize's local default.
+const defaultRole = "materialize"
+
+// Role implements pgwire.Backend.
+func (c *Coordinator) Role(ctx context.Context, user string) (pgwire.Role, error) {
+	r, ok := c.catalog.State().Roles[user]
+	if !ok {
+		if err := c.catalog.Refresh(ctx); err == nil {
+			r, ok = c.catalog.State().Roles[user]
+		}
+	}
+	if !ok || !r.Login {
+		return pgwire.Role{}, fmt.Errorf("%w: %s", pgwire.ErrUnknownRole, user)
+	}
+	if r.Verifier == "" {
+		if c.cfg.RequirePassword {
+			return pgwire.Role{}, fmt.Errorf("%w: %s has no password", pgwire.ErrUnknownRole, user)
+		}
+		return pgwire.Role{}, nil
+	}
+	return pgwire.Role{PasswordRequired: true, Verifier: r.Verifier}, nil
+}
+
+// OpenSession implements pgwire.Backend.
+func (c *Coordinator) OpenSession(ctx context.Context, info pgwire.ConnInfo) (pgwire.Session, error) {
+	db := info.Database
+	if db == "" {
+		db = "materialize"
+	}
+	if db != "materialize" {
+		return nil, errorf("3D000", "database %q does not exist", db)
+	}
+	s := newSession(c, info)
+	c.mu.Lock()
+	c.sessions[s.id] = s
+	c.mu.Unlock()
+	c.metrics.sessions.Inc()
+	return s, nil
+}
+
+func (c *Coordinator) forgetSession(s *Session) {
+	c.mu.Lock()
+	delete(c.sessions, s.id)
+	c.mu.Unlock()
+	c.metrics.sessions.Dec()
+}
+
+// systemVar returns an ALTER SYSTEM value, if set.
+func (c *Coordinator) systemVar(name string) (string, bool) {
+	v, ok := c.catalog.State().System[name]
+	return v, ok
+}

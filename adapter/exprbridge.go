@@ -1,0 +1,282 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/shardtail/shardtail/expr"
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/sql"
+)
+
+// This file is the adapter's one dependency on package expr: compiling
+// scalars for DML, the map/filter/project of queries, and constants.
+
+// scalar is a compiled expression coerced to a target type.
+type scalar struct {
+	e expr.Expr
+}
+
+// compileScalar compiles e over schema (a relation named table) and, when
+// target is set, coerces it to the target type with PostgreSQL's
+// assignment rules: a type that cannot be assigned is 42804.
+func compileScalar(e sql.Expr, schema row.Schema, table string, target *row.Type, paramOIDs []uint32) (*scalar, []uint32, error) {
+	scope := expr.NewScope(schema, table)
+	scope.SetParamTypes(paramTypes(paramOIDs))
+	ce, err := expr.Compile(e, scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	if target != nil && ce.Type() != expr.FromRow(*target) {
+		if !assignable(ce.Type(), expr.FromRow(*target)) {
+			return nil, nil, errorf(codeDatatypeMismatch, "expression is of type %s but the target is of type %s", ce.Type(), *target)
+		}
+		cast := &sql.Cast{X: e, Type: sql.TypeName{Name: target.String()}}
+		if ce, err = expr.Compile(cast, scope); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &scalar{e: ce}, paramOIDsOf(scope), nil
+}
+
+// assignable reports whether PostgreSQL assigns a value of type from to a
+// column of type to (implicitly or by an assignment cast).
+func assignable(from, to expr.Type) bool {
+	family := func(t expr.Type) int {
+		switch t {
+		case expr.TypeInt2, expr.TypeInt4, expr.TypeInt8, expr.TypeNumeric, expr.TypeFloat4, expr.TypeFloat8, expr.TypeMzTimestamp:
+			return 1
+		case expr.TypeTimestamp, expr.TypeTimestampTZ, expr.TypeDate:
+			return 2
+		case expr.TypeJSONB:
+			return 3
+		}
+		return 0
+	}
+	switch {
+	case from == expr.TypeUnknown || from == to:
+		return true
+	case to == expr.TypeText:
+		return true // every type has an assignment cast to text
+	}
+	f := family(from)
+	return f != 0 && f == family(to)
+}
+
+func (s *scalar) eval(r row.Row, params []row.Datum) (row.Datum, error) {
+	return s.e.Eval(&expr.EvalContext{Params: params, Now: uint64(time.Now().UnixMilli())}, r)
+}
+
+func paramTypes(oids []uint32) []expr.Type {
+	out := make([]expr.Type, len(oids))
+	for i, oid := range oids {
+		if t, ok := pgrepr.TypeFromOID(oid); ok {
+			out[i] = expr.FromRow(t)
+		} else {
+			out[i] = expr.TypeUnknown
+		}
+	}
+	return out
+}
+
+func paramOIDsOf(scope *expr.Scope) []uint32 {
+	types := scope.ParamTypes()
+	out := make([]uint32, len(types))
+	for i, t := range types {
+		out[i] = pgrepr.OID(t.Rep())
+	}
+	return out
+}
+
+// mfp is a query's map/filter/project, possibly the composition of a
+// view's and the query's own, with parameters bound at execution.
+type mfp struct {
+	stages []*expr.MFP
+	out    row.Schema
+	ident  bool
+}
+
+func compileMFP(input row.Schema, table string, where sql.Expr, items []sql.SelectItem, paramOIDs []uint32) (*mfp, []uint32, error) {
+	m, err := expr.CompileMFP(input, table, where, items, paramTypes(paramOIDs))
+	if err != nil {
+		return nil, nil, err
+	}
+	ident := where == nil && len(items) == 1
+	if ident {
+		_, ident = items[0].Expr.(*sql.Star)
+	}
+	oids := make([]uint32, len(m.ParamTypes()))
+	for i, t := range m.ParamTypes() {
+		oids[i] = pgrepr.OID(t.Rep())
+	}
+	return &mfp{stages: []*expr.MFP{m}, out: m.OutputSchema(), ident: ident}, oids, nil
+}
+
+// composeMFP applies a then b.
+func composeMFP(a, b *mfp) *mfp {
+	return &mfp{stages: append(append([]*expr.MFP(nil), a.stages...), b.stages...), out: b.out, ident: a.ident && b.ident}
+}
+
+// renameMFP gives the output the names of schema (CREATE VIEW v (x, y)).
+func renameMFP(m *mfp, schema row.Schema) *mfp {
+	n := *m
+	n.out = row.Schema{Columns: append([]row.Column(nil), m.out.Columns...)}
+	for i := range n.out.Columns {
+		if i < len(schema.Columns) {
+			n.out.Columns[i].Name = schema.Columns[i].Name
+		}
+	}
+	return &n
+}
+
+// OutputSchema is the schema of the rows Apply returns.
+func (m *mfp) OutputSchema() row.Schema { return m.out }
+
+// bind returns m with parameter values (and the query's timestamp).
+func (m *mfp) bind(params []row.Datum) *mfp {
+	n := *m
+	ctx := expr.EvalContext{Params: params, Now: uint64(time.Now().UnixMilli())}
+	n.stages = make([]*expr.MFP, len(m.stages))
+	for i, st := range m.stages {
+		n.stages[i] = st.Bind(ctx)
+	}
+	return &n
+}
+
+// identity reports whether Apply returns every row unchanged.
+func (m *mfp) identity() bool { return m.ident }
+
+// Apply runs the stages on r: the dataflow.MFP interface.
+func (m *mfp) Apply(r row.Row) (row.Row, bool, error) {
+	for _, st := range m.stages {
+		out, ok, err := st.Apply(r)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		r = out
+	}
+	return r, true, nil
+}
+
+// evalTimestamp evaluates AS OF / UP TO: a constant castable to
+// mz_timestamp (epoch milliseconds).
+func evalTimestamp(e sql.Expr) (uint64, error) {
+	d, err := expr.EvalConst(e, expr.TypeMzTimestamp, &expr.EvalContext{Now: uint64(time.Now().UnixMilli())})
+	if err != nil {
+		return 0, err
+	}
+	switch v := d.(type) {
+	case uint64:
+		return v, nil
+	case nil:
+		return 0, errorf(codeDataException, "timestamp must not be NULL")
+	}
+	return 0, errorf(codeDatatypeMismatch, "cannot use %T as mz_timestamp", d)
+}
+
+// evalInterval evaluates FETCH's TIMEOUT.
+func evalInterval(e sql.Expr) (time.Duration, error) {
+	d, err := expr.EvalConst(e, expr.TypeInterval, nil)
+	if err != nil {
+		return 0, err
+	}
+	iv, ok := d.(expr.Interval)
+	if !ok {
+		return 0, errorf(codeDatatypeMismatch, "TIMEOUT must be an interval")
+	}
+	dur, err := expr.IntervalDuration(iv)
+	if err != nil {
+		return 0, errorf(codeInvalidParamValue, "timeout out of range")
+	}
+	return dur, nil
+}
+
+// evalCount evaluates LIMIT / OFFSET.
+func evalCount(e sql.Expr, what string) (int64, error) {
+	d, err := expr.EvalConst(e, expr.TypeInt8, nil)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := d.(int64)
+	if !ok || n < 0 {
+		return 0, errorf("2201W", "%s must not be negative", what)
+	}
+	return n, nil
+}
+
+// planConstSelect serves SELECT without FROM: constants and the session
+// functions drivers call on connect.
+func (s *Session) planConstSelect(sel *sql.Select, paramOIDs []uint32) (*plan, error) {
+	if sel.Where != nil || sel.GroupBy != nil || sel.OrderBy != nil {
+		return nil, errorf(codeFeatureNotSupp, "SELECT without FROM supports only a select list")
+	}
+	items := make([]sql.SelectItem, len(sel.Items))
+	for i, it := range sel.Items {
+		items[i] = sql.SelectItem{Expr: s.substituteSessionFuncs(it.Expr), Alias: it.Alias}
+		if it.Alias == "" {
+			if f, ok := it.Expr.(*sql.FuncCall); ok {
+				items[i].Alias = f.Name.Name
+			}
+		}
+	}
+	m, params, err := compileMFP(row.Schema{}, "", nil, items, paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	cols := m.OutputSchema().Columns
+	return &plan{fields: fieldsOf(cols), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
+		r, ok, err := m.bind(params).Apply(row.Row{})
+		if err != nil {
+			return nil, err
+		}
+		var rows []row.Row
+		if ok {
+			rows = []row.Row{r}
+		}
+		return newRowsResult(cols, formats, sliceSource(rows)), nil
+	}}, nil
+}
+
+// substituteSessionFuncs replaces calls of session functions (version(),
+// current_setting('x'), pg_backend_pid(), ...) by their values.
+func (s *Session) substituteSessionFuncs(e sql.Expr) sql.Expr {
+	f, ok := e.(*sql.FuncCall)
+	if !ok {
+		if c, ok := e.(*sql.Cast); ok {
+			n := *c
+			n.X = s.substituteSessionFuncs(c.X)
+			return &n
+		}
+		return e
+	}
+	str := func(v string) sql.Expr {
+		return &sql.Cast{X: &sql.StringLit{Value: v}, Type: sql.TypeName{Name: "text"}}
+	}
+	switch f.Name.Name {
+	case "version":
+		return str(fmt.Sprintf("PostgreSQL 9.5.0 on x86_64, compiled by shardtail %s (Materialize-compatible)", s.c.cfg.Version))
+	case "mz_version":
+		return str("v" + s.c.cfg.Version)
+	case "current_database":
+		return str("materialize")
+	case "current_schema":
+		return str("public")
+	case "current_user", "session_user", "current_role", "user":
+		return str(s.user)
+	case "pg_backend_pid":
+		return &sql.NumberLit{Text: strconv.FormatUint(uint64(s.id), 10)}
+	case "current_setting":
+		if len(f.Args) >= 1 {
+			if name, ok := sql.ValueText(f.Args[0]); ok {
+				if v, ok := s.getVar(name); ok {
+					return str(v)
+				}
+			}
+		}
+	}
+	return e
+}

@@ -1,0 +1,29 @@
+package adapter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the adapter's Prometheus metrics.
+type metrics struct {
+	sessions   prometheus.Gauge
+	statements *prometheus.CounterVec
+	subscribes *prometheus.GaugeVec
+	subsTotal  *prometheus.CounterVec
+	writes     prometheus.Counter
+}
+
+func newMetrics(r prometheus.Registerer) *metrics {
+	m := &metrics{
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardtail", Name: "sessions", Help: "Open client sessions."}),
+		statements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardtail", Name: "statements_total",
+			Help: "Statements executed, by kind and outcome."}, []string{"kind", "outcome"}),
+		subscribes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "shardtail", Name: "subscribes",
+			Help: "Running SUBSCRIBEs by path (fast, dataflow)."}, []string{"path"}),
+		subsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardtail", Name: "subscribes_total",
+			Help: "SUBSCRIBEs started, by path."}, []string{"path"}),
+		writes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardtail", Name: "table_writes_total", Help: "Committed table writes."}),
+	}
+	if r != nil {
+		r.MustRegister(m.sessions, m.statements, m.subscribes, m.subsTotal, m.writes)
+	}
+	return m
+}

@@ -1,0 +1,369 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/sql"
+)
+
+// queryPlan is a SELECT over one collection: read the input's shard,
+// apply the MFP (WHERE, select list), then ORDER BY / OFFSET / LIMIT.
+// Views are inlined: a view's query plan is composed onto its input.
+type queryPlan struct {
+	input   *Item // the collection whose shard is read
+	mfp     *mfp
+	orderBy []orderKey
+	limit   *int64
+	offset  int64
+	asOf    *sql.AsOf
+	params  []uint32
+}
+
+type orderKey struct {
+	col        int
+	desc       bool
+	nullsFirst bool
+}
+
+func (q *queryPlan) schema() row.Schema { return q.mfp.OutputSchema() }
+
+// planQuery plans a SELECT with FROM over one relation.
+func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, error) {
+	if len(sel.From) == 0 {
+		return nil, errorf(codeFeatureNotSupp, "SELECT without FROM cannot be used here")
+	}
+	if len(sel.From) > 1 {
+		return nil, errorf(codeFeatureNotSupp, "joins are not supported yet")
+	}
+	if sel.GroupBy != nil || sel.Having != nil {
+		return nil, errorf(codeFeatureNotSupp, "GROUP BY and aggregates are not supported yet")
+	}
+	if sel.Distinct {
+		return nil, errorf(codeFeatureNotSupp, "SELECT DISTINCT is not supported yet")
+	}
+	var input *Item
+	var alias string
+	var base *queryPlan
+	switch from := sel.From[0].(type) {
+	case *sql.TableName:
+		it, err := s.lookup(from.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkPrivilege(it, "SELECT"); err != nil {
+			return nil, err
+		}
+		input, alias = it, from.Alias
+		if alias == "" {
+			alias = it.Name
+		}
+		if it.Kind == KindView {
+			if base, err = s.planView(it); err != nil {
+				return nil, err
+			}
+		}
+	case *sql.Join:
+		return nil, errorf(codeFeatureNotSupp, "joins are not supported yet")
+	default:
+		return nil, errorf(codeFeatureNotSupp, "subqueries in FROM are not supported yet")
+	}
+	schema := input.Schema
+	if base != nil {
+		schema = base.schema()
+	}
+	m, params, err := compileMFP(schema, alias, sel.Where, sel.Items, paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	q := &queryPlan{input: input, mfp: m, asOf: sel.AsOf, params: params}
+	if base != nil {
+		q.input = base.input
+		q.mfp = composeMFP(base.mfp, m)
+	}
+	out := m.OutputSchema()
+	for _, o := range sel.OrderBy {
+		col, err := resolveOrderColumn(o.Expr, out, sel.Items)
+		if err != nil {
+			return nil, err
+		}
+		nullsFirst := o.Desc
+		switch o.Nulls {
+		case sql.NullsFirst:
+			nullsFirst = true
+		case sql.NullsLast:
+			nullsFirst = false
+		}
+		q.orderBy = append(q.orderBy, orderKey{col: col, desc: o.Desc, nullsFirst: nullsFirst})
+	}
+	if sel.Limit != nil {
+		n, err := evalCount(sel.Limit, "LIMIT")
+		if err != nil {
+			return nil, err
+		}
+		q.limit = &n
+	}
+	if sel.Offset != nil {
+		n, err := evalCount(sel.Offset, "OFFSET")
+		if err != nil {
+			return nil, err
+		}
+		q.offset = n
+	}
+	return q, nil
+}
+
+// planView plans a view's stored query.
+func (s *Session) planView(it *Item) (*queryPlan, error) {
+	st, err := sql.Parse(it.SQL)
+	if err != nil {
+		return nil, fmt.Errorf("view %s: %w", it.Name, err)
+	}
+	cv, ok := st.(*sql.CreateView)
+	if !ok {
+		return nil, fmt.Errorf("view %s: stored definition is a %T", it.Name, st)
+	}
+	q, err := s.planQuery(cv.Query, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The view's column names (CREATE VIEW v (a, b)) rename the output.
+	q.mfp = renameMFP(q.mfp, it.Schema)
+	return q, nil
+}
+
+// resolveOrderColumn finds the output column an ORDER BY item names: an
+// output column name, an ordinal, or an expression equal to a select item.
+func resolveOrderColumn(e sql.Expr, out row.Schema, items []sql.SelectItem) (int, error) {
+	switch e := e.(type) {
+	case *sql.NumberLit:
+		n, err := e.Int64()
+		if err != nil || n < 1 || int(n) > len(out.Columns) {
+			return 0, errorf("42P10", "ORDER BY position %s is not in select list", e.Text)
+		}
+		return int(n) - 1, nil
+	case *sql.ColumnRef:
+		if i := out.Index(e.Column); i >= 0 {
+			return i, nil
+		}
+	}
+	for i, it := range items {
+		if it.Expr != nil && it.Expr.String() == e.String() && i < len(out.Columns) {
+			return i, nil
+		}
+	}
+	return 0, errorf(codeFeatureNotSupp, "ORDER BY %s: only output columns can be ordered by", e)
+}
+
+// readTimestamp chooses a SELECT's timestamp: AS OF if given, else the
+// latest complete time, chosen linearizably.
+func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf) (uint64, error) {
+	state, err := s.c.persist.State(ctx, it.Shard)
+	if err != nil {
+		return 0, mapPersistErr(err, it.Name)
+	}
+	if asOf == nil {
+		if state.Upper == 0 {
+			if state, err = s.c.persist.WaitForUpper(ctx, it.Shard, 0); err != nil {
+				return 0, mapPersistErr(err, it.Name)
+			}
+		}
+		return max(state.Upper-1, state.Since), nil
+	}
+	t, err := evalTimestamp(asOf.Expr)
+	if err != nil {
+		return 0, err
+	}
+	if asOf.AtLeast {
+		return max(t, state.Since), nil
+	}
+	if t < state.Since {
+		return 0, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, state.Since)
+	}
+	return t, nil
+}
+
+func (s *Session) planSelect(ctx context.Context, sel *sql.Select, paramOIDs []uint32) (*plan, error) {
+	if len(sel.From) == 0 {
+		return s.planConstSelect(sel, paramOIDs)
+	}
+	if p, ok, err := s.planSystemSelect(sel); ok || err != nil {
+		return p, err
+	}
+	q, err := s.planQuery(sel, paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	cols := q.schema().Columns
+	return &plan{fields: fieldsOf(cols), params: q.params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
+		if err := s.noteRead(false); err != nil {
+			return nil, err
+		}
+		src, err := s.runQuery(ctx, q, params)
+		if err != nil {
+			return nil, err
+		}
+		return newRowsResult(cols, formats, src.next), nil
+	}}, nil
+}
+
+// querySource streams a query's result rows.
+type querySource struct {
+	next  rowSource
+	close func()
+}
+
+// runQuery reads the input at the query's timestamp and returns the rows.
+// Without ORDER BY the snapshot streams chunk by chunk, so a large result
+// is never held whole; with ORDER BY the result is sorted in memory (top-k
+// with LIMIT).
+func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum) (*querySource, error) {
+	asOf, err := s.readTimestamp(ctx, q.input, q.asOf)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "select"})
+	if err != nil {
+		return nil, mapPersistErr(err, q.input.Name)
+	}
+	cur, err := r.Snapshot(ctx, asOf)
+	if err != nil {
+		r.Close()
+		return nil, mapPersistErr(err, q.input.Name)
+	}
+	closeAll := func() { cur.Close(); r.Close() }
+	m := q.mfp.bind(params)
+	skip, remaining := q.offset, int64(-1)
+	if q.limit != nil {
+		remaining = *q.limit
+	}
+	// mapped reads the next chunk through the MFP, expanding diffs into
+	// repeated rows. A negative multiplicity is an error, as in Materialize.
+	mapped := func(ctx context.Context) ([]row.Row, error) {
+		for {
+			chunk, err := cur.Next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			var out []row.Row
+			var ups []row.Update
+			for _, u := range chunk {
+				r, ok, err := m.Apply(u.Row)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					ups = append(ups, row.Update{Row: r, Diff: u.Diff})
+				}
+			}
+			if !m.identity() {
+				ups = row.Consolidate(ups)
+			}
+			for _, u := range ups {
+				if u.Diff < 0 {
+					return nil, errorf(codeInternal, "Invalid data in source, saw retractions (%d) for row that does not exist: %v", -u.Diff, u.Row)
+				}
+				for range u.Diff {
+					out = append(out, u.Row)
+				}
+			}
+			if len(out) > 0 {
+				return out, nil
+			}
+		}
+	}
+	if len(q.orderBy) == 0 {
+		return &querySource{close: closeAll, next: func(ctx context.Context) ([]row.Row, error) {
+			for {
+				if remaining == 0 {
+					closeAll()
+					return nil, io.EOF
+				}
+				rows, err := mapped(ctx)
+				if errors.Is(err, io.EOF) {
+					closeAll()
+				}
+				if err != nil {
+					return nil, err
+				}
+				if skip > 0 {
+					n := min(int64(len(rows)), skip)
+					rows, skip = rows[n:], skip-n
+				}
+				if remaining >= 0 && int64(len(rows)) > remaining {
+					rows = rows[:remaining]
+				}
+				if remaining >= 0 {
+					remaining -= int64(len(rows))
+				}
+				if len(rows) > 0 {
+					return rows, nil
+				}
+			}
+		}}, nil
+	}
+	defer closeAll()
+	var all []row.Row
+	for {
+		rows, err := mapped(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	slices.SortStableFunc(all, func(a, b row.Row) int { return compareOrder(q.orderBy, a, b) })
+	if skip > 0 {
+		all = all[min(int64(len(all)), skip):]
+	}
+	if remaining >= 0 && int64(len(all)) > remaining {
+		all = all[:remaining]
+	}
+	return &querySource{next: sliceSource(all), close: func() {}}, nil
+}
+
+func compareOrder(keys []orderKey, a, b row.Row) int {
+	for _, k := range keys {
+		x, y := a[k.col], b[k.col]
+		if x == nil || y == nil {
+			if x == nil && y == nil {
+				continue
+			}
+			if (x == nil) == k.nullsFirst {
+				return -1
+			}
+			return 1
+		}
+		c := row.CompareSQL(x, y)
+		if k.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// planSystemSelect serves queries over the system catalog that tools send:
+// mz_internal.mz_subscriptions and a few pg_catalog relations.
+func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
+	tn, ok := sel.From[0].(*sql.TableName)
+	if !ok {
+		return nil, false, nil
+	}
+	name, err := resolveName(tn.Name)
+	if err != nil || !strings.Contains(name, ".") {
+		return nil, false, nil
+	}
+	return nil, true, errorf(codeUndefinedTable, "unknown catalog item '%s'", name)
+}

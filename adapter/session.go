@@ -1,0 +1,330 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"strings"
+
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/sql"
+)
+
+// txState is a session's transaction state.
+type txState int
+
+const (
+	txIdle     txState = iota // autocommit: each statement its own transaction
+	txBlock                   // inside BEGIN ... COMMIT
+	txFailed                  // a statement in the block failed
+	txImplicit                // an extended-protocol batch or multi-statement query
+)
+
+// Session is one client connection's SQL state: session variables, the
+// transaction, its buffered writes, and cursors. pgwire calls it from the
+// connection's goroutine only.
+type Session struct {
+	c    *Coordinator
+	id   uint32
+	user string
+	vars map[string]string
+	// overridden marks variables the session SET (system variables not in
+	// it follow ALTER SYSTEM).
+	overridden map[string]bool
+
+	tx txState
+	// writes buffered in the transaction block, applied at COMMIT.
+	txWrites []pendingWrite
+	// txReads counts reads in the block (SUBSCRIBE must be the only one).
+	txReads     int
+	txSubscribe bool
+
+	cursors map[string]*cursor
+}
+
+// pendingWrite is a write buffered in a transaction block.
+type pendingWrite struct {
+	item    *Item
+	updates []row.Update
+}
+
+func newSession(c *Coordinator, info pgwire.ConnInfo) *Session {
+	s := &Session{c: c, id: info.ProcessID, user: info.User, vars: defaultVars(), overridden: map[string]bool{}, cursors: map[string]*cursor{}}
+	if s.id == 0 {
+		s.id = c.nextConnID.Add(1)
+	}
+	for k, v := range info.Options {
+		if name := strings.ToLower(k); validateVar(name, v) == nil {
+			if _, ok := s.vars[name]; ok {
+				s.setVar(name, v, false)
+			}
+		}
+	}
+	return s
+}
+
+// Parameters implements pgwire.Session.
+func (s *Session) Parameters() map[string]string {
+	p := map[string]string{}
+	for _, k := range reportedVars {
+		p[k] = s.vars[k]
+	}
+	return p
+}
+
+// TxStatus implements pgwire.Session.
+func (s *Session) TxStatus() pgwire.TxStatus {
+	switch s.tx {
+	case txBlock:
+		return pgwire.TxInBlock
+	case txFailed:
+		return pgwire.TxFailed
+	}
+	return pgwire.TxIdle
+}
+
+// Query implements pgwire.Session: the simple protocol.
+func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Result, error] {
+	return func(yield func(pgwire.Result, error) bool) {
+		stmts, err := sql.ParseAll(text)
+		if err != nil {
+			s.fail()
+			yield(nil, err)
+			return
+		}
+		// Several statements in one query run in one implicit transaction,
+		// as in PostgreSQL.
+		implicit := len(stmts) > 1 && s.tx == txIdle
+		if implicit {
+			s.tx = txImplicit
+		}
+		for _, st := range stmts {
+			res, err := s.run(ctx, st, nil, nil)
+			if err != nil {
+				s.fail()
+				if implicit {
+					s.rollback()
+				}
+				yield(nil, err)
+				return
+			}
+			if !yield(res, nil) {
+				return
+			}
+		}
+		if implicit && s.tx == txImplicit {
+			if err := s.commit(ctx); err != nil {
+				yield(nil, err)
+			}
+		}
+	}
+}
+
+// fail marks the transaction block failed after an error.
+func (s *Session) fail() {
+	if s.tx == txBlock {
+		s.tx = txFailed
+	}
+}
+
+// run plans and executes one statement.
+func (s *Session) run(ctx context.Context, st sql.Statement, params []row.Datum, formats []int16) (pgwire.Result, error) {
+	p, err := s.plan(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	return p.exec(ctx, params, formats)
+}
+
+// Prepare implements pgwire.Session: Parse.
+func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
+	stmts, err := sql.ParseAll(text)
+	if err != nil {
+		return nil, err
+	}
+	switch len(stmts) {
+	case 0:
+		return &preparedStatement{s: s, empty: true}, nil
+	case 1:
+	default:
+		return nil, errorf(codeSyntax, "cannot insert multiple commands into a prepared statement")
+	}
+	p, err := s.plan(ctx, stmts[0], paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	return &preparedStatement{s: s, stmt: stmts[0], plan: p, paramOIDs: p.paramOIDs(paramOIDs)}, nil
+}
+
+// Sync implements pgwire.Session.
+func (s *Session) Sync(ctx context.Context, failed bool) error {
+	if s.tx == txImplicit {
+		if failed {
+			s.rollback()
+			return nil
+		}
+		return s.commit(ctx)
+	}
+	if failed {
+		s.fail()
+	}
+	return nil
+}
+
+// Close implements pgwire.Session.
+func (s *Session) Close() error {
+	s.closeCursors()
+	s.c.forgetSession(s)
+	return nil
+}
+
+func (s *Session) closeCursors() {
+	for name, cur := range s.cursors {
+		cur.close()
+		delete(s.cursors, name)
+	}
+}
+
+// beginImplicit starts the implicit transaction of an extended-protocol
+// batch.
+func (s *Session) beginImplicit() {
+	if s.tx == txIdle {
+		s.tx = txImplicit
+	}
+}
+
+// inTx reports whether a transaction (block or implicit) is open.
+func (s *Session) inBlock() bool { return s.tx == txBlock || s.tx == txFailed }
+
+// commit applies the buffered writes and ends the transaction.
+func (s *Session) commit(ctx context.Context) error {
+	writes := s.txWrites
+	s.endTx()
+	for _, w := range writes {
+		if err := s.c.write(ctx, w.item, w.updates); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollback discards the transaction.
+func (s *Session) rollback() { s.endTx() }
+
+func (s *Session) endTx() {
+	s.tx = txIdle
+	s.txWrites = nil
+	s.txReads = 0
+	s.txSubscribe = false
+	s.closeCursors()
+}
+
+// preparedStatement implements pgwire.Statement.
+type preparedStatement struct {
+	s         *Session
+	stmt      sql.Statement
+	plan      *plan
+	paramOIDs []uint32
+	empty     bool
+}
+
+func (p *preparedStatement) ParamOIDs() []uint32 { return p.paramOIDs }
+
+func (p *preparedStatement) Fields() []pgwire.Field {
+	if p.empty {
+		return nil
+	}
+	return p.plan.fields
+}
+
+func (p *preparedStatement) Bind(ctx context.Context, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Portal, error) {
+	if p.empty {
+		return &portal{empty: true}, nil
+	}
+	if len(params) != len(p.paramOIDs) {
+		return nil, errorf("08P01", "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(p.paramOIDs))
+	}
+	vals := make([]row.Datum, len(params))
+	for i, raw := range params {
+		if raw == nil {
+			continue
+		}
+		t, ok := pgrepr.TypeFromOID(p.paramOIDs[i])
+		if !ok {
+			t = row.TypeText
+		}
+		var err error
+		if len(paramFormats) > i && paramFormats[i] == pgwire.FormatBinary {
+			vals[i], err = pgrepr.ParseBinary(t, raw)
+		} else {
+			vals[i], err = pgrepr.ParseText(t, string(raw))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &portal{s: p.s, stmt: p.stmt, plan: p.plan, params: vals, formats: append([]int16(nil), resultFormats...)}, nil
+}
+
+func (p *preparedStatement) Close() {}
+
+// portal implements pgwire.Portal.
+type portal struct {
+	s       *Session
+	stmt    sql.Statement
+	plan    *plan
+	params  []row.Datum
+	formats []int16
+	empty   bool
+}
+
+func (p *portal) Execute(ctx context.Context) (pgwire.Result, error) {
+	if p.empty {
+		return emptyResult{}, nil
+	}
+	p.s.beginImplicit()
+	if p.s.tx == txFailed && !isTxEnd(p.stmt) {
+		return nil, errInFailedTx
+	}
+	// Plan again when the catalog changed since Parse (a dropped table).
+	res, err := p.plan.exec(ctx, p.params, p.formats)
+	if err != nil {
+		p.s.fail()
+	}
+	return res, err
+}
+
+func (p *portal) Close() {}
+
+type emptyResult struct{}
+
+func (emptyResult) Describe() pgwire.Description           { return pgwire.Description{Kind: pgwire.ResultEmpty} }
+func (emptyResult) Next(context.Context) ([][]byte, error) { return nil, io.EOF }
+func (emptyResult) Tag() string                            { return "" }
+func (emptyResult) Close()                                 {}
+
+var errInFailedTx = errorf(codeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
+
+func isTxEnd(st sql.Statement) bool {
+	switch st.(type) {
+	case *sql.Commit, *sql.Rollback:
+		return true
+	}
+	return false
+}
+
+// ensure interfaces
+var (
+	_ pgwire.Session   = (*Session)(nil)
+	_ pgwire.Statement = (*preparedStatement)(nil)
+	_ pgwire.Portal    = (*portal)(nil)
+)
+
+var _ = maps.Clone[map[string]string]
+var _ = errors.New
+var _ = fmt.Sprint

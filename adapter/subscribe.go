@@ -1,0 +1,669 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/shardtail/shardtail/dataflow"
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/sql"
+)
+
+// subscription is a running SUBSCRIBE as the session sees it, whichever
+// path serves it: rows are pulled by the session while it executes FETCH
+// or streams COPY, never pushed through the coordinator.
+type subscription interface {
+	// Next returns up to max rows (all ready when max <= 0), blocking until
+	// at least one is ready; io.EOF once complete.
+	Next(ctx context.Context, max int) ([]formatter.Row, error)
+	Close()
+}
+
+// subscribePlan is a planned SUBSCRIBE: its output and how to start it.
+// Planning does no work; start chooses the timestamp and begins reading,
+// so a cursor's errors surface at its first FETCH.
+type subscribePlan struct {
+	s      *Session
+	st     *sql.Subscribe
+	item   *Item
+	source *Item // the collection read (item itself unless a view/query)
+	q      *queryPlan
+	opts   *formatter.Options
+	snap   bool
+}
+
+// planSubscribeStmt resolves a SUBSCRIBE's relation and output shape.
+func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
+	p := &subscribePlan{s: s, st: st, snap: true, opts: &formatter.Options{}}
+	for _, o := range st.Options {
+		b, err := o.Bool()
+		if err != nil {
+			return nil, errorf(codeInvalidParamValue, "%v", err)
+		}
+		switch o.Name {
+		case "SNAPSHOT":
+			p.snap = b
+		case "PROGRESS":
+			p.opts.Progress = b
+		default:
+			return nil, errorf(codeSyntax, "unexpected option %s", o.Name)
+		}
+	}
+	var err error
+	if st.Query != nil {
+		if p.q, err = s.planQuery(st.Query, nil); err != nil {
+			return nil, err
+		}
+		p.source = p.q.input
+	} else {
+		it, err := s.lookup(st.Relation)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.checkPrivilege(it, "SELECT"); err != nil {
+			return nil, err
+		}
+		p.item = it
+		if it.Kind == KindView {
+			if p.q, err = s.planView(it); err != nil {
+				return nil, err
+			}
+			p.source = p.q.input
+		} else {
+			p.source = it
+		}
+	}
+	if p.q != nil {
+		if p.q.orderBy != nil || p.q.limit != nil {
+			return nil, errorf(codeFeatureNotSupp, "ORDER BY and LIMIT in SUBSCRIBE are not supported")
+		}
+		p.opts.Relation = p.q.schema()
+	} else {
+		p.opts.Relation = p.item.Schema
+	}
+	rel := p.opts.Relation
+	switch st.Envelope.Kind {
+	case sql.EnvelopeUpsert, sql.EnvelopeDebezium:
+		p.opts.Envelope = formatter.EnvelopeUpsert
+		if st.Envelope.Kind == sql.EnvelopeDebezium {
+			p.opts.Envelope = formatter.EnvelopeDebezium
+		}
+		for _, k := range st.Envelope.Key {
+			i := rel.Index(k)
+			if i < 0 {
+				return nil, errorf(codeUndefinedColumn, "column \"%s\" does not exist", k)
+			}
+			p.opts.Keys = append(p.opts.Keys, i)
+		}
+	}
+	cols := p.opts.Columns()
+	for _, o := range st.WithinTimestampOrderBy {
+		ref, ok := o.Expr.(*sql.ColumnRef)
+		if !ok || !ref.Table.IsZero() {
+			return nil, errorf(codeFeatureNotSupp, "WITHIN TIMESTAMP ORDER BY supports only column names")
+		}
+		idx := -1
+		first := 1
+		if p.opts.Progress {
+			first = 2
+		}
+		for i := first; i < len(cols); i++ {
+			if cols[i].Name == ref.Column {
+				idx = i - first
+			}
+		}
+		if idx < 0 {
+			return nil, errorf(codeUndefinedColumn, "column \"%s\" does not exist", ref.Column)
+		}
+		nullsFirst := o.Desc
+		switch o.Nulls {
+		case sql.NullsFirst:
+			nullsFirst = true
+		case sql.NullsLast:
+			nullsFirst = false
+		}
+		p.opts.Order = append(p.opts.Order, formatter.OrderItem{Col: idx, Desc: o.Desc, NullsFirst: nullsFirst})
+	}
+	return p, nil
+}
+
+// fields describes the subscribe's output columns.
+func (p *subscribePlan) fields(formats []int16) []pgwire.Field {
+	cols := p.opts.Columns()
+	out := make([]pgwire.Field, len(cols))
+	for i, c := range cols {
+		out[i] = pgwire.Field{Name: c.Name, TypeOID: c.Type.OID(), TypeSize: c.Type.Size(), TypeMod: -1, Format: int16(resultFormat(formats, i))}
+	}
+	return out
+}
+
+// relationName is how errors name the subscribed relation.
+func (p *subscribePlan) relationName() string {
+	if p.item != nil {
+		return p.item.Name
+	}
+	return p.source.Name
+}
+
+// start chooses the timestamps and starts the subscription on the fast path
+// when eligible, else on the dataflow path.
+func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
+	s := p.s
+	src := s.c.catalog.State().ItemByID(p.source.ID)
+	if src == nil {
+		return nil, errDropped(p.relationName())
+	}
+	asOf, upTo, err := p.timestamps(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	cfg := dataflow.SubscribeConfig{
+		Persist:          s.c.persist,
+		Shard:            src.Shard,
+		Output:           p.opts,
+		AsOf:             asOf,
+		UpTo:             upTo,
+		Snapshot:         p.snap,
+		MaxBufferedBytes: s.maxBufferedBytes(),
+		Purpose:          "subscribe",
+	}
+	if p.q != nil {
+		cfg.MFP = p.q.mfp
+	}
+	s.c.metrics.subsTotal.WithLabelValues("dataflow").Inc()
+	s.c.metrics.subscribes.WithLabelValues("dataflow").Inc()
+	sub := dataflow.StartSubscribe(cfg)
+	return &trackedSub{Subscribe: sub, done: func() { s.c.metrics.subscribes.WithLabelValues("dataflow").Dec() }}, nil
+}
+
+type trackedSub struct {
+	*dataflow.Subscribe
+	done func()
+}
+
+func (t *trackedSub) Close() {
+	t.Subscribe.Close()
+	if t.done != nil {
+		t.done()
+		t.done = nil
+	}
+}
+
+// timestamps selects AS OF and UP TO (SUBSCRIBE-SPEC.md, "Timestamps").
+func (p *subscribePlan) timestamps(ctx context.Context, src *Item) (uint64, *uint64, error) {
+	s := p.s
+	// A linearizable read of the shard's frontiers: every write acknowledged
+	// before this statement is below the upper. Concurrent subscribes in
+	// this process share one consensus read.
+	state, err := s.c.persist.State(ctx, src.Shard)
+	if err != nil {
+		return 0, nil, mapPersistErr(err, p.relationName())
+	}
+	var asOf uint64
+	switch {
+	case p.st.AsOf == nil:
+		if state.Upper == 0 {
+			if state, err = s.c.persist.WaitForUpper(ctx, src.Shard, 0); err != nil {
+				return 0, nil, mapPersistErr(err, p.relationName())
+			}
+		}
+		asOf = max(state.Upper-1, state.Since)
+	default:
+		t, err := evalTimestamp(p.st.AsOf.Expr)
+		if err != nil {
+			return 0, nil, err
+		}
+		asOf = t
+		if p.st.AsOf.AtLeast {
+			asOf = max(t, state.Since)
+		} else if t < state.Since {
+			return 0, nil, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, state.Since)
+		}
+	}
+	var upTo *uint64
+	if p.st.UpTo != nil {
+		u, err := evalTimestamp(p.st.UpTo)
+		if err != nil {
+			return 0, nil, err
+		}
+		if u < asOf {
+			return 0, nil, errorf(codeDataException, "subscription lower (\"as of\") bound is beyond its upper (\"up to\") bound: %d < %d", u, asOf)
+		}
+		upTo = &u
+	}
+	return asOf, upTo, nil
+}
+
+func errDropped(name string) *Error {
+	return errorf(codeUndefinedObject, "relation '%s' was dropped", qualified(name))
+}
+
+// mapPersistErr turns persist errors into client errors.
+func mapPersistErr(err error, relation string) error {
+	switch {
+	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, dataflow.ErrDropped):
+		return errDropped(relation)
+	case errors.Is(err, persist.ErrSinceAdvanced):
+		var se *persist.SinceError
+		if errors.As(err, &se) {
+			return errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", se.AsOf, se.Since)
+		}
+	}
+	return err
+}
+
+// subscribeNotice is the NOTICE a bare SUBSCRIBE sends after
+// RowDescription.
+func (s *Session) subscribeNotice() []byte {
+	hint := ""
+	if app, _ := s.getVar("application_name"); app == "psql" {
+		hint = "Wrap your SUBSCRIBE statement in `COPY (SUBSCRIBE ...) TO STDOUT`."
+	}
+	return notice("01000", "streaming SUBSCRIBE rows directly requires a client that does not buffer output", hint)
+}
+
+func (s *Session) planSubscribe(st *sql.Subscribe) (*plan, error) {
+	p, err := s.planSubscribeStmt(st)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{fields: p.fields(nil), exec: func(ctx context.Context, _ []row.Datum, formats []int16) (pgwire.Result, error) {
+		if err := s.noteRead(true); err != nil {
+			return nil, err
+		}
+		sub, err := p.start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &subscribeResult{p: p, sub: sub, enc: formatter.NewEncoder(p.opts, formats), fields: p.fields(formats),
+			pre: [][]byte{s.subscribeNotice()}}, nil
+	}}, nil
+}
+
+// noteRead enforces that a SUBSCRIBE is the only read of its transaction.
+func (s *Session) noteRead(subscribe bool) error {
+	if !s.inBlock() {
+		return nil
+	}
+	if (subscribe && s.txReads > 0) || (!subscribe && s.txSubscribe) {
+		return errorf(codeInvalidTxState, "SUBSCRIBE in transactions must be the only read statement")
+	}
+	s.txReads++
+	s.txSubscribe = s.txSubscribe || subscribe
+	return nil
+}
+
+// subscribeResult streams a bare SUBSCRIBE as DataRows.
+type subscribeResult struct {
+	p      *subscribePlan
+	sub    subscription
+	enc    *formatter.Encoder
+	fields []pgwire.Field
+	pre    [][]byte
+	n      int
+	buf    []byte
+}
+
+func (r *subscribeResult) Describe() pgwire.Description {
+	return pgwire.Description{Kind: pgwire.ResultRows, Fields: r.fields}
+}
+
+func (r *subscribeResult) Next(ctx context.Context) ([][]byte, error) {
+	if r.pre != nil {
+		pre := r.pre
+		r.pre = nil
+		return pre, nil
+	}
+	rows, err := r.sub.Next(ctx, 0)
+	if err != nil {
+		return nil, r.p.mapErr(err)
+	}
+	r.n += len(rows)
+	return encodeRows(&r.buf, rows, r.enc.AppendDataRow), nil
+}
+
+func (r *subscribeResult) Tag() string { return fmt.Sprintf("SELECT %d", r.n) }
+func (r *subscribeResult) Close()      { r.sub.Close() }
+
+func (p *subscribePlan) mapErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.EOF
+	}
+	return mapPersistErr(err, p.relationName())
+}
+
+// encodeRows encodes rows into one buffer and returns a message per row.
+func encodeRows(buf *[]byte, rows []formatter.Row, appendRow func([]byte, formatter.Row) []byte) [][]byte {
+	b := (*buf)[:0]
+	ends := make([]int, len(rows))
+	for i, r := range rows {
+		b = appendRow(b, r)
+		ends[i] = len(b)
+	}
+	*buf = b
+	msgs := make([][]byte, len(rows))
+	start := 0
+	for i, end := range ends {
+		msgs[i] = b[start:end:end]
+		start = end
+	}
+	return msgs
+}
+
+// copySubscribeResult streams COPY (SUBSCRIBE ...) TO STDOUT.
+type copySubscribeResult struct {
+	p      *subscribePlan
+	sub    subscription
+	enc    *formatter.CopyEncoder
+	format formatter.CopyFormat
+	header bool
+	done   bool
+	n      int
+	buf    []byte
+}
+
+func (r *copySubscribeResult) Describe() pgwire.Description {
+	fields := r.p.fields(nil)
+	f := pgwire.FormatText
+	if r.format == formatter.CopyBinary {
+		f = pgwire.FormatBinary
+	}
+	for i := range fields {
+		fields[i].Format = f
+	}
+	return pgwire.Description{Kind: pgwire.ResultCopyOut, Fields: fields, CopyFormat: f}
+}
+
+func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	rows, err := r.sub.Next(ctx, 0)
+	if errors.Is(err, io.EOF) {
+		r.done = true
+		if r.format == formatter.CopyBinary {
+			var b []byte
+			if !r.header {
+				b = r.enc.AppendHeader(b)
+			}
+			return [][]byte{pgwire.AppendCopyData(nil, r.enc.AppendTrailer(b))}, nil
+		}
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, r.p.mapErr(err)
+	}
+	r.n += len(rows)
+	var scratch []byte
+	return encodeRows(&r.buf, rows, func(b []byte, row formatter.Row) []byte {
+		scratch = scratch[:0]
+		if !r.header {
+			scratch = r.enc.AppendHeader(scratch)
+			r.header = true
+		}
+		scratch = r.enc.AppendRow(scratch, row)
+		return pgwire.AppendCopyData(b, scratch)
+	}), nil
+}
+
+func (r *copySubscribeResult) Tag() string { return fmt.Sprintf("COPY %d", r.n) }
+func (r *copySubscribeResult) Close()      { r.sub.Close() }
+
+// cursor is a DECLAREd cursor. A cursor over SUBSCRIBE starts its
+// subscription at the first FETCH; rows of a batch that a FETCH did not
+// take wait for the next.
+type cursor struct {
+	name    string
+	sub     *subscribePlan
+	query   *plan // a cursor over SELECT
+	running subscription
+	pending []formatter.Row
+	done    bool
+	// selectRows buffers a SELECT cursor's rows.
+	selectRes pgwire.Result
+	selectBuf [][]byte
+}
+
+func (c *cursor) close() {
+	if c.running != nil {
+		c.running.Close()
+	}
+	if c.selectRes != nil {
+		c.selectRes.Close()
+	}
+}
+
+func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
+	cur := &cursor{name: st.Name}
+	switch q := st.Query.(type) {
+	case *sql.Subscribe:
+		p, err := s.planSubscribeStmt(q)
+		if err != nil {
+			return nil, err
+		}
+		cur.sub = p
+	default:
+		p, err := s.plan(context.Background(), st.Query, nil)
+		if err != nil {
+			return nil, err
+		}
+		cur.query = p
+	}
+	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
+		if !s.inBlock() {
+			return nil, errorf(codeNoActiveSQLTx, "DECLARE CURSOR can only be used in transaction blocks")
+		}
+		if _, ok := s.cursors[st.Name]; ok {
+			return nil, errorf(codeDuplicateCursor, "cursor %q already exists", st.Name)
+		}
+		if cur.sub != nil {
+			if err := s.noteRead(true); err != nil {
+				return nil, err
+			}
+		}
+		s.cursors[st.Name] = cur
+		return command("DECLARE CURSOR"), nil
+	}), nil
+}
+
+func (s *Session) planClose(st *sql.CloseCursor) (*plan, error) {
+	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
+		if st.All {
+			s.closeCursors()
+			return command("CLOSE CURSOR"), nil
+		}
+		cur, ok := s.cursors[st.Name]
+		if !ok {
+			return nil, errorf(codeInvalidCursor, "cursor %q does not exist", st.Name)
+		}
+		cur.close()
+		delete(s.cursors, st.Name)
+		return command("CLOSE CURSOR"), nil
+	}), nil
+}
+
+// maxFetchTimeout is the longest FETCH TIMEOUT accepted.
+const maxFetchTimeout = 24 * time.Hour
+
+func (s *Session) planFetch(st *sql.Fetch) (*plan, error) {
+	var timeout *time.Duration
+	for _, o := range st.Options {
+		if o.Name != "TIMEOUT" {
+			return nil, errorf(codeSyntax, "unexpected option %s", o.Name)
+		}
+		d, err := evalInterval(o.Value)
+		if err != nil {
+			return nil, err
+		}
+		if d < 0 || d > maxFetchTimeout {
+			return nil, errorf(codeInvalidParamValue, "timeout out of range")
+		}
+		timeout = &d
+	}
+	cur, ok := s.cursors[st.Name]
+	var fields []pgwire.Field
+	if ok {
+		if cur.sub != nil {
+			fields = cur.sub.fields(nil)
+		} else {
+			fields = cur.query.fields
+		}
+	}
+	return &plan{fields: fields, exec: func(ctx context.Context, _ []row.Datum, formats []int16) (pgwire.Result, error) {
+		cur, ok := s.cursors[st.Name]
+		if !ok {
+			return nil, errorf(codeInvalidCursor, "cursor %q does not exist", st.Name)
+		}
+		count := int(st.Count)
+		if st.All {
+			count = -1
+		}
+		if cur.sub == nil {
+			return s.fetchSelect(ctx, cur, count, formats)
+		}
+		rows, err := s.fetch(ctx, cur, count, timeout)
+		if err != nil {
+			return nil, err
+		}
+		enc := formatter.NewEncoder(cur.sub.opts, formats)
+		var buf []byte
+		msgs := encodeRows(&buf, rows, enc.AppendDataRow)
+		return &fetchResult{fields: cur.sub.fields(formats), msgs: msgs, n: len(rows)}, nil
+	}}, nil
+}
+
+// fetch takes rows from a SUBSCRIBE cursor with FETCH's semantics
+// (SUBSCRIBE-SPEC.md, "Cursors"). count < 0 means ALL.
+func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *time.Duration) ([]formatter.Row, error) {
+	if count == 0 {
+		return nil, nil
+	}
+	if cur.running == nil && !cur.done {
+		sub, err := cur.sub.start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cur.running = sub
+	}
+	var out []formatter.Row
+	take := func() {
+		n := len(cur.pending)
+		if count > 0 {
+			n = min(n, count-len(out))
+		}
+		out = append(out, cur.pending[:n]...)
+		cur.pending = cur.pending[n:]
+	}
+	full := func() bool { return count > 0 && len(out) >= count }
+	take()
+	if full() || cur.done {
+		return out, nil
+	}
+	wait := ctx
+	if timeout != nil {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	for !full() {
+		if len(out) > 0 && timeout == nil {
+			// Without TIMEOUT, return what is ready once there is something;
+			// take what arrived already without waiting.
+			rows, err := pollReady(cur.running)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, cur.sub.mapErr(err)
+			}
+			cur.pending = append(cur.pending, rows...)
+			take()
+			if errors.Is(err, io.EOF) {
+				cur.done = true
+			}
+			break
+		}
+		rows, err := cur.running.Next(wait, 0)
+		switch {
+		case errors.Is(err, io.EOF):
+			cur.done = true
+			return out, nil
+		case err != nil && wait.Err() != nil && ctx.Err() == nil:
+			return out, nil // TIMEOUT passed
+		case err != nil:
+			return nil, cur.sub.mapErr(err)
+		}
+		cur.pending = append(cur.pending, rows...)
+		take()
+	}
+	return out, nil
+}
+
+// pollReady returns rows that are ready without blocking.
+func pollReady(sub subscription) ([]formatter.Row, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rows, err := sub.Next(ctx, 0)
+	if errors.Is(err, context.Canceled) {
+		return nil, nil
+	}
+	return rows, err
+}
+
+// fetchResult is FETCH's rows.
+type fetchResult struct {
+	fields []pgwire.Field
+	msgs   [][]byte
+	n      int
+	sent   bool
+}
+
+func (r *fetchResult) Describe() pgwire.Description {
+	return pgwire.Description{Kind: pgwire.ResultRows, Fields: r.fields}
+}
+func (r *fetchResult) Next(ctx context.Context) ([][]byte, error) {
+	if r.sent || len(r.msgs) == 0 {
+		return nil, io.EOF
+	}
+	r.sent = true
+	return r.msgs, nil
+}
+func (r *fetchResult) Tag() string { return fmt.Sprintf("FETCH %d", r.n) }
+func (r *fetchResult) Close()      {}
+
+// fetchSelect serves FETCH from a cursor over a SELECT.
+func (s *Session) fetchSelect(ctx context.Context, cur *cursor, count int, formats []int16) (pgwire.Result, error) {
+	if cur.selectRes == nil {
+		res, err := cur.query.exec(ctx, nil, formats)
+		if err != nil {
+			return nil, err
+		}
+		cur.selectRes = res
+	}
+	var out [][]byte
+	for count < 0 || len(out) < count {
+		if len(cur.selectBuf) == 0 {
+			if cur.done {
+				break
+			}
+			msgs, err := cur.selectRes.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				cur.done = true
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range msgs {
+				cur.selectBuf = append(cur.selectBuf, append([]byte(nil), m...))
+			}
+			continue
+		}
+		out = append(out, cur.selectBuf[0])
+		cur.selectBuf = cur.selectBuf[1:]
+	}
+	return &fetchResult{fields: cur.query.fields, msgs: out, n: len(out)}, nil
+}

@@ -1,0 +1,291 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/sql"
+)
+
+// Session variables with their defaults. Materialize's defaults where it
+// has them, so drivers and tools see what they expect.
+var varDefaults = map[string]string{
+	"application_name":                   "",
+	"client_encoding":                    "UTF8",
+	"client_min_messages":                "notice",
+	"cluster":                            "quickstart",
+	"database":                           "materialize",
+	"datestyle":                          "ISO, MDY",
+	"extra_float_digits":                 "3",
+	"integer_datetimes":                  "on",
+	"intervalstyle":                      "postgres",
+	"max_result_size":                    "1GB",
+	"search_path":                        "public",
+	"server_encoding":                    "UTF8",
+	"server_version":                     "9.5.0",
+	"server_version_num":                 "90500",
+	"standard_conforming_strings":        "on",
+	"statement_timeout":                  "0",
+	"timezone":                           "UTC",
+	"transaction_isolation":              "strict serializable",
+	"enable_subscribe_persist_fast_path": "on",
+	"subscribe_max_buffered_bytes":       strconv.Itoa(DefaultMaxBufferedBytes),
+	"is_superuser":                       "off",
+	"mz_version":                         "",
+}
+
+// reportedVars are sent as ParameterStatus at startup and when SET.
+var reportedVars = []string{"application_name", "client_encoding", "datestyle", "integer_datetimes",
+	"intervalstyle", "is_superuser", "server_encoding", "server_version", "standard_conforming_strings", "timezone"}
+
+// varDisplayNames maps lower-case names to the case Postgres reports.
+var varDisplayNames = map[string]string{"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
+
+// systemVars may be set with ALTER SYSTEM; their session default follows.
+var systemVars = map[string]bool{"enable_subscribe_persist_fast_path": true, "subscribe_max_buffered_bytes": true, "max_result_size": true}
+
+func defaultVars() map[string]string {
+	v := make(map[string]string, len(varDefaults))
+	for k, d := range varDefaults {
+		v[k] = d
+	}
+	return v
+}
+
+func displayName(name string) string {
+	if d, ok := varDisplayNames[name]; ok {
+		return d
+	}
+	return name
+}
+
+// getVar returns a variable's value: the session's if SET, else ALTER
+// SYSTEM's for system variables, else the default.
+func (s *Session) getVar(name string) (string, bool) {
+	name = strings.ToLower(name)
+	if systemVars[name] && !s.overridden[name] {
+		if v, ok := s.c.systemVar(name); ok {
+			return v, true
+		}
+		if name == "enable_subscribe_persist_fast_path" && !s.c.cfg.FastPath {
+			return "off", true
+		}
+	}
+	switch name {
+	case "mz_version":
+		return s.c.cfg.Version, true
+	case "is_superuser":
+		if r := s.c.catalog.State().Roles[s.user]; r != nil && r.Superuser {
+			return "on", true
+		}
+	}
+	v, ok := s.vars[name]
+	return v, ok
+}
+
+func parseBoolVar(name, v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "on", "true", "t", "yes", "y", "1":
+		return true, nil
+	case "off", "false", "f", "no", "n", "0":
+		return false, nil
+	}
+	return false, errorf(codeInvalidParamValue, "parameter %q requires a Boolean value", name)
+}
+
+// fastPath reports whether eligible SUBSCRIBEs take the fast path.
+func (s *Session) fastPath() bool {
+	v, _ := s.getVar("enable_subscribe_persist_fast_path")
+	b, _ := parseBoolVar("", v)
+	return b
+}
+
+// maxBufferedBytes is subscribe_max_buffered_bytes.
+func (s *Session) maxBufferedBytes() int64 {
+	v, _ := s.getVar("subscribe_max_buffered_bytes")
+	n, err := parseBytes(v)
+	if err != nil || n <= 0 {
+		return DefaultMaxBufferedBytes
+	}
+	return n
+}
+
+// parseBytes parses a byte size: 1024, '128MB', '1GB', '64kB'.
+func parseBytes(v string) (int64, error) {
+	v = strings.TrimSpace(strings.ToUpper(v))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(v, u.suffix) {
+			mult = u.m
+			v = strings.TrimSpace(strings.TrimSuffix(v, u.suffix))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return n * mult, nil
+}
+
+func validateVar(name, value string) error {
+	switch name {
+	case "enable_subscribe_persist_fast_path", "integer_datetimes", "standard_conforming_strings":
+		_, err := parseBoolVar(name, value)
+		return err
+	case "subscribe_max_buffered_bytes", "max_result_size":
+		if n, err := parseBytes(value); err != nil || n < 0 {
+			return errorf(codeInvalidParamValue, "invalid value for parameter %q: %q", name, value)
+		}
+	case "server_version", "server_version_num", "server_encoding", "integer_datetimes_ro", "mz_version", "is_superuser":
+		return errorf(codeCantChangeRuntime, "parameter %q cannot be changed", name)
+	case "client_encoding":
+		if u := strings.ToUpper(strings.ReplaceAll(value, "-", "")); u != "UTF8" {
+			return errorf(codeInvalidParamValue, "invalid value for parameter \"client_encoding\": %q", value)
+		}
+	}
+	return nil
+}
+
+func setValueText(values []sql.Expr) (string, error) {
+	parts := make([]string, 0, len(values))
+	for _, v := range values {
+		t, ok := sql.ValueText(v)
+		if !ok {
+			return "", errorf(codeInvalidParamValue, "invalid value %s", v)
+		}
+		parts = append(parts, t)
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+func (s *Session) planSet(ctx context.Context, st *sql.SetVariable) (*plan, error) {
+	name := strings.ToLower(st.Name)
+	if _, known := varDefaults[name]; !known && !strings.Contains(name, ".") {
+		return nil, errorf(codeUndefinedObject, "unrecognized configuration parameter %q", name)
+	}
+	value := ""
+	if !st.Default {
+		v, err := setValueText(st.Values)
+		if err != nil {
+			return nil, err
+		}
+		value = v
+		if err := validateVar(name, value); err != nil {
+			return nil, err
+		}
+	}
+	if st.Scope == sql.ScopeSystem {
+		if !systemVars[name] {
+			return nil, errorf(codeCantChangeRuntime, "parameter %q cannot be set with ALTER SYSTEM", name)
+		}
+		return execOnly(func(ctx context.Context) (pgwire.Result, error) {
+			if err := s.requireSuperuser("ALTER SYSTEM"); err != nil {
+				return nil, err
+			}
+			_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+				if st.Default {
+					delete(cs.System, name)
+				} else {
+					cs.System[name] = value
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			return command("ALTER SYSTEM"), nil
+		}), nil
+	}
+	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
+		s.setVar(name, value, st.Default)
+		return command("SET", s.paramStatus(name)...), nil
+	}), nil
+}
+
+// setVar sets (or, with reset, restores the default of) a session variable.
+func (s *Session) setVar(name, value string, reset bool) {
+	if reset {
+		s.vars[name] = varDefaults[name]
+		delete(s.overridden, name)
+		return
+	}
+	s.vars[name] = value
+	s.overridden[name] = true
+}
+
+// paramStatus returns the ParameterStatus message for name if it is
+// reported to clients.
+func (s *Session) paramStatus(name string) [][]byte {
+	for _, r := range reportedVars {
+		if r == name {
+			v, _ := s.getVar(name)
+			return [][]byte{pgwire.AppendParameterStatus(nil, displayName(name), v)}
+		}
+	}
+	return nil
+}
+
+func (s *Session) planReset(st *sql.ResetVariable) (*plan, error) {
+	if st.Scope == sql.ScopeSystem {
+		return s.planSet(context.Background(), &sql.SetVariable{Scope: sql.ScopeSystem, Name: st.Name, Default: true})
+	}
+	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
+		if st.All {
+			for k := range s.overridden {
+				s.setVar(k, "", true)
+			}
+			return command("RESET"), nil
+		}
+		name := strings.ToLower(st.Name)
+		if _, ok := varDefaults[name]; !ok {
+			return nil, errorf(codeUndefinedObject, "unrecognized configuration parameter %q", name)
+		}
+		s.setVar(name, "", true)
+		return command("RESET", s.paramStatus(name)...), nil
+	}), nil
+}
+
+func (s *Session) planShowVar(st *sql.ShowVariable) (*plan, error) {
+	if st.All {
+		cols := []row.Column{{Name: "name", Type: row.TypeText}, {Name: "setting", Type: row.TypeText}, {Name: "description", Type: row.TypeText}}
+		return rowsPlan(cols, func() ([]row.Row, error) {
+			names := make([]string, 0, len(varDefaults))
+			for k := range varDefaults {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			var rows []row.Row
+			for _, n := range names {
+				v, _ := s.getVar(n)
+				rows = append(rows, row.Row{n, v, ""})
+			}
+			return rows, nil
+		}), nil
+	}
+	name := strings.ToLower(st.Name)
+	if _, ok := varDefaults[name]; !ok {
+		return nil, errorf(codeUndefinedObject, "unrecognized configuration parameter %q", name)
+	}
+	return rowsPlan([]row.Column{{Name: name, Type: row.TypeText}}, func() ([]row.Row, error) {
+		v, _ := s.getVar(name)
+		return []row.Row{{v}}, nil
+	}), nil
+}
+
+func (s *Session) requireSuperuser(what string) error {
+	if r := s.c.catalog.State().Roles[s.user]; r != nil && r.Superuser {
+		return nil
+	}
+	return errorf(codeInsufficientPriv, "permission denied: %s requires superuser", what)
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/blob"
+	"github.com/shardtail/shardtail/persist/consensus"
+	"github.com/shardtail/shardtail/pgwire"
+)
+
+// serveConfig is the configuration of `shardtail serve`.
+type serveConfig struct {
+	Listen          string
+	HTTPListen      string
+	DataDir         string
+	Blob            string
+	Consensus       string
+	Upstream        string
+	TLSCert, TLSKey string
+	FastPath        bool
+	RequirePassword bool
+	Tick            time.Duration
+}
+
+const serveUsage = `Usage: shardtail serve [flags]
+
+Runs the server. With no flags it uses the embedded default: ./shardtail-data
+holding file blobs and a SQLite consensus, pgwire on 127.0.0.1:6875 and HTTP
+(/metrics, /healthz) on 127.0.0.1:6876. Every flag can also be set by the
+environment variable SHARDTAIL_<NAME>, e.g. SHARDTAIL_DATA_DIR.
+
+Example (shared storage):
+  shardtail serve --blob 's3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1' \
+      --consensus 'postgres://user@127.0.0.1:5432/shardtail'
+
+Flags:
+`
+
+func (m *Main) serve(ctx context.Context, args []string) error {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() { fmt.Fprint(m.Stderr, serveUsage); fs.PrintDefaults() }
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6875", "pgwire address")
+	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:6876", "HTTP address for /metrics and /healthz")
+	fs.StringVar(&cfg.DataDir, "data-dir", "./shardtail-data", "directory of the embedded default storage")
+	fs.StringVar(&cfg.Blob, "blob", "", "blob store URL: file://DIR, s3://BUCKET/PREFIX?endpoint=...&region=..., mem:// (default file://<data-dir>/blob)")
+	fs.StringVar(&cfg.Consensus, "consensus", "", "consensus URL: sqlite://FILE, postgres://..., mem:// (default sqlite://<data-dir>/consensus.db)")
+	fs.StringVar(&cfg.Upstream, "upstream", "", "HOST:PORT of the upstream server: run as a tail process")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); enables TLS with --tls-key")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key file (PEM)")
+	fs.BoolVar(&cfg.FastPath, "subscribe-persist-fast-path", true, "serve bare SUBSCRIBE <collection> from a shared tail")
+	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
+	fs.DurationVar(&cfg.Tick, "tick", adapter.DefaultTick, "how often table and source uppers advance without writes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := envDefaults(fs); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	return runServer(ctx, cfg, m)
+}
+
+func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
+	log := slog.Default()
+	if cfg.Blob == "" || cfg.Consensus == "" {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+		abs, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		if cfg.Blob == "" {
+			cfg.Blob = "file://" + filepath.Join(abs, "blob")
+		}
+		if cfg.Consensus == "" {
+			cfg.Consensus = "sqlite://" + filepath.Join(abs, "consensus.db")
+		}
+	}
+	var tlsConfig *tls.Config
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return errors.New("serve: --tls-cert and --tls-key go together")
+	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("serve: load TLS key pair: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+
+	b, err := blob.Open(ctx, cfg.Blob)
+	if err != nil {
+		return fmt.Errorf("open blob %s: %w", cfg.Blob, err)
+	}
+	defer b.Close()
+	cons, err := consensus.Open(ctx, cfg.Consensus)
+	if err != nil {
+		return fmt.Errorf("open consensus %s: %w", cfg.Consensus, err)
+	}
+	defer cons.Close()
+	pc, err := persist.NewClient(b, cons, persist.Config{})
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := pc.Metrics().Register(reg); err != nil {
+		return err
+	}
+	coord, err := adapter.NewCoordinator(ctx, adapter.Config{
+		Persist:         pc,
+		Consensus:       cons,
+		Tick:            cfg.Tick,
+		FastPath:        cfg.FastPath,
+		Upstream:        cfg.Upstream,
+		RequirePassword: cfg.RequirePassword,
+		Registerer:      reg,
+		Version:         Version,
+	})
+	if err != nil {
+		return err
+	}
+	defer coord.Close()
+
+	auth := pgwire.AuthSCRAM
+	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	hln, err := net.Listen("tcp", cfg.HTTPListen)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("http listen %s: %w", cfg.HTTPListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := coord.Healthy(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(hln)
+	defer hs.Close()
+
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	log.Info("shardtail serving", "pgwire", ln.Addr().String(), "http", hln.Addr().String(), "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus))
+	fmt.Fprintf(m.Stdout, "shardtail %s is ready. Connect with:\n  psql -h %s -p %s -U materialize materialize\n", Version, host, port)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+		srv.Close()
+		<-errc
+		return nil
+	case err := <-errc:
+		srv.Close()
+		return err
+	}
+}
+
+// redactURL hides the password of a connection URL for logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

@@ -1,0 +1,234 @@
+package formatter
+
+import (
+	"encoding/binary"
+
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgrepr"
+)
+
+// OID returns the type OID of an output column type.
+func (t ColType) OID() uint32 {
+	switch t.Meta {
+	case MetaTimestamp:
+		return pgrepr.OID(row.TypeNumeric)
+	case MetaProgress:
+		return pgrepr.OID(row.TypeBool)
+	case MetaDiff:
+		return pgrepr.OID(row.TypeInt8)
+	case MetaState:
+		return pgrepr.OID(row.TypeText)
+	}
+	return pgrepr.OID(t.Rel)
+}
+
+// Size returns pg_type.typlen of the type.
+func (t ColType) Size() int16 {
+	switch t.Meta {
+	case MetaTimestamp:
+		return pgrepr.TypeSize(row.TypeNumeric)
+	case MetaProgress:
+		return pgrepr.TypeSize(row.TypeBool)
+	case MetaDiff:
+		return pgrepr.TypeSize(row.TypeInt8)
+	case MetaState:
+		return pgrepr.TypeSize(row.TypeText)
+	}
+	return pgrepr.TypeSize(t.Rel)
+}
+
+// RelType returns the row.Type that holds the column's datums.
+func (t ColType) RelType() row.Type {
+	switch t.Meta {
+	case MetaTimestamp:
+		return row.TypeNumeric
+	case MetaProgress:
+		return row.TypeBool
+	case MetaDiff:
+		return row.TypeInt8
+	case MetaState:
+		return row.TypeText
+	}
+	return t.Rel
+}
+
+// Encoder encodes the output rows of one shape in one set of formats. It
+// is immutable and safe to share.
+type Encoder struct {
+	types   []row.Type // of the tail columns
+	formats []pgrepr.Format
+	// tsFormat and progFormat are the formats of mz_timestamp and
+	// mz_progressed.
+	tsFormat, progFormat pgrepr.Format
+	progress             bool
+}
+
+// NewEncoder returns an encoder for rows of opts with the given per-column
+// result formats (one per output column, or one for all, or none for text,
+// as Bind normalizes them).
+func NewEncoder(opts *Options, formats []int16) *Encoder {
+	cols := opts.Columns()
+	f := func(i int) pgrepr.Format {
+		switch len(formats) {
+		case 0:
+			return pgrepr.FormatText
+		case 1:
+			return pgrepr.Format(formats[0])
+		}
+		return pgrepr.Format(formats[i])
+	}
+	e := &Encoder{progress: opts.Progress, tsFormat: f(0)}
+	first := 1
+	if opts.Progress {
+		e.progFormat = f(1)
+		first = 2
+	}
+	for i := first; i < len(cols); i++ {
+		e.types = append(e.types, cols[i].Type.RelType())
+		e.formats = append(e.formats, f(i))
+	}
+	return e
+}
+
+// AppendDataRow appends r as a complete DataRow message.
+func (e *Encoder) AppendDataRow(buf []byte, r Row) []byte {
+	start := len(buf)
+	n := 1 + len(e.types)
+	if e.progress {
+		n++
+	}
+	buf = append(buf, 'D', 0, 0, 0, 0, byte(n>>8), byte(n))
+	buf = e.appendFields(buf, r)
+	binary.BigEndian.PutUint32(buf[start+1:], uint32(len(buf)-start-1))
+	return buf
+}
+
+// appendFields appends the length-prefixed fields of r (DataRow and binary
+// COPY share this layout).
+func (e *Encoder) appendFields(buf []byte, r Row) []byte {
+	buf = appendTimestamp(buf, r.Time, e.tsFormat)
+	if e.progress {
+		buf = pgrepr.AppendField(buf, row.TypeBool, r.Progressed, e.progFormat)
+	}
+	if r.Progressed {
+		for range e.types {
+			buf = append(buf, 0xff, 0xff, 0xff, 0xff)
+		}
+		return buf
+	}
+	return AppendTail(buf, e.types, e.formats, r.Tail)
+}
+
+// AppendTail appends the length-prefixed fields of datums. It is the part
+// of a row's encoding that does not depend on its timestamp.
+func AppendTail(buf []byte, types []row.Type, formats []pgrepr.Format, datums row.Row) []byte {
+	for i, d := range datums {
+		buf = pgrepr.AppendField(buf, types[i], d, formats[i])
+	}
+	return buf
+}
+
+func appendTimestamp(buf []byte, t uint64, f pgrepr.Format) []byte {
+	at := len(buf)
+	buf = append(buf, 0, 0, 0, 0)
+	if f == pgrepr.FormatBinary {
+		buf = pgrepr.AppendNumericUint64Binary(buf, t)
+	} else {
+		buf = pgrepr.AppendNumericUint64Text(buf, t)
+	}
+	binary.BigEndian.PutUint32(buf[at:], uint32(len(buf)-at-4))
+	return buf
+}
+
+// CopyFormat is a COPY TO STDOUT format.
+type CopyFormat int
+
+// COPY formats.
+const (
+	CopyText CopyFormat = iota
+	CopyCSV
+	CopyBinary
+)
+
+// CopyEncoder encodes output rows as COPY data rows.
+type CopyEncoder struct {
+	format   CopyFormat
+	progress bool
+	types    []row.Type // every output column, metadata included
+	bin      *Encoder
+	csv      pgrepr.CSVOptions
+	text     pgrepr.TextOptions
+}
+
+// NewCopyEncoder returns an encoder of opts's rows in format.
+func NewCopyEncoder(opts *Options, format CopyFormat) *CopyEncoder {
+	e := &CopyEncoder{format: format, progress: opts.Progress, csv: pgrepr.DefaultCSVOptions(), text: pgrepr.DefaultTextOptions()}
+	for _, c := range opts.Columns() {
+		e.types = append(e.types, c.Type.RelType())
+	}
+	if format == CopyBinary {
+		e.bin = NewEncoder(opts, []int16{int16(pgrepr.FormatBinary)})
+	}
+	return e
+}
+
+// AppendHeader appends what precedes the first row (binary's signature).
+func (e *CopyEncoder) AppendHeader(buf []byte) []byte {
+	if e.format == CopyBinary {
+		return pgrepr.AppendCopyBinaryHeader(buf)
+	}
+	return buf
+}
+
+// AppendTrailer appends what follows the last row (binary's -1 trailer).
+func (e *CopyEncoder) AppendTrailer(buf []byte) []byte {
+	if e.format == CopyBinary {
+		return pgrepr.AppendCopyBinaryTrailer(buf)
+	}
+	return buf
+}
+
+// AppendRow appends one row's COPY data.
+func (e *CopyEncoder) AppendRow(buf []byte, r Row) []byte {
+	if e.format == CopyBinary {
+		n := len(e.types)
+		buf = append(buf, byte(n>>8), byte(n))
+		return e.bin.appendFields(buf, r)
+	}
+	full := make(row.Row, 0, len(e.types))
+	full = append(full, row.Numeric(uintText(r.Time)))
+	full = e.flatten(full, r)
+	if e.format == CopyCSV {
+		return pgrepr.AppendCopyCSVRow(buf, e.types, full, e.csv)
+	}
+	return pgrepr.AppendCopyTextRowOptions(buf, e.types, full, e.text)
+}
+
+func (e *CopyEncoder) flatten(full row.Row, r Row) row.Row {
+	rest := len(e.types) - 1
+	if e.progress {
+		full = append(full, r.Progressed)
+		rest--
+	}
+	if r.Progressed {
+		for range rest {
+			full = append(full, nil)
+		}
+		return full
+	}
+	return append(full, r.Tail...)
+}
+
+func uintText(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,65 @@
+package tail
+
+import (
+	"sync"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// batch is one listen batch of the shared listen: the updates with times in
+// [lower, upper), decoded once and shared by every subscriber. Formatting
+// into output rows happens once per output shape, on first use, and the
+// rows are shared too.
+type batch struct {
+	lower, upper uint64
+	updates      []row.Update // consolidated, ordered by time
+	bytes        int64        // estimated size, charged to each queue
+
+	mu     sync.Mutex
+	shapes map[string][]formatter.TimeRows // mu
+}
+
+func newBatch(lower, upper uint64, updates []row.Update) *batch {
+	b := &batch{lower: lower, upper: upper, updates: updates, bytes: 64}
+	for _, u := range updates {
+		b.bytes += updateSize(u)
+	}
+	return b
+}
+
+// rows returns the batch formatted for opts, computing it once per shape.
+func (b *batch) rows(opts *formatter.Options) []formatter.TimeRows {
+	key := opts.ShapeKey()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if rows, ok := b.shapes[key]; ok {
+		return rows
+	}
+	if b.shapes == nil {
+		b.shapes = map[string][]formatter.TimeRows{}
+	}
+	rows := opts.Format(b.updates)
+	b.shapes[key] = rows
+	return rows
+}
+
+// updateSize estimates the bytes an update occupies in memory.
+func updateSize(u row.Update) int64 {
+	n := int64(48)
+	for _, d := range u.Row {
+		switch v := d.(type) {
+		case string:
+			n += 16 + int64(len(v))
+		case []byte:
+			n += 24 + int64(len(v))
+		case row.Numeric:
+			n += 16 + int64(len(v))
+		case row.JSON:
+			n += 16 + int64(len(v))
+		default:
+			n += 16
+		}
+	}
+	return n
+}

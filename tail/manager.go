@@ -1,0 +1,221 @@
+package tail
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardtail/shardtail/persist"
+)
+
+// Defaults for Config.
+const (
+	DefaultWindowBytes       = 64 << 20
+	DefaultWindowAge         = time.Minute
+	DefaultRetireAfter       = 30 * time.Second
+	DefaultDowngradeInterval = time.Second
+)
+
+// Config tunes a Manager. Zero fields take their defaults.
+type Config struct {
+	// WindowBytes bounds the retained window of each shared tail.
+	WindowBytes int64
+	// WindowAge bounds how far back (in time) the window reaches.
+	WindowAge time.Duration
+	// RetireAfter is how long a shared tail lives without subscribers
+	// before it closes and expires its readers. Negative retires at once.
+	RetireAfter time.Duration
+	// DowngradeInterval rate-limits the listen reader's since downgrades.
+	DowngradeInterval time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.WindowBytes == 0 {
+		c.WindowBytes = DefaultWindowBytes
+	}
+	if c.WindowAge == 0 {
+		c.WindowAge = DefaultWindowAge
+	}
+	if c.RetireAfter == 0 {
+		c.RetireAfter = DefaultRetireAfter
+	}
+	if c.DowngradeInterval == 0 {
+		c.DowngradeInterval = DefaultDowngradeInterval
+	}
+	return c
+}
+
+// Manager owns the shared tails of one process, one per collection in use.
+type Manager struct {
+	persist *persist.Client
+	cfg     Config
+	metrics *Metrics
+	log     *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	tails map[string]*SharedTail // mu
+}
+
+// NewManager returns a Manager reading shards through p. It retires idle
+// tails in the background until Close.
+func NewManager(p *persist.Client, cfg Config) *Manager {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{persist: p, cfg: cfg.withDefaults(), metrics: newMetrics(), log: slog.Default(),
+		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}}
+	m.wg.Add(1)
+	go m.reap()
+	return m
+}
+
+// Metrics returns the manager's metrics.
+func (m *Manager) Metrics() *Metrics { return m.metrics }
+
+// tail returns the shard's shared tail, creating it with its listen at asOf.
+func (m *Manager) tail(ctx context.Context, shard string, asOf uint64) (*SharedTail, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.tails[shard]; t != nil {
+		t.mu.Lock()
+		failed := t.err != nil
+		t.mu.Unlock()
+		if !failed {
+			return t, nil
+		}
+		delete(m.tails, shard)
+		go t.close()
+	}
+	t, err := m.newSharedTail(ctx, shard, asOf)
+	if err != nil {
+		return nil, err
+	}
+	m.tails[shard] = t
+	return t, nil
+}
+
+// Tails returns the number of shared tails.
+func (m *Manager) Tails() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.tails)
+}
+
+// reap retires tails that have had no subscriber for RetireAfter.
+func (m *Manager) reap() {
+	defer m.wg.Done()
+	every := max(m.cfg.RetireAfter/2, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			m.retireIdle(timeNow())
+		}
+	}
+}
+
+// retireIdle closes the tails idle since before now - RetireAfter.
+func (m *Manager) retireIdle(now time.Time) int {
+	var idle []*SharedTail
+	m.mu.Lock()
+	for shard, t := range m.tails {
+		t.mu.Lock()
+		if len(t.subs) == 0 && !t.idleAt.IsZero() && now.Sub(t.idleAt) >= m.cfg.RetireAfter {
+			idle = append(idle, t)
+			delete(m.tails, shard)
+		}
+		t.mu.Unlock()
+	}
+	m.mu.Unlock()
+	for _, t := range idle {
+		t.close()
+		m.metrics.retired.Inc()
+	}
+	return len(idle)
+}
+
+// Close retires every tail. Subscribers must be closed first.
+func (m *Manager) Close() {
+	m.cancel()
+	m.wg.Wait()
+	m.mu.Lock()
+	tails := m.tails
+	m.tails = map[string]*SharedTail{}
+	m.mu.Unlock()
+	for _, t := range tails {
+		t.close()
+	}
+}
+
+// timeNow is time.Now; a variable so tests can move the clock.
+var timeNow = time.Now
+
+// Metrics are the fast path's Prometheus metrics.
+type Metrics struct {
+	tails          prometheus.Gauge
+	subscribers    prometheus.Gauge
+	queueBytes     prometheus.Gauge
+	detaches       prometheus.Counter
+	resumes        prometheus.Counter
+	catchUps       prometheus.Counter
+	historyLoss    prometheus.Counter
+	snapshotPieces prometheus.Counter
+	snapshotBytes  prometheus.Counter
+	decodedBatches prometheus.Counter
+	shares         prometheus.Counter
+	retired        prometheus.Counter
+}
+
+func newMetrics() *Metrics {
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardtail", Subsystem: "tail", Name: name, Help: help})
+	}
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardtail", Subsystem: "tail", Name: name, Help: help})
+	}
+	return &Metrics{
+		tails:          g("shared_tails", "Shared tails (one per collection in use)."),
+		subscribers:    g("subscribers", "Fast-path subscribers."),
+		queueBytes:     g("queue_bytes", "Bytes queued for fast-path subscribers."),
+		detaches:       c("detaches_total", "Subscribers detached for exceeding their queue budget."),
+		resumes:        c("resumes_total", "Detached subscribers resumed."),
+		catchUps:       c("private_catchups_total", "Subscribers that caught up from the shard with a private listen."),
+		historyLoss:    c("history_loss_errors_total", "Subscribers failed because their position was no longer retained."),
+		snapshotPieces: c("snapshot_pieces_total", "Snapshot pieces read from shared cursors."),
+		snapshotBytes:  c("snapshot_bytes_total", "Bytes of snapshot pieces read from shared cursors."),
+		decodedBatches: c("decoded_batches_total", "Listen batches decoded by shared tails (once per batch)."),
+		shares:         c("snapshot_cursors_total", "Shared snapshot cursors opened."),
+		retired:        c("retired_total", "Shared tails retired after idling."),
+	}
+}
+
+// Register adds the metrics to r.
+func (m *Metrics) Register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.resumes, m.catchUps,
+		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DecodedBatches is how many listen batches the shared tails decoded.
+func (m *Metrics) DecodedBatches() float64 { return counterValue(m.decodedBatches) }
+
+// SnapshotPieces is how many snapshot pieces shared cursors read.
+func (m *Metrics) SnapshotPieces() float64 { return counterValue(m.snapshotPieces) }
+
+// Detaches and Resumes count detach/resume events.
+func (m *Metrics) Detaches() float64 { return counterValue(m.detaches) }
+
+// Resumes counts resumed subscribers.
+func (m *Metrics) Resumes() float64 { return counterValue(m.resumes) }

@@ -1,0 +1,153 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// share is one consolidating snapshot cursor at one AS OF, shared by every
+// subscriber that wants that snapshot. Pieces are read from the cursor as
+// the fastest subscriber asks for them (so a FETCH 10 returns after the
+// first piece, not after the whole snapshot), kept until the slowest
+// subscriber of the share has taken them, and formatted once per shape.
+type share struct {
+	t    *SharedTail
+	asOf uint64
+
+	mu      sync.Mutex
+	cur     *persist.Cursor     // mu; nil once exhausted or failed
+	pieces  []*piece            // mu: pieces[i] is piece number base+i
+	base    int                 // mu: number of the first retained piece
+	readers map[*Subscriber]int // mu: next piece number per subscriber
+	done    bool                // mu: the cursor is exhausted
+	err     error               // mu
+	reading bool                // mu: a subscriber is reading the next piece
+	ready   chan struct{}       // mu: closed when a piece arrives or reading ends
+}
+
+// piece is one chunk of a snapshot: final rows at AS OF.
+type piece struct {
+	updates []row.Update
+	mu      sync.Mutex
+	shapes  map[string][]formatter.Row
+}
+
+func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
+	key := opts.ShapeKey()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rows, ok := p.shapes[key]; ok {
+		return rows
+	}
+	if p.shapes == nil {
+		p.shapes = map[string][]formatter.Row{}
+	}
+	rows := opts.Data(asOf, p.updates)
+	p.shapes[key] = rows
+	return rows
+}
+
+// join registers s with the share. It fails (false) when the share already
+// dropped its first piece: s needs a new share.
+func (sh *share) join(s *Subscriber) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.base > 0 || sh.err != nil {
+		return false
+	}
+	sh.readers[s] = 0
+	return true
+}
+
+// leave unregisters s and releases pieces nobody needs.
+func (sh *share) leave(s *Subscriber) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	delete(sh.readers, s)
+	sh.trim()
+	if len(sh.readers) == 0 && sh.cur != nil && !sh.reading {
+		sh.cur.Close()
+		sh.cur = nil
+	}
+}
+
+// trim drops pieces every reader has taken. sh.mu must be held.
+func (sh *share) trim() {
+	low := sh.base + len(sh.pieces)
+	for _, n := range sh.readers {
+		low = min(low, n)
+	}
+	if drop := low - sh.base; drop > 0 {
+		clear(sh.pieces[:drop])
+		sh.pieces = sh.pieces[drop:]
+		sh.base = low
+	}
+}
+
+// next returns s's next piece, reading it from the cursor if s is the
+// first to need it; nil at the end of the snapshot.
+func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
+	for {
+		sh.mu.Lock()
+		n := sh.readers[s]
+		if i := n - sh.base; i < len(sh.pieces) {
+			p := sh.pieces[i]
+			sh.readers[s] = n + 1
+			sh.trim()
+			sh.mu.Unlock()
+			return p, nil
+		}
+		if sh.err != nil {
+			err := sh.err
+			sh.mu.Unlock()
+			return nil, err
+		}
+		if sh.done {
+			sh.mu.Unlock()
+			return nil, nil
+		}
+		if sh.reading {
+			ready := sh.ready
+			sh.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-ready:
+			}
+			continue
+		}
+		sh.reading = true
+		cur := sh.cur
+		sh.mu.Unlock()
+
+		// Read outside the lock, under the tail's context: one client's
+		// cancel must not break a cursor others share. Other subscribers
+		// wait on ready.
+		chunk, err := cur.Next(sh.t.ctx)
+		sh.mu.Lock()
+		sh.reading = false
+		switch {
+		case errors.Is(err, io.EOF):
+			sh.done = true
+			cur.Close()
+			sh.cur = nil
+		case err != nil:
+			sh.err = err
+		default:
+			sh.pieces = append(sh.pieces, &piece{updates: chunk})
+			sh.t.m.metrics.snapshotPieces.Inc()
+			for _, u := range chunk {
+				sh.t.m.metrics.snapshotBytes.Add(float64(updateSize(u)))
+			}
+		}
+		close(sh.ready)
+		sh.ready = make(chan struct{})
+		sh.mu.Unlock()
+	}
+}

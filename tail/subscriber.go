@@ -1,0 +1,302 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist"
+)
+
+// ErrDropped ends the subscribers of a dropped collection.
+var ErrDropped = errors.New("subscribed collection was dropped")
+
+// Request describes one fast-path subscribe.
+type Request struct {
+	Shard    string
+	AsOf     uint64
+	UpTo     *uint64
+	Snapshot bool
+	Output   *formatter.Options
+	// MaxBufferedBytes is the queue budget: over it the subscriber is
+	// detached, not failed.
+	MaxBufferedBytes int64
+}
+
+// phases of a subscriber, driven by Next on the session's goroutine.
+const (
+	phaseStart    = iota // the progress row at AS OF
+	phaseSnapshot        // pieces of the shared snapshot cursor
+	phaseJoin            // attach to the window and live stream
+	phasePrivate         // catch up from the shard with a private listen
+	phaseLive            // take batches from the queue
+)
+
+// Subscriber is one fast-path subscribe. The session pulls its rows with
+// Next; the shared listen pushes batches into its queue (references to the
+// shared batches, charged to its byte budget).
+//
+// Detach and resume: when a push would take the queue over budget the
+// queue is dropped and the subscriber detached at the frontier it had
+// delivered. The next Next resumes it from the window, or, if the window
+// no longer reaches back, from the shard with a private listen — no
+// snapshot, no gap, no duplicate. Only if the shard has compacted past that
+// frontier does Next fail, with the 53200 BufferError.
+type Subscriber struct {
+	t   *SharedTail
+	req Request
+	b   *formatter.Batcher
+
+	// Owned by the session goroutine.
+	phase int
+	sh    *share
+	priv  *persist.Reader
+	plist *persist.Listen
+	out   []formatter.Row
+
+	// Guarded by t.mu.
+	queue    []*batch
+	queued   int64
+	attached bool
+	detached bool
+	lost     int64 // bytes queued when detached, for the error
+	ready    chan struct{}
+}
+
+// Subscribe starts a fast-path subscribe on the collection's shared tail,
+// creating the tail if needed.
+func (m *Manager) Subscribe(ctx context.Context, req Request) (*Subscriber, error) {
+	t, err := m.tail(ctx, req.Shard, req.AsOf)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), ready: make(chan struct{})}
+	t.mu.Lock()
+	t.subs[s] = struct{}{}
+	t.mu.Unlock()
+	m.metrics.subscribers.Inc()
+	return s, nil
+}
+
+// Frontier is the progress delivered so far.
+func (s *Subscriber) Frontier() uint64 { return s.b.Frontier() }
+
+// QueuedBytes is the bytes waiting in the subscriber's queue.
+func (s *Subscriber) QueuedBytes() int64 {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	return s.queued
+}
+
+// push queues a published batch. t.mu must be held.
+func (s *Subscriber) push(b *batch) {
+	if !s.attached {
+		return
+	}
+	if s.req.MaxBufferedBytes > 0 && s.queued+b.bytes > s.req.MaxBufferedBytes {
+		s.lost = s.queued + b.bytes
+		s.t.m.metrics.queueBytes.Sub(float64(s.queued))
+		clear(s.queue)
+		s.queue, s.queued = nil, 0
+		s.attached, s.detached = false, true
+		s.t.m.metrics.detaches.Inc()
+		s.wake()
+		return
+	}
+	s.queue = append(s.queue, b)
+	s.queued += b.bytes
+	s.t.m.metrics.queueBytes.Add(float64(b.bytes))
+	s.wake()
+}
+
+// wake signals a waiting Next. t.mu must be held.
+func (s *Subscriber) wake() {
+	close(s.ready)
+	s.ready = make(chan struct{})
+}
+
+// pos is the next time the subscriber needs: every update below it was
+// delivered.
+func (s *Subscriber) pos() uint64 { return max(s.b.Frontier(), s.req.AsOf+1) }
+
+// Next returns up to max output rows (all ready when max <= 0), blocking
+// until at least one is ready; io.EOF once UP TO is reached.
+func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error) {
+	for {
+		if n := len(s.out); n > 0 {
+			if max <= 0 || max > n {
+				max = n
+			}
+			rows := s.out[:max:max]
+			s.out = s.out[max:]
+			return rows, nil
+		}
+		if s.b.Done() {
+			return nil, io.EOF
+		}
+		if err := s.step(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// step advances the subscriber's state machine once, adding rows to out or
+// blocking until something happens.
+func (s *Subscriber) step(ctx context.Context) error {
+	switch s.phase {
+	case phaseStart:
+		s.out = append(s.out, s.b.Start()...)
+		s.phase = phaseJoin
+		if s.req.Snapshot {
+			sh, err := s.t.shareFor(ctx, s, s.req.AsOf)
+			if err != nil {
+				return err
+			}
+			s.sh = sh
+			s.phase = phaseSnapshot
+		}
+	case phaseSnapshot:
+		p, err := s.sh.next(ctx, s)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			s.t.leaveShare(s.sh, s)
+			s.sh = nil
+			s.phase = phaseJoin
+			return nil
+		}
+		if !s.b.Done() {
+			s.out = append(s.out, p.rows(s.req.Output, s.req.AsOf)...)
+		}
+	case phaseJoin:
+		return s.join(ctx)
+	case phasePrivate:
+		updates, frontier, err := s.plist.Next(ctx)
+		if err != nil {
+			return s.mapErr(err)
+		}
+		s.out = append(s.out, s.b.Batch(updates, frontier)...)
+		s.t.mu.Lock()
+		_, covered := s.t.windowFrom(s.pos())
+		s.t.mu.Unlock()
+		if covered {
+			s.closePrivate()
+			s.phase = phaseJoin
+		}
+	case phaseLive:
+		s.t.mu.Lock()
+		if s.detached {
+			s.detached = false
+			s.t.mu.Unlock()
+			s.t.m.metrics.resumes.Inc()
+			s.phase = phaseJoin
+			return nil
+		}
+		if len(s.queue) > 0 {
+			q := s.queue
+			s.t.m.metrics.queueBytes.Sub(float64(s.queued))
+			s.queue, s.queued = nil, 0
+			s.t.mu.Unlock()
+			for _, b := range q {
+				s.out = append(s.out, s.b.Groups(b.rows(s.req.Output), b.upper)...)
+			}
+			return nil
+		}
+		if err := s.t.err; err != nil {
+			s.t.mu.Unlock()
+			return s.mapErr(err)
+		}
+		ready := s.ready
+		s.t.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ready:
+		}
+	}
+	return nil
+}
+
+// join attaches the subscriber to the live stream at its position: the
+// window's batches from there are delivered at once and later batches are
+// queued. If the window does not reach back far enough, it catches up
+// with a private listen first.
+func (s *Subscriber) join(ctx context.Context) error {
+	pos := s.pos()
+	s.t.mu.Lock()
+	if err := s.t.err; err != nil {
+		s.t.mu.Unlock()
+		return s.mapErr(err)
+	}
+	batches, covered := s.t.windowFrom(pos)
+	if covered {
+		s.attached, s.detached = true, false
+	}
+	s.t.mu.Unlock()
+	if covered {
+		for _, b := range batches {
+			s.out = append(s.out, s.b.Groups(b.rows(s.req.Output), b.upper)...)
+		}
+		s.phase = phaseLive
+		return nil
+	}
+	r, err := s.t.m.persist.OpenReader(ctx, s.req.Shard, persist.ReaderOptions{Purpose: "subscribe catch-up"})
+	if err != nil {
+		return s.mapErr(err)
+	}
+	l, err := r.Listen(ctx, pos-1)
+	if err != nil {
+		r.Close()
+		return s.mapErr(err)
+	}
+	s.priv, s.plist = r, l
+	s.t.m.metrics.catchUps.Inc()
+	s.phase = phasePrivate
+	return nil
+}
+
+// mapErr turns a lost position into the 53200 error and a dropped shard
+// into ErrDropped.
+func (s *Subscriber) mapErr(err error) error {
+	switch {
+	case errors.Is(err, persist.ErrSinceAdvanced):
+		s.t.m.metrics.historyLoss.Inc()
+		s.t.mu.Lock()
+		lost := s.lost
+		s.t.mu.Unlock()
+		return &formatter.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes}
+	case errors.Is(err, persist.ErrShardTombstoned):
+		return ErrDropped
+	}
+	return err
+}
+
+func (s *Subscriber) closePrivate() {
+	if s.priv != nil {
+		s.priv.Close()
+		s.priv, s.plist = nil, nil
+	}
+}
+
+// Close ends the subscribe and releases what it holds.
+func (s *Subscriber) Close() {
+	if s.sh != nil {
+		s.t.leaveShare(s.sh, s)
+		s.sh = nil
+	}
+	s.closePrivate()
+	t := s.t
+	t.mu.Lock()
+	if _, ok := t.subs[s]; ok {
+		delete(t.subs, s)
+		t.m.metrics.subscribers.Dec()
+		t.m.metrics.queueBytes.Sub(float64(s.queued))
+		s.queue, s.queued = nil, 0
+		if len(t.subs) == 0 {
+			t.idleAt = timeNow()
+		}
+	}
+	t.mu.Unlock()
+}

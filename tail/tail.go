@@ -1,0 +1,225 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+// SharedTail serves every fast-path subscriber of one collection: one
+// listen reader follows the shard and decodes each batch once into the
+// retained window and every attached subscriber's queue; one snapshot
+// reader serves shared snapshot cursors. The listen loop never waits for a
+// subscriber: a queue over its byte budget is dropped and the subscriber
+// detached (see Subscriber).
+type SharedTail struct {
+	m     *Manager
+	shard string
+	ctx   context.Context
+	stop  context.CancelFunc
+	done  chan struct{}
+
+	listenReader *persist.Reader
+	snapReader   *persist.Reader
+
+	mu sync.Mutex
+	// window holds the most recent batches, contiguous, oldest first. It
+	// always ends at frontier.
+	window      []*batch
+	windowBytes int64
+	// frontier is the shared listen's position: every update with a time
+	// below it is in the window or older.
+	frontier uint64
+	// start is the listen's AS OF + 1: nothing below it ever entered the
+	// window.
+	start   uint64
+	subs    map[*Subscriber]struct{}
+	shares  map[uint64]*share
+	err     error         // the listen failed (dropped shard, storage)
+	changed chan struct{} // closed when frontier advances or err is set
+	idleAt  time.Time     // when the last subscriber left
+}
+
+// newSharedTail registers the tail's two readers and starts its listen at
+// asOf (the first subscriber's), so its window covers that subscriber.
+func (m *Manager) newSharedTail(ctx context.Context, shard string, asOf uint64) (*SharedTail, error) {
+	lr, err := m.persist.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "shared tail listen"})
+	if err != nil {
+		return nil, err
+	}
+	sr, err := m.persist.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "shared tail snapshot"})
+	if err != nil {
+		lr.Close()
+		return nil, err
+	}
+	asOf = max(asOf, lr.Since())
+	l, err := lr.Listen(ctx, asOf)
+	if err != nil {
+		lr.Close()
+		sr.Close()
+		return nil, err
+	}
+	tctx, stop := context.WithCancel(m.ctx)
+	t := &SharedTail{m: m, shard: shard, ctx: tctx, stop: stop, done: make(chan struct{}),
+		listenReader: lr, snapReader: sr, frontier: asOf + 1, start: asOf + 1,
+		subs: map[*Subscriber]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
+	m.metrics.tails.Inc()
+	go t.run(l, asOf)
+	return t, nil
+}
+
+// run is the listen loop.
+func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
+	defer close(t.done)
+	lastDowngrade := time.Time{}
+	for {
+		updates, frontier, err := l.Next(t.ctx)
+		if err != nil {
+			if t.ctx.Err() == nil {
+				t.fail(err)
+			}
+			return
+		}
+		t.m.metrics.decodedBatches.Inc()
+		t.publish(updates, frontier)
+		// Let the shard compact what the tail has passed; the window and
+		// private catch-ups cover the rest. Rate-limited: a downgrade is a
+		// CAS.
+		if time.Since(lastDowngrade) >= t.m.cfg.DowngradeInterval && frontier > 1 {
+			lastDowngrade = time.Now()
+			if err := t.listenReader.Downgrade(t.ctx, frontier-1); err != nil && t.ctx.Err() == nil {
+				t.m.log.Warn("tail: downgrade listen reader", "shard", t.shard, "err", err)
+			}
+		}
+	}
+}
+
+// publish appends a batch to the window and to every attached subscriber's
+// queue, detaching subscribers over budget.
+func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := newBatch(t.frontier, frontier, updates)
+	t.window = append(t.window, b)
+	t.windowBytes += b.bytes
+	t.frontier = frontier
+	t.trimWindow()
+	for s := range t.subs {
+		s.push(b)
+	}
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// trimWindow drops the oldest batches beyond the window's byte and age
+// bounds, keeping at least the newest batch. t.mu must be held.
+func (t *SharedTail) trimWindow() {
+	cutoff := uint64(0)
+	if now := uint64(time.Now().UnixMilli()); t.m.cfg.WindowAge > 0 && now > uint64(t.m.cfg.WindowAge.Milliseconds()) {
+		cutoff = now - uint64(t.m.cfg.WindowAge.Milliseconds())
+	}
+	drop := 0
+	for drop < len(t.window)-1 {
+		b := t.window[drop]
+		if t.windowBytes <= t.m.cfg.WindowBytes && b.upper >= cutoff {
+			break
+		}
+		t.windowBytes -= b.bytes
+		drop++
+	}
+	if drop > 0 {
+		clear(t.window[:drop])
+		t.window = t.window[drop:]
+	}
+}
+
+// windowFrom returns the window's batches that hold times >= pos, and
+// whether the window reaches back to pos (else the caller must catch up
+// privately). t.mu must be held.
+func (t *SharedTail) windowFrom(pos uint64) ([]*batch, bool) {
+	if pos >= t.frontier {
+		return nil, true
+	}
+	if len(t.window) == 0 || t.window[0].lower > pos {
+		return nil, false
+	}
+	i := 0
+	for i < len(t.window) && t.window[i].upper <= pos {
+		i++
+	}
+	return append([]*batch(nil), t.window[i:]...), true
+}
+
+func (t *SharedTail) fail(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if errors.Is(err, persist.ErrShardTombstoned) {
+		err = ErrDropped
+	}
+	t.err = err
+	for s := range t.subs {
+		s.wake()
+	}
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// shareFor returns the shared snapshot cursor at asOf that s can join,
+// opening one if needed.
+func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (*share, error) {
+	t.mu.Lock()
+	sh := t.shares[asOf]
+	t.mu.Unlock()
+	if sh != nil && sh.join(s) {
+		return sh, nil
+	}
+	cur, err := t.snapReader.Snapshot(ctx, asOf)
+	if err != nil {
+		return nil, err
+	}
+	sh = &share{t: t, asOf: asOf, cur: cur, readers: map[*Subscriber]int{}, ready: make(chan struct{})}
+	sh.join(s)
+	t.mu.Lock()
+	t.shares[asOf] = sh
+	t.mu.Unlock()
+	t.m.metrics.shares.Inc()
+	return sh, nil
+}
+
+// leaveShare forgets a share when its last subscriber leaves.
+func (t *SharedTail) leaveShare(sh *share, s *Subscriber) {
+	sh.leave(s)
+	sh.mu.Lock()
+	empty := len(sh.readers) == 0
+	sh.mu.Unlock()
+	if empty {
+		t.mu.Lock()
+		if t.shares[sh.asOf] == sh {
+			delete(t.shares, sh.asOf)
+		}
+		t.mu.Unlock()
+	}
+}
+
+// close stops the listen loop and expires the tail's readers.
+func (t *SharedTail) close() {
+	t.stop()
+	<-t.done
+	t.mu.Lock()
+	for _, sh := range t.shares {
+		sh.mu.Lock()
+		if sh.cur != nil && !sh.reading {
+			sh.cur.Close()
+			sh.cur = nil
+		}
+		sh.mu.Unlock()
+	}
+	t.mu.Unlock()
+	t.listenReader.Close()
+	t.snapReader.Close()
+	t.m.metrics.tails.Dec()
+}
