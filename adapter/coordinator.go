@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/tail"
 )
 
 // DefaultMaxBufferedBytes is subscribe_max_buffered_bytes's default.
@@ -36,6 +37,8 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Version is reported in version() and mz_version.
 	Version string
+	// Tail tunes the fast path's shared tails.
+	Tail tail.Config
 }
 
 // Coordinator is the SQL server behind pgwire: it owns the catalog, the
@@ -48,6 +51,7 @@ type Coordinator struct {
 	catalog *Catalog
 	oracle  *Oracle
 	storage *Storage
+	tails   *tail.Manager
 	metrics *metrics
 	log     *slog.Logger
 
@@ -61,7 +65,8 @@ type Coordinator struct {
 	mu        sync.Mutex
 	dataflows map[uint64]*dataflowHandle // mu: running MVs and sources by item id
 	sessions  map[uint32]*Session        // mu: by connection id
-	system    map[string]string          // mu: ALTER SYSTEM values cache
+	subs      map[uint64]*subInfo        // mu: running subscribes by id
+	nextSubID uint64                     // mu
 
 	nextConnID atomic.Uint32
 }
@@ -93,12 +98,19 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		catalog:   cat,
 		oracle:    oracle,
 		storage:   NewStorage(cfg.Persist, oracle),
+		tails:     tail.NewManager(cfg.Persist, cfg.Tail),
 		metrics:   newMetrics(cfg.Registerer),
 		log:       slog.Default(),
 		ctx:       cctx,
 		cancel:    cancel,
 		dataflows: map[uint64]*dataflowHandle{},
 		sessions:  map[uint32]*Session{},
+		subs:      map[uint64]*subInfo{},
+	}
+	if cfg.Registerer != nil {
+		if err := c.tails.Metrics().Register(cfg.Registerer); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.bootstrap(ctx); err != nil {
 		c.Close()
@@ -185,9 +197,13 @@ func (c *Coordinator) Close() error {
 		df.stop()
 	}
 	c.wg.Wait()
+	c.tails.Close()
 	c.storage.Close()
 	return nil
 }
+
+// Tails returns the fast path's manager (for tests and metrics).
+func (c *Coordinator) Tails() *tail.Manager { return c.tails }
 
 // Healthy reports whether the coordinator can reach its storage.
 func (c *Coordinator) Healthy(ctx context.Context) error {

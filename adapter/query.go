@@ -354,16 +354,65 @@ func compareOrder(keys []orderKey, a, b row.Row) int {
 	return 0
 }
 
-// planSystemSelect serves queries over the system catalog that tools send:
-// mz_internal.mz_subscriptions and a few pg_catalog relations.
+// systemRelation is a relation computed in memory from the server's own
+// state, such as mz_internal.mz_subscriptions.
+type systemRelation struct {
+	schema row.Schema
+	rows   func(s *Session) []row.Row
+}
+
+var systemRelations = map[string]systemRelation{
+	"mz_internal.mz_subscriptions": {
+		schema: row.Schema{Columns: subscriptionsColumns},
+		rows:   func(s *Session) []row.Row { return s.c.subscriptionRows() },
+	},
+}
+
+// planSystemSelect serves queries over system relations (a select list,
+// WHERE and ORDER BY over one of them).
 func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 	tn, ok := sel.From[0].(*sql.TableName)
-	if !ok {
+	if !ok || len(sel.From) != 1 {
 		return nil, false, nil
 	}
 	name, err := resolveName(tn.Name)
 	if err != nil || !strings.Contains(name, ".") {
 		return nil, false, nil
 	}
-	return nil, true, errorf(codeUndefinedTable, "unknown catalog item '%s'", name)
+	rel, ok := systemRelations[name]
+	if !ok {
+		return nil, true, errorf(codeUndefinedTable, "unknown catalog item '%s'", name)
+	}
+	alias := tn.Alias
+	if alias == "" {
+		alias = tn.Name.Name
+	}
+	m, params, err := compileMFP(rel.schema, alias, sel.Where, sel.Items, nil)
+	if err != nil {
+		return nil, true, err
+	}
+	out := m.OutputSchema()
+	var keys []orderKey
+	for _, o := range sel.OrderBy {
+		col, err := resolveOrderColumn(o.Expr, out, sel.Items)
+		if err != nil {
+			return nil, true, err
+		}
+		keys = append(keys, orderKey{col: col, desc: o.Desc, nullsFirst: o.Nulls == sql.NullsFirst || (o.Nulls == sql.NullsDefault && o.Desc)})
+	}
+	return &plan{fields: fieldsOf(out.Columns), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
+		bound := m.bind(params)
+		var rows []row.Row
+		for _, r := range rel.rows(s) {
+			o, ok, err := bound.Apply(r)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				rows = append(rows, o)
+			}
+		}
+		slices.SortStableFunc(rows, func(a, b row.Row) int { return compareOrder(keys, a, b) })
+		return newRowsResult(out.Columns, formats, sliceSource(rows)), nil
+	}}, true, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/tail"
 )
 
 // subscription is a running SUBSCRIBE as the session sees it, whichever
@@ -163,6 +164,25 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 	if err != nil {
 		return nil, err
 	}
+	path := "dataflow"
+	var sub subscription
+	if p.st.Query == nil && p.item.Kind != KindView && s.fastPath() {
+		path = "fast"
+		ts, err := s.c.tails.Subscribe(ctx, tail.Request{Shard: src.Shard, AsOf: asOf, UpTo: upTo, Snapshot: p.snap,
+			Output: p.opts, MaxBufferedBytes: s.maxBufferedBytes()})
+		if err != nil {
+			return nil, mapPersistErr(err, p.relationName())
+		}
+		sub = ts
+	} else {
+		sub = p.startDataflow(src, asOf, upTo)
+	}
+	return s.c.trackSubscribe(s, p, src, path, asOf, sub), nil
+}
+
+// startDataflow starts the private pipeline of the dataflow path.
+func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64) subscription {
+	s := p.s
 	cfg := dataflow.SubscribeConfig{
 		Persist:          s.c.persist,
 		Shard:            src.Shard,
@@ -174,25 +194,9 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 		Purpose:          "subscribe",
 	}
 	if p.q != nil {
-		cfg.MFP = p.q.mfp
+		cfg.MFP = p.q.mfp.bind(nil)
 	}
-	s.c.metrics.subsTotal.WithLabelValues("dataflow").Inc()
-	s.c.metrics.subscribes.WithLabelValues("dataflow").Inc()
-	sub := dataflow.StartSubscribe(cfg)
-	return &trackedSub{Subscribe: sub, done: func() { s.c.metrics.subscribes.WithLabelValues("dataflow").Dec() }}, nil
-}
-
-type trackedSub struct {
-	*dataflow.Subscribe
-	done func()
-}
-
-func (t *trackedSub) Close() {
-	t.Subscribe.Close()
-	if t.done != nil {
-		t.done()
-		t.done = nil
-	}
+	return dataflow.StartSubscribe(cfg)
 }
 
 // timestamps selects AS OF and UP TO (SUBSCRIBE-SPEC.md, "Timestamps").
@@ -247,7 +251,7 @@ func errDropped(name string) *Error {
 // mapPersistErr turns persist errors into client errors.
 func mapPersistErr(err error, relation string) error {
 	switch {
-	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, dataflow.ErrDropped):
+	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, dataflow.ErrDropped), errors.Is(err, tail.ErrDropped):
 		return errDropped(relation)
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError

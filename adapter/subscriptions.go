@@ -1,0 +1,108 @@
+package adapter
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgwire"
+)
+
+// subInfo is a running subscribe as mz_internal.mz_subscriptions shows it.
+type subInfo struct {
+	id         uint64
+	session    uint32
+	createdAt  time.Time
+	objectIDs  []uint64
+	path       string
+	collection string
+	asOf       uint64
+	sub        subscription
+}
+
+// progressReporter is implemented by subscriptions that know their
+// delivered frontier and queued bytes.
+type progressReporter interface {
+	Frontier() uint64
+	QueuedBytes() int64
+}
+
+// trackedSubscription unregisters itself when closed.
+type trackedSubscription struct {
+	subscription
+	c    *Coordinator
+	info *subInfo
+}
+
+func (t *trackedSubscription) Close() {
+	t.subscription.Close()
+	t.c.mu.Lock()
+	_, ok := t.c.subs[t.info.id]
+	delete(t.c.subs, t.info.id)
+	t.c.mu.Unlock()
+	if ok {
+		t.c.metrics.subscribes.WithLabelValues(t.info.path).Dec()
+	}
+}
+
+func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *Item, path string, asOf uint64, sub subscription) subscription {
+	ids := []uint64{src.ID}
+	if p.item != nil && p.item.ID != src.ID {
+		ids = append([]uint64{p.item.ID}, ids...)
+	}
+	c.mu.Lock()
+	c.nextSubID++
+	info := &subInfo{id: c.nextSubID, session: s.id, createdAt: time.Now(), objectIDs: ids, path: path,
+		collection: p.relationName(), asOf: asOf, sub: sub}
+	c.subs[info.id] = info
+	c.mu.Unlock()
+	c.metrics.subsTotal.WithLabelValues(path).Inc()
+	c.metrics.subscribes.WithLabelValues(path).Inc()
+	return &trackedSubscription{subscription: sub, c: c, info: info}
+}
+
+// subscriptionsColumns are mz_internal.mz_subscriptions' columns:
+// Materialize's, then ours.
+var subscriptionsColumns = []row.Column{
+	{Name: "id", Type: row.TypeText},
+	{Name: "session_id", Type: row.TypeText},
+	{Name: "cluster_id", Type: row.TypeText},
+	{Name: "created_at", Type: row.TypeTimestampTZ},
+	{Name: "referenced_object_ids", Type: row.TypeText},
+	{Name: "path", Type: row.TypeText},
+	{Name: "collection", Type: row.TypeText},
+	{Name: "as_of", Type: row.TypeNumeric},
+	{Name: "delivered_frontier", Type: row.TypeNumeric, Nullable: true},
+	{Name: "queued_bytes", Type: row.TypeInt8, Nullable: true},
+}
+
+func (c *Coordinator) subscriptionRows() []row.Row {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var rows []row.Row
+	for _, info := range c.subs {
+		ids := "{"
+		for i, id := range info.objectIDs {
+			if i > 0 {
+				ids += ","
+			}
+			ids += "u" + strconv.FormatUint(id, 10)
+		}
+		ids += "}"
+		var frontier, queued row.Datum
+		if pr, ok := info.sub.(progressReporter); ok {
+			frontier = row.Numeric(strconv.FormatUint(pr.Frontier(), 10))
+			queued = pr.QueuedBytes()
+		}
+		rows = append(rows, row.Row{"s" + strconv.FormatUint(info.id, 10), strconv.FormatUint(uint64(info.session), 10), "u1",
+			row.TimestampTZ(info.createdAt.UnixMicro()), ids, info.path, info.collection,
+			row.Numeric(strconv.FormatUint(info.asOf, 10)), frontier, queued})
+	}
+	return rows
+}
+
+var _ = formatter.Row{}
+var _ = context.Background
+var _ pgwire.Field
