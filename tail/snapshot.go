@@ -19,6 +19,9 @@ import (
 type share struct {
 	t    *SharedTail
 	asOf uint64
+	// private is the share's own reader when its AS OF is older than the
+	// shared snapshot reader's since; closed with the cursor.
+	private *persist.Reader
 
 	mu      sync.Mutex
 	cur     *persist.Cursor     // mu; nil once exhausted or failed
@@ -72,8 +75,19 @@ func (sh *share) leave(s *Subscriber) {
 	delete(sh.readers, s)
 	sh.trim()
 	if len(sh.readers) == 0 && sh.cur != nil && !sh.reading {
+		sh.closeCursor()
+	}
+}
+
+// closeCursor releases the cursor and a private reader. sh.mu must be held.
+func (sh *share) closeCursor() {
+	if sh.cur != nil {
 		sh.cur.Close()
 		sh.cur = nil
+	}
+	if sh.private != nil {
+		go sh.private.Close() // a CAS; not under the lock
+		sh.private = nil
 	}
 }
 
@@ -135,8 +149,7 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		switch {
 		case errors.Is(err, io.EOF):
 			sh.done = true
-			cur.Close()
-			sh.cur = nil
+			sh.closeCursor()
 		case err != nil:
 			sh.err = err
 		default:

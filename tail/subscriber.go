@@ -231,6 +231,7 @@ func (s *Subscriber) join(ctx context.Context) error {
 		return s.mapErr(err)
 	}
 	batches, covered := s.t.windowFrom(pos)
+	frontier := s.t.frontier
 	if covered {
 		s.attached, s.detached = true, false
 	}
@@ -239,6 +240,10 @@ func (s *Subscriber) join(ctx context.Context) error {
 		for _, b := range batches {
 			s.out = append(s.out, s.b.Groups(b.rows(s.req.Output), b.upper)...)
 		}
+		// The shared listen may be ahead of every batch the subscriber took
+		// (it attached at or past the listen's position): report that
+		// progress now, as a private listen would.
+		s.out = append(s.out, s.b.Groups(nil, frontier)...)
 		s.phase = phaseLive
 		return nil
 	}

@@ -91,8 +91,12 @@ func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
 		// CAS.
 		if time.Since(lastDowngrade) >= t.m.cfg.DowngradeInterval && frontier > 1 {
 			lastDowngrade = time.Now()
-			if err := t.listenReader.Downgrade(t.ctx, frontier-1); err != nil && t.ctx.Err() == nil {
-				t.m.log.Warn("tail: downgrade listen reader", "shard", t.shard, "err", err)
+			// Both readers follow the listen: a snapshot at an older time
+			// than the snapshot reader holds uses a private reader.
+			for _, r := range []*persist.Reader{t.listenReader, t.snapReader} {
+				if err := r.Downgrade(t.ctx, frontier-1); err != nil && t.ctx.Err() == nil {
+					t.m.log.Warn("tail: downgrade reader", "shard", t.shard, "err", err)
+				}
 			}
 		}
 	}
@@ -177,11 +181,24 @@ func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (
 	if sh != nil && sh.join(s) {
 		return sh, nil
 	}
-	cur, err := t.snapReader.Snapshot(ctx, asOf)
+	reader, private := t.snapReader, (*persist.Reader)(nil)
+	if asOf < reader.Since() {
+		// Older than the shared snapshot reader holds: a reader of its own
+		// holds the shard's since for this cursor.
+		r, err := t.m.persist.OpenReader(ctx, t.shard, persist.ReaderOptions{Purpose: "shared tail old snapshot"})
+		if err != nil {
+			return nil, err
+		}
+		reader, private = r, r
+	}
+	cur, err := reader.Snapshot(ctx, asOf)
 	if err != nil {
+		if private != nil {
+			private.Close()
+		}
 		return nil, err
 	}
-	sh = &share{t: t, asOf: asOf, cur: cur, readers: map[*Subscriber]int{}, ready: make(chan struct{})}
+	sh = &share{t: t, asOf: asOf, cur: cur, private: private, readers: map[*Subscriber]int{}, ready: make(chan struct{})}
 	sh.join(s)
 	t.mu.Lock()
 	t.shares[asOf] = sh
@@ -212,9 +229,8 @@ func (t *SharedTail) close() {
 	t.mu.Lock()
 	for _, sh := range t.shares {
 		sh.mu.Lock()
-		if sh.cur != nil && !sh.reading {
-			sh.cur.Close()
-			sh.cur = nil
+		if !sh.reading {
+			sh.closeCursor()
 		}
 		sh.mu.Unlock()
 	}

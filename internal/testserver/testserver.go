@@ -1,0 +1,116 @@
+// Package testserver starts a real shardtail server in-process for tests:
+// the coordinator and the pgwire server on a loopback port, over the
+// storage a test chooses (in-memory by default).
+package testserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/persist"
+	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
+	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
+	"github.com/shardtail/shardtail/pgwire"
+)
+
+// Options configure a test server. Zero values give an in-memory server
+// with the fast path on and a 100 ms tick.
+type Options struct {
+	Blob      persist.Blob
+	Consensus persist.Consensus
+	// FastPath is the default of enable_subscribe_persist_fast_path; nil
+	// means on.
+	FastPath *bool
+	Tick     time.Duration
+	Persist  persist.Config
+	Adapter  func(*adapter.Config)
+	PGWire   pgwire.Config
+}
+
+// Server is a running test server.
+type Server struct {
+	Coordinator *adapter.Coordinator
+	Persist     *persist.Client
+	Registry    *prometheus.Registry
+	Addr        string
+	srv         *pgwire.Server
+	done        chan error
+}
+
+// Start starts a server and stops it when the test ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	if opts.Blob == nil {
+		opts.Blob = blobmem.New()
+	}
+	if opts.Consensus == nil {
+		opts.Consensus = consmem.New()
+	}
+	if opts.Tick == 0 {
+		opts.Tick = 100 * time.Millisecond
+	}
+	if opts.Persist.PollInterval == 0 {
+		opts.Persist.PollInterval = 50 * time.Millisecond
+	}
+	fast := true
+	if opts.FastPath != nil {
+		fast = *opts.FastPath
+	}
+	pc, err := persist.NewClient(opts.Blob, opts.Consensus, opts.Persist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	cfg := adapter.Config{Persist: pc, Consensus: opts.Consensus, Tick: opts.Tick, FastPath: fast, Registerer: reg, Version: "test"}
+	if opts.Adapter != nil {
+		opts.Adapter(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	coord, err := adapter.NewCoordinator(ctx, cfg)
+	if err != nil {
+		pc.Close()
+		t.Fatal(err)
+	}
+	srv, err := pgwire.NewServer(coord, opts.PGWire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Coordinator: coord, Persist: pc, Registry: reg, Addr: ln.Addr().String(), srv: srv, done: make(chan error, 1)}
+	go func() { s.done <- srv.Serve(context.Background(), ln) }()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Stop shuts the server down (idempotent).
+func (s *Server) Stop() {
+	if s.srv == nil {
+		return
+	}
+	s.srv.Close()
+	<-s.done
+	s.Coordinator.Close()
+	s.Persist.Close()
+	s.srv = nil
+}
+
+// URL returns a connection URL for the default role.
+func (s *Server) URL() string {
+	return fmt.Sprintf("postgres://materialize@%s/materialize?sslmode=disable", s.Addr)
+}
+
+// HostPort returns the host and port.
+func (s *Server) HostPort() (string, string) {
+	h, p, _ := net.SplitHostPort(s.Addr)
+	return h, p
+}

@@ -1,0 +1,352 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardtail/shardtail/dataflow"
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist"
+	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
+	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
+	"github.com/shardtail/shardtail/persist/row"
+)
+
+var schema = row.Schema{Columns: []row.Column{{Name: "k", Type: row.TypeInt8}, {Name: "v", Type: row.TypeText, Nullable: true}}}
+
+// fixture is a shard with a writer and a tail manager.
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	p      *persist.Client
+	shard  string
+	w      *persist.Writer
+	upper  uint64
+	m      *Manager
+	policy *persist.Reader
+}
+
+func newFixture(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	p, err := persist.NewClient(blobmem.New(), consmem.New(), persist.Config{PollInterval: 20 * time.Millisecond, CompactionMinInputs: -1, ReaderHeartbeat: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, p: p, shard: persist.NewShardID()}
+	if _, err := p.CreateShard(ctx, f.shard, schema); err != nil {
+		t.Fatal(err)
+	}
+	if f.w, err = p.OpenWriter(ctx, f.shard); err != nil {
+		t.Fatal(err)
+	}
+	if f.policy, err = p.OpenReader(ctx, f.shard, persist.ReaderOptions{Critical: true}); err != nil {
+		t.Fatal(err)
+	}
+	f.m = NewManager(p, cfg)
+	t.Cleanup(func() { f.m.Close(); f.policy.Close(); p.Close() })
+	f.write() // upper 1: something to subscribe to
+	return f
+}
+
+// write appends updates at the next time (or just advances the upper).
+func (f *fixture) write(ups ...row.Update) uint64 {
+	f.t.Helper()
+	t := f.upper
+	for i := range ups {
+		ups[i].T = t
+	}
+	if err := f.w.CompareAndAppend(f.ctx, ups, f.upper, f.upper+1); err != nil {
+		f.t.Fatal(err)
+	}
+	f.upper++
+	return t
+}
+
+func ins(k int64, v string) row.Update { return row.Update{Row: row.Row{k, v}, Diff: 1} }
+func del(k int64, v string) row.Update { return row.Update{Row: row.Row{k, v}, Diff: -1} }
+
+func (f *fixture) subscribe(asOf uint64, snapshot bool, budget int64, upTo *uint64) *Subscriber {
+	f.t.Helper()
+	s, err := f.m.Subscribe(f.ctx, Request{Shard: f.shard, AsOf: asOf, UpTo: upTo, Snapshot: snapshot,
+		Output: &formatter.Options{Relation: schema, Progress: true}, MaxBufferedBytes: budget})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(s.Close)
+	return s
+}
+
+// source is what tests drain: a tail subscriber or a dataflow subscribe.
+type source interface {
+	Next(ctx context.Context, max int) ([]formatter.Row, error)
+}
+
+// drain reads rows until the delivered progress reaches frontier.
+func drain(t *testing.T, ctx context.Context, s source, frontier uint64) []formatter.Row {
+	t.Helper()
+	var out []formatter.Row
+	for {
+		rows, err := s.Next(ctx, 0)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
+		if last := rows[len(rows)-1]; last.Progressed && last.Time >= frontier {
+			return out
+		}
+	}
+}
+
+// canon renders rows with data rows sorted within each timestamp.
+func canon(rows []formatter.Row) []string {
+	var out, group []string
+	flush := func() {
+		sort.Strings(group)
+		out = append(out, group...)
+		group = nil
+	}
+	for i, r := range rows {
+		if i > 0 && (r.Progressed || rows[i-1].Progressed || rows[i-1].Time != r.Time) {
+			flush()
+		}
+		if r.Progressed {
+			out = append(out, fmt.Sprintf("%d progress", r.Time))
+			continue
+		}
+		group = append(group, fmt.Sprintf("%d %v", r.Time, r.Tail))
+	}
+	flush()
+	return out
+}
+
+// TestMatchesDataflowPath: for the same writes, a fast-path subscriber's
+// output equals the dataflow path's, row for row.
+func TestMatchesDataflowPath(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.write(ins(1, "a"), ins(2, "b"))
+	asOf := f.upper - 1
+	fast := f.subscribe(asOf, true, 0, nil)
+	df := dataflow.StartSubscribe(dataflow.SubscribeConfig{Persist: f.p, Shard: f.shard, Output: &formatter.Options{Relation: schema, Progress: true},
+		AsOf: asOf, Snapshot: true})
+	defer df.Close()
+	for i := range 20 {
+		switch i % 3 {
+		case 0:
+			f.write(ins(int64(10+i), "x"))
+		case 1:
+			f.write(del(1, "a"), ins(1, fmt.Sprint("a", i)))
+		default:
+			f.write()
+		}
+	}
+	got, want := canon(drain(t, f.ctx, fast, f.upper)), canon(drain(t, f.ctx, df, f.upper))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fast path:\n%v\ndataflow path:\n%v", got, want)
+	}
+}
+
+// TestOneListenAndSnapshotReader: many subscribers share two readers, and
+// each listen batch is decoded once.
+func TestOneListenAndSnapshotReader(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.write(ins(1, "a"))
+	var subs []*Subscriber
+	for range 500 {
+		subs = append(subs, f.subscribe(f.upper-1, true, 0, nil))
+	}
+	for _, s := range subs {
+		drain(t, f.ctx, s, f.upper)
+	}
+	st, err := f.p.State(f.ctx, f.shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Readers) - 1; n > 2 { // minus the fixture's policy reader
+		t.Fatalf("%d readers registered for 500 subscribers, want at most 2", n)
+	}
+	before := f.m.Metrics().DecodedBatches()
+	for range 5 {
+		f.write(ins(7, "z"))
+	}
+	for _, s := range subs {
+		drain(t, f.ctx, s, f.upper)
+	}
+	if got := f.m.Metrics().DecodedBatches() - before; got > 5 {
+		t.Fatalf("decoded %v batches for 5 writes and 500 subscribers, want each once", got)
+	}
+}
+
+// TestSnapshotPiecesOnDemand: the first rows of a large snapshot arrive
+// after one piece is read, not the whole snapshot.
+func TestSnapshotPiecesOnDemand(t *testing.T) {
+	f := newFixture(t, Config{})
+	var ups []row.Update
+	for i := range 50_000 {
+		ups = append(ups, ins(int64(i), "v"))
+	}
+	f.write(ups...)
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	before := f.m.Metrics().SnapshotPieces()
+	// The progress row at AS OF, then the first piece's rows.
+	var rows []formatter.Row
+	for len(rows) < 11 {
+		got, err := s.Next(f.ctx, 11-len(rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, got...)
+	}
+	if read := f.m.Metrics().SnapshotPieces() - before; read != 1 {
+		t.Fatalf("read %v snapshot pieces to return 10 rows, want 1 of %d", read, 50_000/persist.DefaultSnapshotChunkRows+1)
+	}
+	// A second subscriber at the same AS OF shares the cursor: it reads no
+	// piece the first already read.
+	s2 := f.subscribe(f.upper-1, true, 0, nil)
+	if _, err := s2.Next(f.ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if read := f.m.Metrics().SnapshotPieces() - before; read != 1 {
+		t.Fatalf("a second subscriber read its own pieces: %v", read)
+	}
+}
+
+// TestDetachResume: a subscriber that stops reading is detached when its
+// queue passes the budget, and resumes — from the window or privately from
+// the shard — with exactly the stream an unstalled subscriber saw.
+func TestDetachResume(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window int64
+	}{{"FromWindow", 64 << 20}, {"FromShard", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, Config{WindowBytes: tc.window})
+			asOf := f.upper - 1
+			steady := f.subscribe(asOf, true, 0, nil)
+			stalled := f.subscribe(asOf, true, 600, nil)
+			// Both take the snapshot and join the live stream, then the
+			// stalled one stops reading.
+			steadyRows := drain(t, f.ctx, steady, asOf+1)
+			stalledRows := drain(t, f.ctx, stalled, asOf+1)
+			for i := range 30 {
+				f.write(ins(int64(i), fmt.Sprint("value-", i)))
+				steadyRows = append(steadyRows, drain(t, f.ctx, steady, f.upper)...)
+			}
+			if f.m.Metrics().Detaches() == 0 {
+				t.Fatal("the stalled subscriber was never detached")
+			}
+			stalledRows = append(stalledRows, drain(t, f.ctx, stalled, f.upper)...)
+			if f.m.Metrics().Resumes() == 0 {
+				t.Fatal("the stalled subscriber never resumed")
+			}
+			if got, want := canon(stalledRows), canon(steadyRows); !reflect.DeepEqual(got, want) {
+				t.Fatalf("stalled stream differs:\n got %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+// TestHistoryLoss: a detached subscriber whose position the shard no
+// longer retains fails with the 53200 error.
+func TestHistoryLoss(t *testing.T) {
+	f := newFixture(t, Config{WindowBytes: 1})
+	asOf := f.upper - 1
+	s := f.subscribe(asOf, false, 100, nil)
+	drain(t, f.ctx, s, asOf+1) // joined the live stream
+	for i := range 10 {
+		f.write(ins(int64(i), "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"))
+	}
+	// Wait until the tail has published everything, then let the shard
+	// compact past the subscriber's delivered frontier.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.m.Metrics().Detaches() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := f.policy.Downgrade(f.ctx, f.upper-1); err != nil {
+		t.Fatal(err)
+	}
+	// The tail's own listen reader follows its frontier (rate-limited).
+	time.Sleep(DefaultDowngradeInterval + 100*time.Millisecond)
+	f.write()
+	for {
+		_, err := s.Next(f.ctx, 0)
+		if err == nil {
+			continue
+		}
+		var be *formatter.BufferError
+		if !errors.As(err, &be) {
+			t.Fatalf("got %v, want a BufferError", err)
+		}
+		return
+	}
+}
+
+// TestRetireIdleTail: a tail without subscribers retires and its readers
+// leave the shard.
+func TestRetireIdleTail(t *testing.T) {
+	f := newFixture(t, Config{RetireAfter: time.Hour})
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	drain(t, f.ctx, s, f.upper)
+	s.Close()
+	if n := f.m.retireIdle(timeNow().Add(2 * time.Hour)); n != 1 {
+		t.Fatalf("retired %d tails, want 1", n)
+	}
+	st, err := f.p.State(f.ctx, f.shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Readers) != 1 {
+		t.Fatalf("%d readers after retiring, want only the policy reader", len(st.Readers))
+	}
+}
+
+// TestUpToAndDrop: UP TO completes a subscriber; dropping the shard ends
+// the others with ErrDropped.
+func TestUpToAndDrop(t *testing.T) {
+	f := newFixture(t, Config{})
+	asOf := f.upper - 1
+	upTo := asOf + 3
+	done := f.subscribe(asOf, true, 0, &upTo)
+	live := f.subscribe(asOf, true, 0, nil)
+	for range 4 {
+		f.write(ins(1, "a"))
+	}
+	rows := drain(t, f.ctx, done, upTo)
+	for _, r := range rows {
+		if r.Time >= upTo {
+			t.Fatalf("row at %d at or past UP TO %d", r.Time, upTo)
+		}
+	}
+	if _, err := done.Next(f.ctx, 0); !errors.Is(err, io.EOF) {
+		t.Fatalf("after UP TO: %v, want EOF", err)
+	}
+	drain(t, f.ctx, live, f.upper)
+	if err := f.p.DropShard(f.ctx, f.shard); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			if _, err := live.Next(f.ctx, 0); err != nil {
+				if !errors.Is(err, ErrDropped) {
+					t.Errorf("after drop: %v, want ErrDropped", err)
+				}
+				return
+			}
+		}
+	}()
+	wg.Wait()
+}
