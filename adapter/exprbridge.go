@@ -26,7 +26,26 @@ type scalar struct {
 // assignment rules: a type that cannot be assigned is 42804.
 func compileScalar(e sql.Expr, schema row.Schema, table string, target *row.Type, paramOIDs []uint32) (*scalar, []uint32, error) {
 	scope := expr.NewScope(schema, table)
-	scope.SetParamTypes(paramTypes(paramOIDs))
+	types := paramTypes(paramOIDs)
+	if p, ok := e.(*sql.Param); ok && target != nil && p.Index > 0 {
+		// A bare parameter takes its target's type, as in PostgreSQL
+		// (INSERT INTO t VALUES ($1)).
+		for len(types) < p.Index {
+			types = append(types, expr.TypeUnknown)
+		}
+		if types[p.Index-1] == expr.TypeUnknown {
+			types[p.Index-1] = expr.FromRow(*target)
+		}
+	}
+	scope.SetParamTypes(types)
+	if target != nil {
+		switch e.(type) {
+		case *sql.StringLit, *sql.NullLit:
+			// An untyped literal is read by the target type's input
+			// function, as in PostgreSQL.
+			e = &sql.Cast{X: e, Type: sql.TypeName{Name: target.String()}}
+		}
+	}
 	ce, err := expr.Compile(e, scope)
 	if err != nil {
 		return nil, nil, err

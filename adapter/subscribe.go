@@ -329,7 +329,7 @@ func (r *subscribeResult) Next(ctx context.Context) ([][]byte, error) {
 		return nil, r.p.mapErr(err)
 	}
 	r.n += len(rows)
-	return encodeRows(&r.buf, rows, r.enc.AppendDataRow), nil
+	return formatter.Messages(r.enc, rows, &r.buf), nil
 }
 
 func (r *subscribeResult) Tag() string { return fmt.Sprintf("SELECT %d", r.n) }
@@ -340,24 +340,6 @@ func (p *subscribePlan) mapErr(err error) error {
 		return io.EOF
 	}
 	return mapPersistErr(err, p.relationName())
-}
-
-// encodeRows encodes rows into one buffer and returns a message per row.
-func encodeRows(buf *[]byte, rows []formatter.Row, appendRow func([]byte, formatter.Row) []byte) [][]byte {
-	b := (*buf)[:0]
-	ends := make([]int, len(rows))
-	for i, r := range rows {
-		b = appendRow(b, r)
-		ends[i] = len(b)
-	}
-	*buf = b
-	msgs := make([][]byte, len(rows))
-	start := 0
-	for i, end := range ends {
-		msgs[i] = b[start:end:end]
-		start = end
-	}
-	return msgs
 }
 
 // copySubscribeResult streams COPY (SUBSCRIBE ...) TO STDOUT.
@@ -404,16 +386,17 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 		return nil, r.p.mapErr(err)
 	}
 	r.n += len(rows)
-	var scratch []byte
-	return encodeRows(&r.buf, rows, func(b []byte, row formatter.Row) []byte {
-		scratch = scratch[:0]
-		if !r.header {
-			scratch = r.enc.AppendHeader(scratch)
-			r.header = true
+	msgs := formatter.Messages(r.enc, rows, &r.buf)
+	if !r.header {
+		// Binary COPY's signature travels with the first row, as
+		// PostgreSQL sends it.
+		r.header = true
+		if hdr := r.enc.AppendHeader(nil); len(hdr) > 0 {
+			first := r.enc.AppendRow(hdr, rows[0])
+			msgs[0] = pgwire.AppendCopyData(nil, first)
 		}
-		scratch = r.enc.AppendRow(scratch, row)
-		return pgwire.AppendCopyData(b, scratch)
-	}), nil
+	}
+	return msgs, nil
 }
 
 func (r *copySubscribeResult) Tag() string { return fmt.Sprintf("COPY %d", r.n) }
@@ -535,9 +518,8 @@ func (s *Session) planFetch(st *sql.Fetch) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		enc := formatter.NewEncoder(cur.sub.opts, formats)
 		var buf []byte
-		msgs := encodeRows(&buf, rows, enc.AppendDataRow)
+		msgs := formatter.Messages(formatter.NewEncoder(cur.sub.opts, formats), rows, &buf)
 		return &fetchResult{fields: cur.sub.fields(formats), msgs: msgs, n: len(rows)}, nil
 	}}, nil
 }

@@ -61,6 +61,7 @@ type Encoder struct {
 	// mz_progressed.
 	tsFormat, progFormat pgrepr.Format
 	progress             bool
+	key                  string
 }
 
 // NewEncoder returns an encoder for rows of opts with the given per-column
@@ -77,7 +78,7 @@ func NewEncoder(opts *Options, formats []int16) *Encoder {
 		}
 		return pgrepr.Format(formats[i])
 	}
-	e := &Encoder{progress: opts.Progress, tsFormat: f(0)}
+	e := &Encoder{progress: opts.Progress, tsFormat: f(0), key: "D"}
 	first := 1
 	if opts.Progress {
 		e.progFormat = f(1)
@@ -87,8 +88,17 @@ func NewEncoder(opts *Options, formats []int16) *Encoder {
 		e.types = append(e.types, cols[i].Type.RelType())
 		e.formats = append(e.formats, f(i))
 	}
+	for i := range cols {
+		e.key += string(rune('0' + f(i)))
+	}
 	return e
 }
+
+// Key implements Wire.
+func (e *Encoder) Key() string { return e.key }
+
+// AppendMessage implements Wire: a DataRow.
+func (e *Encoder) AppendMessage(buf []byte, r Row) []byte { return e.AppendDataRow(buf, r) }
 
 // AppendDataRow appends r as a complete DataRow message.
 func (e *Encoder) AppendDataRow(buf []byte, r Row) []byte {
@@ -185,6 +195,18 @@ func (e *CopyEncoder) AppendTrailer(buf []byte) []byte {
 	if e.format == CopyBinary {
 		return pgrepr.AppendCopyBinaryTrailer(buf)
 	}
+	return buf
+}
+
+// Key implements Wire.
+func (e *CopyEncoder) Key() string { return "C" + string(rune('0'+e.format)) }
+
+// AppendMessage implements Wire: one CopyData message holding the row.
+func (e *CopyEncoder) AppendMessage(buf []byte, r Row) []byte {
+	start := len(buf)
+	buf = append(buf, 'd', 0, 0, 0, 0)
+	buf = e.AppendRow(buf, r)
+	binary.BigEndian.PutUint32(buf[start+1:], uint32(len(buf)-start-1))
 	return buf
 }
 

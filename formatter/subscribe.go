@@ -131,6 +131,9 @@ type Row struct {
 	Time       uint64
 	Progressed bool
 	Tail       row.Row
+	// cache, when set, holds the row's wire encodings: rows shared by many
+	// subscribers (the fast path) are encoded once per wire format.
+	cache *RowCache
 }
 
 // Data turns the consolidated updates at one time into output rows in the

@@ -40,6 +40,9 @@ func (b *batch) rows(opts *formatter.Options) []formatter.TimeRows {
 		b.shapes = map[string][]formatter.TimeRows{}
 	}
 	rows := opts.Format(b.updates)
+	for _, g := range rows {
+		formatter.Shared(g.Rows)
+	}
 	b.shapes[key] = rows
 	return rows
 }

@@ -51,7 +51,7 @@ func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
 	if p.shapes == nil {
 		p.shapes = map[string][]formatter.Row{}
 	}
-	rows := opts.Data(asOf, p.updates)
+	rows := formatter.Shared(opts.Data(asOf, p.updates))
 	p.shapes[key] = rows
 	return rows
 }
