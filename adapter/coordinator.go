@@ -202,6 +202,9 @@ func (c *Coordinator) Close() error {
 	return nil
 }
 
+// Catalog returns the catalog (for tests and tools).
+func (c *Coordinator) Catalog() *Catalog { return c.catalog }
+
 // Tails returns the fast path's manager (for tests and metrics).
 func (c *Coordinator) Tails() *tail.Manager { return c.tails }
 

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics are a Client's Prometheus metrics. Register them with
@@ -18,6 +19,7 @@ type Metrics struct {
 	partsFetched prometheus.Counter
 	compactions  prometheus.Counter
 	blobsDeleted prometheus.Counter
+	refreshes    prometheus.Counter
 
 	// lastCASBytes is the size of the most recent committed diff, for tests
 	// and benchmarks that show bytes per CAS stay flat.
@@ -40,13 +42,14 @@ func newMetrics() *Metrics {
 		partsFetched: c("parts_fetched_total", "Parts fetched from blob."),
 		compactions:  c("compactions_total", "Compactions committed."),
 		blobsDeleted: c("blobs_deleted_total", "Blobs deleted by garbage collection."),
+		refreshes:    c("state_refreshes_total", "Linearizable reads of shard state from consensus (batched across callers)."),
 	}
 }
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.casAttempts, m.casConflicts, m.casErrors, m.casBytes,
-		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted} {
+		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted, m.refreshes} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -56,6 +59,15 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 
 // LastCASBytes is the size in bytes of the most recently committed diff.
 func (m *Metrics) LastCASBytes() int64 { return m.lastCASBytes.Load() }
+
+// StateRefreshes is the number of linearizable state reads made so far.
+func (m *Metrics) StateRefreshes() float64 {
+	var d dto.Metric
+	if err := m.refreshes.Write(&d); err != nil {
+		return 0
+	}
+	return d.GetCounter().GetValue()
+}
 
 // PartFetches is the number of parts fetched from blob so far.
 func (m *Metrics) PartFetches() int64 { return m.fetches.Load() }

@@ -17,6 +17,7 @@ import (
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/tail"
 )
 
 // Options configure a test server. Zero values give an in-memory server
@@ -29,8 +30,10 @@ type Options struct {
 	FastPath *bool
 	Tick     time.Duration
 	Persist  persist.Config
-	Adapter  func(*adapter.Config)
-	PGWire   pgwire.Config
+	// Tail tunes the fast path.
+	Tail    tail.Config
+	Adapter func(*adapter.Config)
+	PGWire  pgwire.Config
 }
 
 // Server is a running test server.
@@ -67,7 +70,7 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	cfg := adapter.Config{Persist: pc, Consensus: opts.Consensus, Tick: opts.Tick, FastPath: fast, Registerer: reg, Version: "test"}
+	cfg := adapter.Config{Persist: pc, Consensus: opts.Consensus, Tick: opts.Tick, FastPath: fast, Registerer: reg, Version: "test", Tail: opts.Tail}
 	if opts.Adapter != nil {
 		opts.Adapter(&cfg)
 	}
