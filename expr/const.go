@@ -1,0 +1,31 @@
+package expr
+
+import (
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/sql"
+)
+
+// EvalConst evaluates a constant expression, converted to want with
+// assignment rules: AS OF and UP TO (TypeMzTimestamp: 1700000000000,
+// now() - interval '1 minute', '2024-01-01 00:00:00+00'), FETCH ... WITH
+// (TIMEOUT = '1s') and RETAIN HISTORY FOR '1h' (TypeInterval, see
+// IntervalDuration), LIMIT and OFFSET (TypeInt8). TypeInvalid keeps the
+// expression's own type (unknown becomes text). ctx gives parameter values
+// and the timestamp of now(); it may be nil when neither is used. Column
+// references fail with 42703.
+func EvalConst(e sql.Expr, want Type, ctx *EvalContext) (row.Datum, error) {
+	c := &compiler{scope: &Scope{}}
+	x, err := c.expr(e)
+	if err != nil {
+		return nil, err
+	}
+	if want == TypeInvalid {
+		x, err = c.resolveUnknown(x)
+	} else {
+		x, err = c.castTo(x, typeRef{typ: want}, castAssignment)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return x.Eval(ctx, nil)
+}
