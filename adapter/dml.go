@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
@@ -565,29 +566,49 @@ func (r *copyInResult) CopyIn(ctx context.Context, in io.Reader) error {
 		types[i] = r.it.Schema.Columns[c].Type
 	}
 	cr.Describe(r.it.Name, names)
-	// The load commits as one append at the end: a bad row anywhere
-	// changes nothing.
-	var batch []row.Update
-	var vals row.Row
-	for {
-		vals, err = cr.ReadRow(types, nil)
-		if errors.Is(err, io.EOF) {
-			break
+	read := func(add func(row.Row) error) error {
+		for {
+			vals, err := cr.ReadRow(types, nil)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			full := make(row.Row, len(r.it.Schema.Columns))
+			for i, c := range r.cols {
+				full[c] = vals[i]
+			}
+			if err := checkNotNull(r.it, full); err != nil {
+				return err
+			}
+			if err := add(full); err != nil {
+				return err
+			}
+			r.n++
 		}
-		if err != nil {
-			return err
-		}
-		full := make(row.Row, len(r.it.Schema.Columns))
-		for i, c := range r.cols {
-			full[c] = vals[i]
-		}
-		if err := checkNotNull(r.it, full); err != nil {
-			return err
-		}
-		batch = append(batch, row.Update{Row: full, Diff: 1})
-		r.n++
 	}
-	return r.s.write(ctx, r.it, batch)
+	if r.s.tx != txIdle {
+		// In a transaction the rows wait for COMMIT with its other writes.
+		var batch []row.Update
+		if err := read(func(rw row.Row) error { batch = append(batch, row.Update{Row: rw, Diff: 1}); return nil }); err != nil {
+			return err
+		}
+		return r.s.write(ctx, r.it, batch)
+	}
+	if r.s.c.isTail() {
+		return errorf(codeReadOnlyTx, "writes are not served by a tail process")
+	}
+	// The load streams into parts as it arrives and commits as one batch at
+	// the end: memory stays bounded, and a bad row anywhere changes nothing.
+	_, err = r.s.c.storage.AppendBatch(ctx, r.it.Shard, func(b *persist.BatchBuilder) error {
+		return read(func(rw row.Row) error { return b.Add(ctx, row.Update{Row: rw, Diff: 1}) })
+	})
+	if err != nil {
+		return mapPersistErr(err, r.it.Name)
+	}
+	r.s.c.metrics.writes.Inc()
+	return nil
 }
 
 func (r *copyInResult) Next(ctx context.Context) ([][]byte, error) { return nil, io.EOF }

@@ -139,6 +139,41 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 	}
 }
 
+// AppendBatch writes a large load in bounded memory: fill adds updates to
+// a batch builder (which uploads parts as it goes, without holding the
+// shard's write lock); the batch then commits at one fresh timestamp. If
+// fill fails, nothing is written.
+func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *persist.BatchBuilder) error) (uint64, error) {
+	o, err := s.owned(shard)
+	if err != nil {
+		return 0, err
+	}
+	b := o.w.NewBatch()
+	if err := fill(b); err != nil {
+		b.Abort(ctx)
+		return 0, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for {
+		upper := o.w.Upper()
+		ts, err := s.oracle.WriteTS(ctx, upper)
+		if err != nil {
+			b.Abort(ctx)
+			return 0, err
+		}
+		err = b.Append(ctx, ts, upper)
+		var mm *persist.UpperMismatchError
+		if errors.As(err, &mm) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return ts, nil
+	}
+}
+
 // ReadModifyWrite reads the shard's contents at its latest time and appends
 // what fn derives from them, holding the shard's write lock throughout, so
 // that no write of this process interleaves (UPDATE, DELETE).

@@ -35,6 +35,8 @@ type runIter struct {
 	times  timeFunc
 	next   int // index of the next part to fetch
 	reader *codec.PartReader
+	// rewrite is the current part's TsRewrite.
+	rewrite *uint64
 	buf    []row.Update
 	pos    int
 	head   row.Update // current update, after times
@@ -47,6 +49,9 @@ func (r *runIter) advance(ctx context.Context) error {
 		for r.pos < len(r.buf) {
 			u := r.buf[r.pos]
 			r.pos++
+			if r.rewrite != nil {
+				u.T = *r.rewrite
+			}
 			if t, ok := r.times(u.T); ok {
 				u.T = t
 				r.head = u
@@ -71,6 +76,7 @@ func (r *runIter) advance(ctx context.Context) error {
 		}
 		p := r.parts[r.next]
 		r.next++
+		r.rewrite = p.TsRewrite
 		data, err := r.c.fetchPart(ctx, p.Key)
 		if err != nil {
 			return err
@@ -108,10 +114,9 @@ type mergeIter struct {
 func newMergeIter(c *Client, schema row.Schema, batches []*Batch, times timeFunc) *mergeIter {
 	m := &mergeIter{}
 	for _, b := range batches {
-		if len(b.Parts) == 0 {
-			continue
+		for _, run := range b.Runs() {
+			m.all = append(m.all, &runIter{c: c, schema: schema, parts: run, times: times})
 		}
-		m.all = append(m.all, &runIter{c: c, schema: schema, parts: b.Parts, times: times})
 	}
 	return m
 }

@@ -269,3 +269,50 @@ func TestBytesPerCASFlat(t *testing.T) {
 		t.Fatalf("cold load: %d readers at %s, want %d at %s", len(s2.Readers), s2.SeqNo, readers, s.SeqNo)
 	}
 }
+
+// TestBatchBuilder: a large write built in bounded memory commits all its
+// runs at once at the chosen time, and a mismatched one changes nothing.
+func TestBatchBuilder(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	if err := w.CompareAndAppend(ctx, nil, 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	b := w.NewBatch()
+	var want []row.Update
+	for i := range 300 {
+		k := int64((i * 7919) % 300)
+		if err := b.Add(ctx, row.Update{Row: row.Row{k, "v"}, Diff: 1}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, upd(k, "v", 9, 1))
+	}
+	if b.Parts() < 2 {
+		t.Fatalf("%d parts uploaded while adding, want several runs", b.Parts())
+	}
+	if err := b.Append(ctx, 9, 5); err != nil {
+		t.Fatal(err)
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+	got := readSnapshot(t, ctx, r, 9)
+	if want = row.Consolidate(want); !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot after batch: %d rows, want %d", len(got), len(want))
+	}
+	l := must(r.Listen(ctx, 8))(t)
+	ups, f, err := l.Next(ctx)
+	if err != nil || f != 10 || len(ups) != 300 || ups[0].T != 9 {
+		t.Fatalf("listen: %d updates, frontier %d, err %v", len(ups), f, err)
+	}
+	b2 := w.NewBatch()
+	b2.Add(ctx, row.Update{Row: row.Row{int64(1), "x"}, Diff: 1})
+	var mm *persist.UpperMismatchError
+	if err := b2.Append(ctx, 20, 7); !errors.As(err, &mm) {
+		t.Fatalf("stale batch: %v", err)
+	}
+	b2.Abort(ctx)
+}

@@ -318,16 +318,24 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 	}
 	b := s.Batches[i]
 	lower := max(l.frontier, l.asOf+1)
-	var parts []Part
-	for _, p := range b.Parts {
-		if p.MaxT >= lower { // parts wholly before the frontier were delivered
-			parts = append(parts, p)
+	// Parts wholly before the frontier were delivered: skip them, keeping
+	// each run's parts in order.
+	var runs []*Batch
+	for _, run := range b.Runs() {
+		var parts []Part
+		for _, p := range run {
+			if p.MaxT >= lower {
+				parts = append(parts, p)
+			}
+		}
+		if len(parts) > 0 {
+			runs = append(runs, &Batch{Parts: parts})
 		}
 	}
 	var updates []row.Update
-	if len(parts) > 0 {
+	if len(runs) > 0 {
 		var err error
-		if updates, err = l.r.readParts(ctx, s.Schema, parts, lower); err != nil {
+		if updates, err = l.r.readRuns(ctx, s.Schema, runs, lower); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -335,10 +343,10 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 	return updates, b.Upper, nil
 }
 
-// readParts fetches and decodes parts, keeps updates at times >= lower, and
+// readRuns fetches and decodes runs, keeps updates at times >= lower, and
 // returns them consolidated in (time, row) order.
-func (r *Reader) readParts(ctx context.Context, schema row.Schema, parts []Part, lower uint64) ([]row.Update, error) {
-	it := newMergeIter(r.c, schema, []*Batch{{Parts: parts}}, func(t uint64) (uint64, bool) { return t, t >= lower })
+func (r *Reader) readRuns(ctx context.Context, schema row.Schema, runs []*Batch, lower uint64) ([]row.Update, error) {
+	it := newMergeIter(r.c, schema, runs, func(t uint64) (uint64, bool) { return t, t >= lower })
 	var out []row.Update
 	for {
 		u, err := it.next(ctx)

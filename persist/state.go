@@ -44,9 +44,12 @@ type State struct {
 }
 
 // Batch is the updates of a shard with times in [Lower, Upper), stored as
-// one run: Parts in order, each sorted by (row, time) and consolidated, and
-// every row of part i ordering before every row of part i+1 — except that a
-// row may continue from one part into the next. Times in a batch are at
+// runs of parts. A run is parts in order, each sorted by (row, time) and
+// consolidated, every row of part i ordering before every row of part i+1
+// (a row may continue from one part into the next). RunStarts lists the
+// index in Parts where each run after the first starts; a batch written
+// whole or by compaction is one run, a batch built incrementally (a large
+// COPY) has one run per flushed part. Times in a batch are at
 // least Since (compaction advances them). Batches are immutable: a change
 // makes a new batch with a new ID.
 type Batch struct {
@@ -55,6 +58,22 @@ type Batch struct {
 	Upper uint64 `json:"upper"`
 	Since uint64 `json:"since"`
 	Parts []Part `json:"parts,omitempty"`
+	// RunStarts are the indexes in Parts where runs after the first start.
+	RunStarts []int `json:"run_starts,omitempty"`
+}
+
+// Runs returns the batch's runs.
+func (b *Batch) Runs() [][]Part {
+	if len(b.Parts) == 0 {
+		return nil
+	}
+	var runs [][]Part
+	start := 0
+	for _, s := range b.RunStarts {
+		runs = append(runs, b.Parts[start:s])
+		start = s
+	}
+	return append(runs, b.Parts[start:])
 }
 
 // Rows is the number of updates in the batch.
@@ -82,6 +101,11 @@ type Part struct {
 	Bytes int64  `json:"bytes"`
 	MinT  uint64 `json:"min_t"`
 	MaxT  uint64 `json:"max_t"`
+	// TsRewrite, when set, is the time of every update in the part,
+	// replacing the times stored in it: a part uploaded before its batch's
+	// timestamp was chosen (BatchBuilder). MinT and MaxT are already
+	// rewritten.
+	TsRewrite *uint64 `json:"ts_rewrite,omitempty"`
 }
 
 // ReaderState is a registered reader's holds: its since (compaction may not

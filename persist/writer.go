@@ -230,3 +230,99 @@ func rowSize(r row.Row) int {
 
 // Close releases the writer. It does not end the shard.
 func (w *Writer) Close() error { return nil }
+
+// BatchBuilder accumulates a large write in bounded memory: every
+// PartTargetBytes of updates it consolidates and uploads a part, a run of
+// its own, and Append commits them all as one batch — atomically, so a
+// failed load changes nothing (its parts become garbage).
+type BatchBuilder struct {
+	w      *Writer
+	schema row.Schema
+	buf    []row.Update
+	size   int
+	parts  []Part
+	starts []int
+}
+
+// NewBatch starts a batch of updates for w's shard.
+func (w *Writer) NewBatch() *BatchBuilder {
+	s, _ := w.m.current()
+	return &BatchBuilder{w: w, schema: s.Schema}
+}
+
+// Add buffers updates (their times are set at Append), uploading a part
+// when the buffer reaches the target size.
+func (b *BatchBuilder) Add(ctx context.Context, updates ...row.Update) error {
+	for _, u := range updates {
+		if err := row.CheckRow(b.schema, u.Row); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		b.buf = append(b.buf, u)
+		b.size += rowSize(u.Row) + 16
+	}
+	if b.size >= b.w.c.cfg.PartTargetBytes {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// flush uploads the buffered updates as one run.
+func (b *BatchBuilder) flush(ctx context.Context) error {
+	if len(b.buf) == 0 {
+		return nil
+	}
+	s, _ := b.w.m.current()
+	parts, err := b.w.writeParts(ctx, s.ShardID, b.schema, b.buf)
+	if err != nil {
+		return err
+	}
+	if len(parts) > 0 {
+		if len(b.parts) > 0 {
+			b.starts = append(b.starts, len(b.parts))
+		}
+		b.parts = append(b.parts, parts...)
+	}
+	b.buf, b.size = nil, 0
+	return nil
+}
+
+// Parts is the number of parts uploaded so far.
+func (b *BatchBuilder) Parts() int { return len(b.parts) }
+
+// Append commits the batch: every update at time ts, advancing the shard
+// from expectedUpper to ts+1, like CompareAndAppend (a mismatch is an
+// *UpperMismatchError and the uploaded parts are deleted). The parts
+// uploaded before ts was known carry it as a timestamp rewrite.
+func (b *BatchBuilder) Append(ctx context.Context, ts, expectedUpper uint64) error {
+	if ts < expectedUpper {
+		return fmt.Errorf("batch: time %d below expected upper %d", ts, expectedUpper)
+	}
+	if err := b.flush(ctx); err != nil {
+		return err
+	}
+	parts := slices.Clone(b.parts)
+	for i := range parts {
+		t := ts
+		parts[i].TsRewrite, parts[i].MinT, parts[i].MaxT = &t, ts, ts
+	}
+	token, _ := b.w.token(expectedUpper, ts+1)
+	var result appendResult
+	batch := Batch{Lower: expectedUpper, Upper: ts + 1, Parts: parts, RunStarts: b.starts}
+	_, err := b.w.m.apply(ctx, compareAndAppend(batch, b.w.id, token, b.w.c.cfg.Now(), b.w.c.cfg.WriterLease.Milliseconds(), &result))
+	if err != nil {
+		var mismatch *UpperMismatchError
+		if errors.As(err, &mismatch) || errors.Is(err, ErrShardTombstoned) {
+			b.w.settle()
+		}
+		return err
+	}
+	b.w.settle()
+	b.w.c.afterAppend(b.w.m.shard)
+	return nil
+}
+
+// Abort deletes the uploaded parts of a batch that will not be appended.
+func (b *BatchBuilder) Abort(ctx context.Context) {
+	b.w.c.deleteBlobs(context.WithoutCancel(ctx), b.parts)
+	b.parts, b.buf = nil, nil
+}
