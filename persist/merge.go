@@ -37,10 +37,10 @@ type runIter struct {
 	reader *codec.PartReader
 	// rewrite is the current part's TsRewrite.
 	rewrite *uint64
-	buf    []row.Update
-	pos    int
-	head   row.Update // current update, after times
-	done   bool
+	buf     []row.Update
+	pos     int
+	head    row.Update // current update, after times
+	done    bool
 }
 
 // advance moves to the next kept update.
