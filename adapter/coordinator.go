@@ -128,6 +128,13 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 
 // bootstrap creates the default role and resumes every collection.
 func (c *Coordinator) bootstrap(ctx context.Context) error {
+	if c.isTail() {
+		// A tail process never writes the catalog: it follows the
+		// upstream's through the shared consensus.
+		c.wg.Add(1)
+		go c.followCatalog()
+		return nil
+	}
 	if _, ok := c.catalog.State().Roles[defaultRole]; !ok {
 		if _, err := c.catalog.Update(ctx, func(s *CatalogState) error {
 			if _, ok := s.Roles[defaultRole]; !ok {
@@ -138,15 +145,35 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 			return err
 		}
 	}
-	if c.isTail() {
-		return nil
-	}
 	for _, it := range c.catalog.State().sortedItems() {
 		if err := c.startItem(ctx, it); err != nil {
 			return fmt.Errorf("resume %s %s: %w", it.Kind, it.Name, err)
 		}
 	}
 	return nil
+}
+
+// catalogPoll is how often a tail process re-reads the shared catalog.
+const catalogPoll = 500 * time.Millisecond
+
+// followCatalog keeps a tail process's catalog current, so that a new table
+// is subscribable at once and roles can log in.
+func (c *Coordinator) followCatalog() {
+	defer c.wg.Done()
+	t := time.NewTicker(catalogPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+			if err := c.catalog.Refresh(ctx); err != nil && c.ctx.Err() == nil {
+				c.log.Warn("tail: refresh catalog", "err", err)
+			}
+			cancel()
+		}
+	}
 }
 
 // isTail reports whether this process is a tail process (no writes, no

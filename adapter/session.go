@@ -45,6 +45,9 @@ type Session struct {
 	txSubscribe bool
 
 	cursors map[string]*cursor
+
+	// up is the upstream connection of a tail process's session.
+	up *upstream
 }
 
 // pendingWrite is a write buffered in a transaction block.
@@ -104,7 +107,17 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 			s.tx = txImplicit
 		}
 		for _, st := range stmts {
-			res, err := s.run(ctx, st, nil, nil)
+			var res pgwire.Result
+			var err error
+			if s.c.isTail() {
+				stText := text
+				if len(stmts) > 1 {
+					stText = st.String()
+				}
+				res, err = s.runTail(ctx, st, stText)
+			} else {
+				res, err = s.run(ctx, st, nil, nil)
+			}
 			if err != nil {
 				s.fail()
 				if implicit {
@@ -154,6 +167,20 @@ func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) 
 	default:
 		return nil, errorf(codeSyntax, "cannot insert multiple commands into a prepared statement")
 	}
+	if s.c.isTail() {
+		switch s.route(stmts[0]) {
+		case routeUpstream:
+			return s.prepareUpstream(ctx, text, paramOIDs)
+		case routeBoth:
+			if s.up != nil || isUpstreamNeeded(stmts[0]) {
+				res, err := s.proxyExec(ctx, text)
+				if err != nil {
+					return nil, err
+				}
+				drainResult(ctx, res)
+			}
+		}
+	}
 	p, err := s.plan(ctx, stmts[0], paramOIDs)
 	if err != nil {
 		return nil, err
@@ -179,6 +206,10 @@ func (s *Session) Sync(ctx context.Context, failed bool) error {
 // Close implements pgwire.Session.
 func (s *Session) Close() error {
 	s.closeCursors()
+	if s.up != nil {
+		s.up.close()
+		s.up = nil
+	}
 	s.c.forgetSession(s)
 	return nil
 }

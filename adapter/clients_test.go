@@ -1,0 +1,1227 @@
+package adapter_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/pgwire"
+)
+
+// Real clients against a real server on loopback: psql, pgx (simple and
+// extended protocol, text and binary formats, COPY), node-postgres and
+// psycopg2 each connect, create, insert, query and get errors with the right
+// SQLSTATE; then the SQL surface of the issue (auth, privileges, error codes,
+// session variables, transactions, SHOW, ALTER, load generators, DROP,
+// UPDATE/DELETE), each through pgx. A missing client fails its test: the CI
+// script installs every one of them.
+
+// Helpers shared by the adapter's client tests.
+
+// pgCode returns the SQLSTATE of a server error, or "" when err is not one.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// wantCode fails unless err is a server error with SQLSTATE code.
+func wantCode(t testing.TB, err error, code, what string) *pgconn.PgError {
+	t.Helper()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		t.Errorf("%s: got error %v, want SQLSTATE %s", what, err, code)
+		return nil
+	}
+	if pe.Code != code {
+		t.Errorf("%s: got SQLSTATE %s (%s), want %s", what, pe.Code, pe.Message, code)
+	}
+	return pe
+}
+
+// mustExec runs statements one by one and fails on the first error.
+func mustExec(t testing.TB, c *pgx.Conn, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := c.Exec(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// queryRows runs q and returns its rows rendered as "v1|v2|...", sorted.
+func queryRows(t testing.TB, c *pgx.Conn, q string, args ...any) []string {
+	t.Helper()
+	got, err := tryQueryRows(c, q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return got
+}
+
+func tryQueryRows(c *pgx.Conn, q string, args ...any) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := c.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return nil, err
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = fmt.Sprint(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// connectWith opens a pgx connection as user (with password, if any) in the
+// given default execution mode.
+func connectWith(t testing.TB, s *testserver.Server, user, password string, mode pgx.QueryExecMode) (*pgx.Conn, error) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s@%s/materialize?sslmode=disable&connect_timeout=10", user, s.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Password = password
+	cfg.DefaultQueryExecMode = mode
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c, nil
+}
+
+func connectMode(t testing.TB, s *testserver.Server, mode pgx.QueryExecMode) *pgx.Conn {
+	t.Helper()
+	c, err := connectWith(t, s, "materialize", "", mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// knownBug skips a test that fails because of a reported server bug,
+// unless SHARDTAIL_TEST_BUGS=1 (to check whether the bug is fixed). Remove
+// the call with the fix.
+func knownBug(t testing.TB, bug string) {
+	t.Helper()
+	if os.Getenv("SHARDTAIL_TEST_BUGS") != "1" {
+		t.Skip("BUG: " + bug)
+	}
+}
+
+// waitFor polls f until it returns nil or the deadline passes, and returns
+// f's last error.
+func waitFor(timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// psql
+
+type psqlResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runPsql runs psql -X against s with the given arguments (each -c is one
+// command) and stdin.
+func runPsql(t *testing.T, s *testserver.Server, stdin string, args ...string) psqlResult {
+	t.Helper()
+	path, err := exec.LookPath("psql")
+	if err != nil {
+		t.Fatal("psql not installed: apt-get install -y postgresql-client (the CI script does)")
+	}
+	host, port := s.HostPort()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all := append([]string{"-X", "-h", host, "-p", port, "-U", "materialize", "-A", "-t",
+		"-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"}, args...)
+	all = append(all, "materialize")
+	cmd := exec.CommandContext(ctx, path, all...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "PGCONNECT_TIMEOUT=5"}
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	res := psqlResult{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("psql: %v", err)
+	}
+	return res
+}
+
+func TestClientPsql(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	for _, tc := range []struct {
+		name   string
+		stdin  string
+		cmds   []string
+		stdout string
+		stderr string // substring; "" wants none
+		code   int
+	}{
+		{name: "CreateInsertSelect", cmds: []string{
+			"CREATE TABLE pt (a int8 NOT NULL, b text)",
+			"INSERT INTO pt VALUES (1, 'one'), (2, 'two'), (3, NULL)",
+			"SELECT a, b FROM pt ORDER BY a"},
+			stdout: "CREATE TABLE\nINSERT 0 3\n1|one\n2|two\n3|\n"},
+		{name: "CopyFromStdin", stdin: "4\tfour\n5\t\\N\n\\.\n", cmds: []string{"COPY pt FROM STDIN", "SELECT a FROM pt WHERE a > 3 ORDER BY a"},
+			stdout: "COPY 2\n4\n5\n"},
+		{name: "CopyToStdout", cmds: []string{"COPY (SELECT a, b FROM pt WHERE a < 3 ORDER BY a) TO STDOUT"},
+			stdout: "1\tone\n2\ttwo\n"},
+		{name: "Transaction", cmds: []string{"BEGIN", "INSERT INTO pt VALUES (10, 'rolled back')", "ROLLBACK",
+			"BEGIN", "INSERT INTO pt VALUES (11, 'committed')", "COMMIT", "SELECT a FROM pt WHERE a >= 10"},
+			stdout: "BEGIN\nINSERT 0 1\nROLLBACK\nBEGIN\nINSERT 0 1\nCOMMIT\n11\n"},
+		{name: "UnknownRelation", cmds: []string{"SELECT * FROM nope"}, code: 1,
+			stderr: "ERROR:  42P01: unknown catalog item 'nope'"},
+		{name: "UnknownColumn", cmds: []string{"SELECT nope FROM pt"}, code: 1, stderr: "ERROR:  42703: "},
+		{name: "DuplicateTable", cmds: []string{"CREATE TABLE pt (a int)"}, code: 1, stderr: "ERROR:  42P07: "},
+		{name: "TypeMismatch", cmds: []string{"INSERT INTO pt VALUES (true, 'x')"}, code: 1, stderr: "ERROR:  42804: "},
+		{name: "InvalidText", cmds: []string{"SELECT a FROM pt WHERE a = 'zz'"}, code: 1,
+			stderr: `ERROR:  22P02: invalid input syntax for type bigint: "zz"`},
+		// psql prints LINE/caret only when the ErrorResponse has a position.
+		{name: "SyntaxErrorPosition", cmds: []string{"SELECT a FROM pt WHERE"}, code: 1,
+			stderr: "ERROR:  42601: syntax error at end of input\nLINE 1: SELECT a FROM pt WHERE\n                              ^"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "SyntaxErrorPosition" {
+				knownBug(t, "syntax errors reach the client without a position (sql.ParseError.Position is a field; pgwire looks for a Position() method)")
+			}
+			var args []string
+			for _, c := range tc.cmds {
+				args = append(args, "-c", c)
+			}
+			res := runPsql(t, s, tc.stdin, args...)
+			if res.code != tc.code || res.stdout != tc.stdout || (tc.stderr == "" && res.stderr != "") || !strings.Contains(res.stderr, tc.stderr) {
+				t.Errorf("psql %q:\nexit %d, stdout %q, stderr %q\nwant exit %d, stdout %q, stderr containing %q",
+					tc.cmds, res.code, res.stdout, res.stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
+
+// pgx
+
+// execModes are the pgx execution modes: the simple protocol and the three
+// shapes of the extended protocol.
+var execModes = []struct {
+	name string
+	mode pgx.QueryExecMode
+}{
+	{"Simple", pgx.QueryExecModeSimpleProtocol},
+	{"Extended", pgx.QueryExecModeCacheStatement},
+	{"ExtendedDescribe", pgx.QueryExecModeDescribeExec},
+	{"ExtendedExec", pgx.QueryExecModeExec},
+}
+
+func TestClientPgx(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := context.Background()
+	for i, m := range execModes {
+		t.Run(m.name, func(t *testing.T) {
+			c := connectMode(t, s, m.mode)
+			tbl := fmt.Sprintf("px%d", i)
+			mustExec(t, c, fmt.Sprintf("CREATE TABLE %s (a int8 NOT NULL, b text, f float8, ok bool)", tbl))
+			for k := range 3 {
+				tag, err := c.Exec(ctx, fmt.Sprintf("INSERT INTO %s VALUES ($1, $2, $3, $4)", tbl), int64(k), fmt.Sprintf("r'%d", k), float64(k)+0.5, k%2 == 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tag.String() != "INSERT 0 1" {
+					t.Errorf("tag %q", tag)
+				}
+			}
+			want := []string{"0|r'0|0.5|true", "1|r'1|1.5|false", "2|r'2|2.5|true"}
+			if got := queryRows(t, c, "SELECT a, b, f, ok FROM "+tbl); !reflect.DeepEqual(got, want) {
+				t.Errorf("SELECT: got %q, want %q", got, want)
+			}
+			if got := queryRows(t, c, "SELECT a FROM "+tbl+" WHERE a >= $1 AND b <> $2", int64(1), "r'2"); !reflect.DeepEqual(got, []string{"1"}) {
+				t.Errorf("SELECT with parameters: got %q", got)
+			}
+			// Result formats: the extended protocol lets the client choose.
+			if m.mode != pgx.QueryExecModeSimpleProtocol {
+				for _, f := range []int16{pgx.TextFormatCode, pgx.BinaryFormatCode} {
+					var a int64
+					var b string
+					var fl float64
+					var ok bool
+					err := c.QueryRow(ctx, "SELECT a, b, f, ok FROM "+tbl+" WHERE a = $1", pgx.QueryResultFormats{f}, int64(1)).Scan(&a, &b, &fl, &ok)
+					if err != nil || a != 1 || b != "r'1" || fl != 1.5 || ok {
+						t.Errorf("format %d: got %d %q %v %v, err %v", f, a, b, fl, ok, err)
+					}
+				}
+			}
+			_, err := c.Exec(ctx, "SELECT * FROM nope")
+			wantCode(t, err, "42P01", "unknown relation")
+			_, err = c.Exec(ctx, "SELECT zz FROM "+tbl)
+			wantCode(t, err, "42703", "unknown column")
+			// The connection is still usable after errors.
+			if got := queryRows(t, c, "SELECT a FROM "+tbl+" WHERE a = 0"); len(got) != 1 {
+				t.Errorf("after errors: %q", got)
+			}
+		})
+	}
+}
+
+// TestClientPgxTypes round-trips every supported column type through pgx,
+// in binary and text result formats.
+func TestClientPgxTypes(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := context.Background()
+	ts := time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	day := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
+	const uuid = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
+	for i, m := range execModes {
+		t.Run(m.name, func(t *testing.T) {
+			c := connectMode(t, s, m.mode)
+			tbl := fmt.Sprintf("ty%d", i)
+			mustExec(t, c, "CREATE TABLE "+tbl+" (i int8, i4 int4, i2 int2, f float8, n numeric, b bool, s text, by bytea, ts timestamptz, d date, j jsonb, u uuid)")
+			_, err := c.Exec(ctx, "INSERT INTO "+tbl+" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+				int64(-42), int32(7), int16(3), 2.25, "12.345", true, "héllo\tworld", []byte{0, 1, 2, 255}, ts, day, `{"k": 1}`, uuid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Exec(ctx, "INSERT INTO "+tbl+" (i) VALUES ($1)", nil)
+			if err != nil {
+				t.Fatalf("NULL parameter: %v", err)
+			}
+			formats := []int16{pgx.TextFormatCode, pgx.BinaryFormatCode}
+			if m.mode == pgx.QueryExecModeSimpleProtocol {
+				formats = formats[:1]
+			}
+			for _, f := range formats {
+				var (
+					i8   int64
+					i4   int32
+					i2   int16
+					fl   float64
+					n    float64
+					b    bool
+					str  string
+					by   []byte
+					gotT time.Time
+					gotD time.Time
+					j    map[string]any
+					u    string
+				)
+				err := c.QueryRow(ctx, "SELECT i, i4, i2, f, n, b, s, by, ts, d, j, u FROM "+tbl+" WHERE i IS NOT NULL", pgx.QueryResultFormats{f}).
+					Scan(&i8, &i4, &i2, &fl, &n, &b, &str, &by, &gotT, &gotD, &j, &u)
+				if err != nil {
+					t.Fatalf("format %d: %v", f, err)
+				}
+				got := []any{i8, i4, i2, fl, n, b, str, by, gotT.UTC(), gotD, j, u}
+				want := []any{int64(-42), int32(7), int16(3), 2.25, 12.345, true, "héllo\tworld", []byte{0, 1, 2, 255}, ts, day, map[string]any{"k": 1.0}, uuid}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("format %d:\n got %v\nwant %v", f, got, want)
+				}
+				var null *int32
+				if err := c.QueryRow(ctx, "SELECT i4 FROM "+tbl+" WHERE i IS NULL", pgx.QueryResultFormats{f}).Scan(&null); err != nil || null != nil {
+					t.Errorf("format %d: NULL row: %v %v", f, null, err)
+				}
+			}
+		})
+	}
+}
+
+// TestClientPgxLiterals inserts string literals and NULL into typed
+// columns, as psql users and client-side-interpolating drivers do.
+func TestClientPgxLiterals(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE lit (a int8 NOT NULL, n int4, ts timestamptz, by bytea, j jsonb, u uuid, d date)",
+		`INSERT INTO lit VALUES ('5', NULL, '2024-01-02 03:04:05+00', '\x0102', '{"k": 1}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2024-01-02')`)
+	_, err := c.Exec(ctx, "INSERT INTO lit (a) VALUES ('abc')")
+	wantCode(t, err, "22P02", "invalid text for int8")
+	_, err = c.Exec(ctx, "INSERT INTO lit (a) VALUES (NULL)")
+	wantCode(t, err, "23502", "NULL into NOT NULL")
+	want := []string{"5|<nil>|2024-01-02 03:04:05 +0000 UTC|[1 2]|map[k:1]|[160 238 188 153 156 11 78 248 187 109 107 185 189 56 10 17]|2024-01-02 00:00:00 +0000 UTC"}
+	if got := queryRows(t, c, "SELECT * FROM lit"); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestClientPgxCopy(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE cp (a int8 NOT NULL, b text)")
+	pc := c.PgConn()
+
+	t.Run("FromText", func(t *testing.T) {
+		tag, err := pc.CopyFrom(ctx, strings.NewReader("1\tone\n2\t\\N\n3\ttab\\there\n"), "COPY cp FROM STDIN")
+		if err != nil || tag.String() != "COPY 3" {
+			t.Fatalf("tag %q, err %v", tag, err)
+		}
+	})
+	t.Run("FromCSV", func(t *testing.T) {
+		tag, err := pc.CopyFrom(ctx, strings.NewReader("4,\"comma, quoted\"\n5,\n"), "COPY cp FROM STDIN (FORMAT csv)")
+		if err != nil || tag.String() != "COPY 2" {
+			t.Fatalf("tag %q, err %v", tag, err)
+		}
+	})
+	t.Run("FromBinary", func(t *testing.T) {
+		// pgx.CopyFrom describes the table, then sends COPY ... FROM STDIN BINARY.
+		n, err := c.CopyFrom(ctx, pgx.Identifier{"cp"}, []string{"a", "b"}, pgx.CopyFromRows([][]any{{int64(6), "six"}, {int64(7), nil}}))
+		if err != nil || n != 2 {
+			t.Fatalf("n %d, err %v", n, err)
+		}
+	})
+	t.Run("BadRowChangesNothing", func(t *testing.T) {
+		_, err := pc.CopyFrom(ctx, strings.NewReader("100\tok\nnot-a-number\tbad\n"), "COPY cp FROM STDIN")
+		wantCode(t, err, "22P02", "COPY with a bad row")
+		_, err = pc.CopyFrom(ctx, strings.NewReader("101\tok\n\\N\tnull a\n"), "COPY cp FROM STDIN")
+		wantCode(t, err, "23502", "COPY NULL into NOT NULL")
+		if got := queryRows(t, c, "SELECT a FROM cp WHERE a >= 100"); len(got) != 0 {
+			t.Errorf("failed COPY left rows %q", got)
+		}
+	})
+	t.Run("ToText", func(t *testing.T) {
+		var buf bytes.Buffer
+		tag, err := pc.CopyTo(ctx, &buf, "COPY (SELECT a, b FROM cp ORDER BY a) TO STDOUT")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "1\tone\n2\t\\N\n3\ttab\\there\n4\tcomma, quoted\n5\t\\N\n6\tsix\n7\t\\N\n"
+		if buf.String() != want || tag.String() != "COPY 7" {
+			t.Errorf("got %q (%s), want %q", buf.String(), tag, want)
+		}
+	})
+	t.Run("ToCSV", func(t *testing.T) {
+		var buf bytes.Buffer
+		if _, err := pc.CopyTo(ctx, &buf, "COPY cp TO STDOUT (FORMAT csv)"); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		slices.Sort(lines)
+		want := []string{"1,one", "2,", "3,tab\there", "4,\"comma, quoted\"", "5,", "6,six", "7,"}
+		if !reflect.DeepEqual(lines, want) {
+			t.Errorf("got %q, want %q", lines, want)
+		}
+	})
+}
+
+// node-postgres
+
+// nodeClientScript drives node-postgres: the simple protocol (no
+// parameters), the extended protocol (parameters, a named statement),
+// transactions and errors.
+const nodeClientScript = `
+const { Client } = require('pg');
+(async () => {
+  const c = new Client({ host: process.env.H, port: +process.env.P, user: 'materialize', database: 'materialize' });
+  const out = {};
+  const code = async (q, v) => { try { await c.query(q, v); return 'ok'; } catch (e) { return e.code; } };
+  await c.connect();
+  await c.query('CREATE TABLE nt (a int8 NOT NULL, b text)');
+  out.insert = (await c.query('INSERT INTO nt VALUES ($1, $2), ($3, $4)', [1, 'one', 2, null])).rowCount;
+  out.simple = (await c.query('SELECT a, b FROM nt ORDER BY a')).rows;
+  out.param = (await c.query({ name: 'byA', text: 'SELECT b FROM nt WHERE a = $1', values: [1] })).rows;
+  out.named = (await c.query({ name: 'byA', text: 'SELECT b FROM nt WHERE a = $1', values: [2] })).rows;
+  await c.query('BEGIN'); await c.query('INSERT INTO nt VALUES (3, $1)', ['rolled back']); await c.query('ROLLBACK');
+  await c.query('BEGIN'); await c.query('INSERT INTO nt VALUES (4, $1)', ['committed']); await c.query('COMMIT');
+  out.tx = (await c.query('SELECT a FROM nt WHERE a > 2')).rows;
+  out.update = (await c.query('UPDATE nt SET b = $1 WHERE a = $2', ['uno', 1])).rowCount;
+  out.delete = (await c.query('DELETE FROM nt WHERE a = 4')).rowCount;
+  out.errors = [await code('SELECT * FROM nope'), await code('SELECT zz FROM nt'), await code('CREATE TABLE nt (a int)'),
+    await code('SELEC 1'), await code('INSERT INTO nt VALUES ($1, $2)', ['abc', 'x']), await code('SELECT a FROM nt WHERE a = $1', ['x'])];
+  out.after = (await c.query('SELECT a, b FROM nt ORDER BY a')).rows;
+  await c.end();
+  console.log(JSON.stringify(out));
+})().catch(e => { console.error(e); process.exit(1); });
+`
+
+func TestClientNodePostgres(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node not installed: install Node.js (make test then installs pg into testdata/clients)")
+	}
+	if out, err := exec.Command(node, "-e", "require('pg')").CombinedOutput(); err != nil {
+		t.Fatalf("node-postgres not found (NODE_PATH=%q): run `make test`, which installs testdata/clients and exports NODE_PATH: %v\n%s", os.Getenv("NODE_PATH"), err, out)
+	}
+	s := testserver.Start(t, testserver.Options{})
+	host, port := s.HostPort()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "-e", nodeClientScript)
+	cmd.Env = append(os.Environ(), "H="+host, "P="+port)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// node-postgres returns int8 as a string.
+	want := map[string]any{
+		"insert": 2.0,
+		"simple": []any{map[string]any{"a": "1", "b": "one"}, map[string]any{"a": "2", "b": nil}},
+		"param":  []any{map[string]any{"b": "one"}},
+		"named":  []any{map[string]any{"b": nil}},
+		"tx":     []any{map[string]any{"a": "4"}},
+		"update": 1.0, "delete": 1.0,
+		"errors": []any{"42P01", "42703", "42P07", "42601", "22P02", "22P02"},
+		"after":  []any{map[string]any{"a": "1", "b": "uno"}, map[string]any{"a": "2", "b": nil}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("node-postgres:\n got %v\nwant %v", got, want)
+	}
+}
+
+// psycopg2
+
+// pythonClientScript drives psycopg2 (client-side parameter interpolation,
+// the simple protocol, implicit BEGIN outside autocommit).
+const pythonClientScript = `
+import json, os, psycopg2
+c = psycopg2.connect(host=os.environ['H'], port=int(os.environ['P']), user='materialize', dbname='materialize')
+c.autocommit = True
+cur = c.cursor()
+out = {}
+cur.execute('CREATE TABLE yt (a int8 NOT NULL, b text)')
+cur.execute('INSERT INTO yt VALUES (%s, %s), (%s, %s)', (1, "it's", 2, None))
+out['insert'] = cur.rowcount
+cur.execute('SELECT a, b FROM yt ORDER BY a')
+out['rows'] = cur.fetchall()
+cur.execute('SELECT b FROM yt WHERE a = %s', (1,))
+out['param'] = cur.fetchall()
+c.autocommit = False
+cur.execute('INSERT INTO yt VALUES (3, %s)', ('rolled back',))
+c.rollback()
+cur.execute('INSERT INTO yt VALUES (4, %s)', ('committed',))
+c.commit()
+c.autocommit = True
+cur.execute('SELECT a FROM yt WHERE a > 2')
+out['tx'] = cur.fetchall()
+cur.execute('UPDATE yt SET b = %s WHERE a = %s', ('uno', 1))
+out['update'] = cur.rowcount
+errors = []
+for q in ['SELECT * FROM nope', 'SELECT zz FROM yt', 'CREATE TABLE yt (a int)', 'SELEC 1', "SELECT a FROM yt WHERE a = 'x'"]:
+    try:
+        cur.execute(q)
+        errors.append('ok')
+    except psycopg2.Error as e:
+        errors.append(e.pgcode)
+out['errors'] = errors
+cur.execute('SELECT a, b FROM yt ORDER BY a')
+out['after'] = cur.fetchall()
+c.close()
+print(json.dumps(out))
+`
+
+func TestClientPsycopg2(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
+		t.Fatalf("psycopg2 not available for %s: apt-get install -y python3-psycopg2 (the CI script does): %v\n%s", python, err, out)
+	}
+	s := testserver.Start(t, testserver.Options{})
+	host, port := s.HostPort()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-c", pythonClientScript)
+	cmd.Env = append(os.Environ(), "H="+host, "P="+port)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("python: %v\n%s", err, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := map[string]any{
+		"insert": 2.0,
+		"rows":   []any{[]any{1.0, "it's"}, []any{2.0, nil}},
+		"param":  []any{[]any{"it's"}},
+		"tx":     []any{[]any{4.0}},
+		"update": 1.0,
+		"errors": []any{"42P01", "42703", "42P07", "42601", "22P02"},
+		"after":  []any{[]any{1.0, "uno"}, []any{2.0, nil}, []any{4.0, "committed"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("psycopg2:\n got %v\nwant %v", got, want)
+	}
+}
+
+// Authentication and privileges
+
+func TestPasswordAuth(t *testing.T) {
+	for _, auth := range []pgwire.AuthMethod{pgwire.AuthSCRAM, pgwire.AuthCleartext} {
+		t.Run(auth.String(), func(t *testing.T) {
+			s := testserver.Start(t, testserver.Options{PGWire: pgwire.Config{Auth: auth}})
+			admin := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+			mustExec(t, admin, "CREATE ROLE r LOGIN PASSWORD 'pw'", "CREATE TABLE secret (a int8)", "INSERT INTO secret VALUES (1)")
+			_, err := admin.Exec(context.Background(), "CREATE ROLE r LOGIN PASSWORD 'again'")
+			wantCode(t, err, "42710", "duplicate role")
+
+			_, err = connectWith(t, s, "r", "wrong", pgx.QueryExecModeCacheStatement)
+			wantCode(t, err, "28P01", "wrong password")
+			_, err = connectWith(t, s, "r", "", pgx.QueryExecModeCacheStatement)
+			if err == nil {
+				t.Error("login without a password succeeded")
+			}
+			_, err = connectWith(t, s, "nobody", "pw", pgx.QueryExecModeCacheStatement)
+			if err == nil {
+				t.Error("login as an unknown role succeeded")
+			}
+			r, err := connectWith(t, s, "r", "pw", pgx.QueryExecModeCacheStatement)
+			if err != nil {
+				t.Fatalf("login with the right password: %v", err)
+			}
+			ctx := context.Background()
+			_, err = r.Exec(ctx, "SELECT * FROM secret")
+			wantCode(t, err, "42501", "SELECT without a grant")
+			_, err = r.Exec(ctx, "INSERT INTO secret VALUES (2)")
+			wantCode(t, err, "42501", "INSERT without a grant")
+			_, err = r.Exec(ctx, "DROP TABLE secret")
+			wantCode(t, err, "42501", "DROP by a non-owner")
+			_, err = r.Exec(ctx, "CREATE ROLE r2 LOGIN")
+			wantCode(t, err, "42501", "CREATE ROLE by a non-superuser")
+
+			mustExec(t, admin, "GRANT SELECT ON secret TO r")
+			if got := queryRows(t, r, "SELECT a FROM secret"); !reflect.DeepEqual(got, []string{"1"}) {
+				t.Errorf("after GRANT SELECT: %q", got)
+			}
+			_, err = r.Exec(ctx, "INSERT INTO secret VALUES (2)")
+			wantCode(t, err, "42501", "INSERT with only SELECT granted")
+			mustExec(t, admin, "REVOKE SELECT ON secret FROM r")
+			_, err = r.Exec(ctx, "SELECT * FROM secret")
+			wantCode(t, err, "42501", "SELECT after REVOKE")
+			if got := queryRows(t, admin, "SELECT a FROM secret"); !reflect.DeepEqual(got, []string{"1"}) {
+				t.Errorf("denied writes changed the table: %q", got)
+			}
+			t.Run("GrantOnView", func(t *testing.T) {
+				knownBug(t, "GRANT SELECT ON VIEW v TO r is not enough to read v: SELECT * FROM v as r fails with 42501 'permission denied for TABLE materialize.public.secret' (the view is inlined and the base table is checked against the session's role, not the view owner's)")
+				mustExec(t, admin, "CREATE VIEW secret_view AS SELECT a FROM secret", "GRANT SELECT ON secret_view TO r")
+				if got, err := tryQueryRows(r, "SELECT a FROM secret_view"); err != nil || !reflect.DeepEqual(got, []string{"1"}) {
+					t.Errorf("SELECT from a granted view: %q, %v", got, err)
+				}
+			})
+		})
+	}
+}
+
+// Errors
+
+// TestErrorCodes checks that bad statements get the right SQLSTATE and
+// change nothing, in both protocols.
+func TestErrorCodes(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	admin := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	mustExec(t, admin,
+		"CREATE TABLE t (a int8 NOT NULL, b text)",
+		"INSERT INTO t VALUES (1, 'x'), (2, 'y')",
+		"CREATE MATERIALIZED VIEW m AS SELECT a FROM t WHERE a > 1",
+		"CREATE VIEW v AS SELECT b FROM t",
+		"CREATE SOURCE src FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1h')",
+	)
+	for _, tc := range []struct {
+		name, stmt, code string
+	}{
+		{name: "UnknownRelation", stmt: "SELECT * FROM nope", code: "42P01"},
+		{name: "UnknownRelationInsert", stmt: "INSERT INTO nope VALUES (1)", code: "42P01"},
+		{name: "UnknownRelationDrop", stmt: "DROP TABLE nope", code: "42P01"},
+		{name: "UnknownColumn", stmt: "SELECT zz FROM t", code: "42703"},
+		{name: "UnknownColumnWhere", stmt: "SELECT a FROM t WHERE zz = 1", code: "42703"},
+		{name: "UnknownColumnInsert", stmt: "INSERT INTO t (a, zz) VALUES (1, 'x')", code: "42703"},
+		{name: "UnknownColumnUpdate", stmt: "UPDATE t SET zz = 1", code: "42703"},
+		{name: "TypeMismatchInsert", stmt: "INSERT INTO t VALUES (true, 'x')", code: "42804"},
+		{name: "TypeMismatchUpdate", stmt: "UPDATE t SET a = true WHERE a = 1", code: "42804"},
+		{name: "InvalidTextWhere", stmt: "SELECT a FROM t WHERE a = 'zz'", code: "22P02"},
+		{name: "InvalidTextInsert", stmt: "INSERT INTO t VALUES ('zz', 'x')", code: "22P02"},
+		{name: "NullIntoNotNull", stmt: "INSERT INTO t VALUES (NULL, 'x')", code: "23502"},
+		{name: "InvalidTextMultiRow", stmt: "INSERT INTO t VALUES (3, 'ok'), (CAST('zz' AS int8), 'bad')", code: "22P02"},
+		{name: "NotNull", stmt: "INSERT INTO t (b) VALUES ('no a')", code: "23502"},
+		{name: "DuplicateTable", stmt: "CREATE TABLE t (a int)", code: "42P07"},
+		{name: "DuplicateMaterializedView", stmt: "CREATE MATERIALIZED VIEW m AS SELECT a FROM t", code: "42P07"},
+		{name: "DuplicateAcrossKinds", stmt: "CREATE VIEW t AS SELECT a FROM m", code: "42P07"},
+		{name: "DuplicateSource", stmt: "CREATE SOURCE v FROM LOAD GENERATOR COUNTER", code: "42P07"},
+		{name: "InsertIntoMaterializedView", stmt: "INSERT INTO m VALUES (5)", code: "42809"},
+		{name: "UpdateMaterializedView", stmt: "UPDATE m SET a = 5", code: "42809"},
+		{name: "DeleteFromView", stmt: "DELETE FROM v", code: "42809"},
+		{name: "InsertIntoSource", stmt: "INSERT INTO src VALUES (5)", code: "42809"},
+		{name: "CopyIntoSource", stmt: "COPY src FROM STDIN", code: "42809"},
+		{name: "DropWrongKind", stmt: "DROP TABLE m", code: "42809"},
+		{name: "DropWithDependents", stmt: "DROP TABLE t", code: "2BP01"},
+		{name: "Join", stmt: "SELECT * FROM t, m", code: "0A000"},
+		{name: "Aggregate", stmt: "SELECT a FROM t GROUP BY a", code: "0A000"},
+		{name: "Syntax", stmt: "SELEC 1", code: "42601"},
+		{name: "DDLInTransaction", stmt: "BEGIN; CREATE TABLE tx (a int)", code: "25000"},
+	} {
+		for _, m := range execModes[:2] {
+			t.Run(tc.name+"/"+m.name, func(t *testing.T) {
+				if strings.Contains(tc.stmt, ";") && m.mode != pgx.QueryExecModeSimpleProtocol {
+					t.Skip("several statements need the simple protocol")
+				}
+				c := connectMode(t, s, m.mode)
+				before := queryRows(t, c, "SELECT a, b FROM t")
+				_, err := c.Exec(context.Background(), tc.stmt)
+				wantCode(t, err, tc.code, tc.stmt)
+				if after := queryRows(t, c, "SELECT a, b FROM t"); !reflect.DeepEqual(before, after) {
+					t.Errorf("%s changed t: %q -> %q", tc.stmt, before, after)
+				}
+				if got := queryRows(t, c, "SHOW TABLES"); !reflect.DeepEqual(got, []string{"t|"}) {
+					t.Errorf("%s changed the tables: %q", tc.stmt, got)
+				}
+			})
+		}
+	}
+	t.Run("SyntaxErrorPosition", func(t *testing.T) {
+		knownBug(t, "syntax errors reach the client without a position: ErrorResponse P field missing (sql.ParseError.Position is a field; pgwire looks for a Position() method)")
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		for _, tc := range []struct {
+			stmt string
+			pos  int32
+		}{
+			{"SELEC 1", 1},
+			{"SELECT a FROM t WHERE a = = 1", 27},
+			{"SELECT a FROM t WHERE", 22},
+		} {
+			_, err := c.Exec(context.Background(), tc.stmt)
+			if pe := wantCode(t, err, "42601", tc.stmt); pe != nil && pe.Position != tc.pos {
+				t.Errorf("%s: position %d, want %d", tc.stmt, pe.Position, tc.pos)
+			}
+		}
+	})
+	t.Run("ErrorsLeaveConnectionUsable", func(t *testing.T) {
+		c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+		for range 3 {
+			_, err := c.Exec(context.Background(), "SELECT * FROM nope")
+			wantCode(t, err, "42P01", "repeat")
+		}
+		if got := queryRows(t, c, "SELECT a FROM t WHERE a = $1", int64(1)); !reflect.DeepEqual(got, []string{"1"}) {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+// Session
+
+func TestSetShowReset(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	for _, m := range execModes[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			c := connectMode(t, s, m.mode)
+			show := func(name string) string {
+				t.Helper()
+				var v string
+				if err := c.QueryRow(context.Background(), "SHOW "+name).Scan(&v); err != nil {
+					t.Fatalf("SHOW %s: %v", name, err)
+				}
+				return v
+			}
+			if got := show("application_name"); got != "" {
+				t.Errorf("default application_name %q", got)
+			}
+			mustExec(t, c, "SET application_name = 'shardtail test'")
+			if got := show("application_name"); got != "shardtail test" {
+				t.Errorf("after SET: %q", got)
+			}
+			if got := c.PgConn().ParameterStatus("application_name"); got != "shardtail test" {
+				t.Errorf("ParameterStatus after SET: %q", got)
+			}
+			mustExec(t, c, "SET TIME ZONE 'America/New_York'", "SET extra_float_digits TO 2", "SET search_path = public")
+			if got := show("timezone"); got != "America/New_York" {
+				t.Errorf("timezone %q", got)
+			}
+			if got := show("extra_float_digits"); got != "2" {
+				t.Errorf("extra_float_digits %q", got)
+			}
+			mustExec(t, c, "RESET application_name", "RESET timezone")
+			if got := show("application_name"); got != "" {
+				t.Errorf("after RESET: %q", got)
+			}
+			if got := show("timezone"); got != "UTC" {
+				t.Errorf("timezone after RESET: %q", got)
+			}
+			mustExec(t, c, "SET application_name = 'again'", "RESET ALL")
+			if got := show("application_name"); got != "" {
+				t.Errorf("after RESET ALL: %q", got)
+			}
+			_, err := c.Exec(context.Background(), "SHOW no_such_variable")
+			wantCode(t, err, "42704", "SHOW unknown")
+			_, err = c.Exec(context.Background(), "SET no_such_variable = 1")
+			wantCode(t, err, "42704", "SET unknown")
+			if got := queryRows(t, c, "SHOW ALL"); len(got) < 10 {
+				t.Errorf("SHOW ALL: %q", got)
+			}
+		})
+	}
+	t.Run("SetRolledBack", func(t *testing.T) {
+		knownBug(t, "SET inside a transaction that is rolled back keeps its value (PostgreSQL reverts it at ROLLBACK)")
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		mustExec(t, c, "BEGIN", "SET application_name = 'in tx'", "ROLLBACK")
+		var v string
+		if err := c.QueryRow(context.Background(), "SHOW application_name").Scan(&v); err != nil || v != "" {
+			t.Errorf("after ROLLBACK: %q %v", v, err)
+		}
+	})
+}
+
+func TestTransactions(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := context.Background()
+	admin := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	mustExec(t, admin, "CREATE TABLE tx (a int8 NOT NULL, b text)", "CREATE TABLE tx2 (a int8)")
+	for i, m := range execModes[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			c := connectMode(t, s, m.mode)
+			base := int64(100 * (i + 1))
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range 3 {
+				if _, err := tx.Exec(ctx, "INSERT INTO tx VALUES ($1, 'rolled back')", base+int64(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := queryRows(t, c, "SELECT a FROM tx WHERE a >= $1 AND a < $2", base, base+100); len(got) != 0 {
+				t.Errorf("rolled-back writes visible: %q", got)
+			}
+			tx, err = c.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range 3 {
+				if _, err := tx.Exec(ctx, "INSERT INTO tx VALUES ($1, 'committed')", base+10+int64(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO tx2 VALUES ($1)", base); err != nil {
+				t.Fatal(err)
+			}
+			// Until COMMIT, other sessions see nothing.
+			if got := queryRows(t, admin, fmt.Sprintf("SELECT a FROM tx WHERE a >= %d AND a < %d", base, base+100)); len(got) != 0 {
+				t.Errorf("uncommitted writes visible to another session: %q", got)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{fmt.Sprint(base + 10), fmt.Sprint(base + 11), fmt.Sprint(base + 12)}
+			if got := queryRows(t, admin, fmt.Sprintf("SELECT a FROM tx WHERE a >= %d AND a < %d", base, base+100)); !reflect.DeepEqual(got, want) {
+				t.Errorf("committed: got %q, want %q", got, want)
+			}
+			if got := queryRows(t, admin, fmt.Sprintf("SELECT a FROM tx2 WHERE a = %d", base)); len(got) != 1 {
+				t.Errorf("committed write to the second table: %q", got)
+			}
+		})
+	}
+	t.Run("FailedBlock", func(t *testing.T) {
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		mustExec(t, c, "BEGIN", "INSERT INTO tx VALUES (900, 'before error')")
+		_, err := c.Exec(ctx, "SELECT * FROM nope")
+		wantCode(t, err, "42P01", "error in block")
+		_, err = c.Exec(ctx, "INSERT INTO tx VALUES (901, 'after error')")
+		wantCode(t, err, "25P02", "statement in failed block")
+		tag, err := c.Exec(ctx, "COMMIT")
+		if err != nil || tag.String() != "ROLLBACK" {
+			t.Errorf("COMMIT of a failed block: %q %v, want ROLLBACK", tag, err)
+		}
+		if got := queryRows(t, c, "SELECT a FROM tx WHERE a >= 900"); len(got) != 0 {
+			t.Errorf("failed block left rows: %q", got)
+		}
+	})
+	t.Run("ImplicitMultiStatement", func(t *testing.T) {
+		// Several statements in one simple query are one transaction: an
+		// error rolls back the earlier ones.
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		_, err := c.Exec(ctx, "INSERT INTO tx VALUES (950, 'x'); INSERT INTO tx VALUES ('zz', 'y')")
+		if err == nil {
+			t.Fatal("no error")
+		}
+		if got := queryRows(t, c, "SELECT a FROM tx WHERE a >= 950"); len(got) != 0 {
+			t.Errorf("failed multi-statement query left rows: %q", got)
+		}
+		mustExec(t, c, "INSERT INTO tx VALUES (960, 'x'); INSERT INTO tx VALUES (961, 'y')")
+		if got := queryRows(t, c, "SELECT a FROM tx WHERE a >= 960"); len(got) != 2 {
+			t.Errorf("multi-statement query: %q", got)
+		}
+	})
+	t.Run("CommitAtOneTimestamp", func(t *testing.T) {
+		knownBug(t, "COMMIT applies a block's INSERTs one by one at different timestamps (BEGIN; INSERT INTO x VALUES (1); INSERT INTO x VALUES (2); COMMIT shows up in SUBSCRIBE x AS OF <before> at two mz_timestamps), so readers, SUBSCRIBE and materialized views see half a transaction")
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		mustExec(t, c, "CREATE TABLE one_ts (a int8)")
+		before := time.Now().UnixMilli()
+		mustExec(t, c, "BEGIN", "INSERT INTO one_ts VALUES (1)", "INSERT INTO one_ts VALUES (2)", "COMMIT",
+			"BEGIN", fmt.Sprintf("DECLARE cur CURSOR FOR SUBSCRIBE one_ts AS OF %d", before))
+		got := queryRows(t, c, "FETCH ALL cur WITH (timeout = '2s')")
+		mustExec(t, c, "COMMIT")
+		times := map[string]bool{}
+		for _, r := range got {
+			times[strings.Split(r, "|")[0]] = true
+		}
+		if len(got) != 2 || len(times) != 1 {
+			t.Errorf("SUBSCRIBE of a two-INSERT transaction: %q, want both rows at one mz_timestamp", got)
+		}
+	})
+	t.Run("CommitAllOrNothing", func(t *testing.T) {
+		knownBug(t, "a COMMIT that fails half-way leaves the earlier writes applied: BEGIN; INSERT INTO p1 ...; INSERT INTO p2 ...; (another session: DROP TABLE p2); COMMIT fails with XX000 'shard s... is not writable here' (internal detail; want e.g. 42P01) while p1's row is committed")
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		mustExec(t, admin, "CREATE TABLE p1 (a int8)", "CREATE TABLE p2 (a int8)")
+		mustExec(t, c, "BEGIN", "INSERT INTO p1 VALUES (1)", "INSERT INTO p2 VALUES (1)")
+		mustExec(t, admin, "DROP TABLE p2")
+		_, err := c.Exec(ctx, "COMMIT")
+		if err == nil {
+			t.Fatal("COMMIT of a write to a dropped table succeeded")
+		}
+		if code := pgCode(err); code == "XX000" {
+			t.Errorf("COMMIT: internal error %v", err)
+		}
+		if got := queryRows(t, admin, "SELECT a FROM p1"); len(got) != 0 {
+			t.Errorf("failed COMMIT applied part of the transaction: p1 = %q", got)
+		}
+	})
+	t.Run("UpdateInBlock", func(t *testing.T) {
+		// As in Materialize, a transaction block may only INSERT.
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		mustExec(t, c, "BEGIN")
+		_, err := c.Exec(ctx, "UPDATE tx SET b = 'in block' WHERE a = 960")
+		wantCode(t, err, "25000", "UPDATE in a transaction block")
+		mustExec(t, c, "ROLLBACK")
+		if got := queryRows(t, c, "SELECT b FROM tx WHERE a = 960"); !reflect.DeepEqual(got, []string{"x"}) {
+			t.Errorf("refused UPDATE changed the row: %q", got)
+		}
+	})
+}
+
+// TestPreparedAfterDDL runs statements that pgx has prepared and cached
+// (its default mode) after the table they name was dropped and recreated.
+func TestPreparedAfterDDL(t *testing.T) {
+	knownBug(t, "a prepared statement keeps the plan of a dropped table: after DROP TABLE re; CREATE TABLE re (a int8, b text), pgx's cached 'SELECT * FROM re' fails with 42704 \"relation 'materialize.public.re' was dropped\" (PostgreSQL re-plans, or reports 0A000 'cached plan must not change result type'), and a cached 'INSERT INTO ins VALUES ($1)' fails with XX000 'shard s... is not writable here' and writes nothing")
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE re (a int8)", "INSERT INTO re VALUES (1)", "CREATE TABLE ins (a int8)")
+	if got := queryRows(t, c, "SELECT * FROM re WHERE a > $1", int64(0)); !reflect.DeepEqual(got, []string{"1"}) {
+		t.Fatalf("got %q", got)
+	}
+	if _, err := c.Exec(ctx, "INSERT INTO ins VALUES ($1)", int64(1)); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, "DROP TABLE re", "CREATE TABLE re (a int8, b text)", "INSERT INTO re VALUES (5, 'five')",
+		"DROP TABLE ins", "CREATE TABLE ins (a int8)")
+	if got, err := tryQueryRows(c, "SELECT * FROM re WHERE a > $1", int64(0)); err != nil || !reflect.DeepEqual(got, []string{"5|five"}) {
+		t.Errorf("cached SELECT after DROP/CREATE: %q, %v", got, err)
+	}
+	if _, err := c.Exec(ctx, "INSERT INTO ins VALUES ($1)", int64(2)); err != nil {
+		t.Errorf("cached INSERT after DROP/CREATE: %v", err)
+	}
+	if got := queryRows(t, c, "SELECT a FROM ins"); !reflect.DeepEqual(got, []string{"2"}) {
+		t.Errorf("recreated ins: %q", got)
+	}
+}
+
+// Catalog
+
+func TestShowObjects(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+	mustExec(t, c,
+		"CREATE TABLE t2 (a int8 NOT NULL, b text)",
+		"CREATE TABLE t1 (x int4)",
+		"CREATE VIEW v1 AS SELECT a FROM t2",
+		"CREATE MATERIALIZED VIEW m1 AS SELECT a, b FROM t2 WHERE a > 0",
+		"CREATE SOURCE s1 FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1h')",
+	)
+	for _, tc := range []struct {
+		stmt string
+		want []string
+	}{
+		{"SHOW TABLES", []string{"t1|", "t2|"}},
+		{"SHOW VIEWS", []string{"v1|"}},
+		{"SHOW MATERIALIZED VIEWS", []string{"m1|quickstart|"}},
+		{"SHOW SOURCES", []string{"s1|load-generator|quickstart|"}},
+		{"SHOW COLUMNS FROM t2", []string{"a|false|bigint|", "b|true|text|"}},
+		{"SHOW COLUMNS FROM m1", []string{"a|false|bigint|", "b|true|text|"}},
+		{"SHOW COLUMNS FROM s1", []string{"counter|false|bigint|"}},
+	} {
+		if got := queryRows(t, c, tc.stmt); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.stmt, got, tc.want)
+		}
+	}
+	_, err := c.Exec(context.Background(), "SHOW COLUMNS FROM nope")
+	wantCode(t, err, "42P01", "SHOW COLUMNS of an unknown relation")
+}
+
+func TestAlterRetainHistory(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	mustExec(t, c,
+		"CREATE TABLE kept (a int8)", "CREATE TABLE compacted (a int8)",
+		"CREATE MATERIALIZED VIEW mk AS SELECT a FROM kept",
+		"CREATE SOURCE sk FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1h')",
+		"ALTER TABLE kept SET (RETAIN HISTORY FOR '1h')",
+		"ALTER MATERIALIZED VIEW mk SET (RETAIN HISTORY FOR '1h')",
+		"ALTER SOURCE sk SET (RETAIN HISTORY FOR '1h')",
+		"ALTER TABLE IF EXISTS nope SET (RETAIN HISTORY FOR '1h')",
+		"INSERT INTO kept VALUES (1)", "INSERT INTO compacted VALUES (1)",
+	)
+	_, err := c.Exec(ctx, "ALTER TABLE nope SET (RETAIN HISTORY FOR '1h')")
+	wantCode(t, err, "42P01", "ALTER of an unknown table")
+	_, err = c.Exec(ctx, "ALTER TABLE kept SET (RETAIN HISTORY FOR 'soon')")
+	if err == nil {
+		t.Error("ALTER with a bad interval succeeded")
+	}
+	// A time just after both inserts: readable on both at first; the table
+	// with the default (1 s) window compacts past it, the one kept for 1h
+	// does not.
+	then := time.Now().UnixMilli() + 1
+	asOf := func(tbl string) error {
+		_, err := tryQueryRows(c, fmt.Sprintf("SELECT a FROM %s AS OF %d", tbl, then))
+		return err
+	}
+	if err := waitFor(10*time.Second, func() error { return asOf("compacted") }); err != nil {
+		t.Fatalf("AS OF %d on compacted, before compaction: %v", then, err)
+	}
+	if err := waitFor(20*time.Second, func() error {
+		if asOf("compacted") == nil {
+			return errors.New("still readable")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("default RETAIN HISTORY never compacted: %v", err)
+	}
+	if err := asOf("kept"); err != nil {
+		t.Errorf("AS OF %d on a table with RETAIN HISTORY FOR '1h': %v", then, err)
+	}
+	mustExec(t, c, "ALTER TABLE kept RESET (RETAIN HISTORY)")
+}
+
+func TestLoadGenerators(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+	ctx := context.Background()
+	t.Run("Counter", func(t *testing.T) {
+		mustExec(t, c, "CREATE SOURCE counter FROM LOAD GENERATOR COUNTER (TICK INTERVAL '100ms')",
+			"CREATE MATERIALIZED VIEW evens AS SELECT counter FROM counter WHERE counter % 2 = 0")
+		var got []int64
+		err := waitFor(20*time.Second, func() error {
+			rows, err := c.Query(ctx, "SELECT counter FROM counter ORDER BY counter")
+			if err != nil {
+				return err
+			}
+			got, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				return err
+			}
+			if len(got) < 5 {
+				return fmt.Errorf("%d rows", len(got))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range got {
+			if v != int64(i+1) {
+				t.Fatalf("counter rows %v: want 1..n", got)
+			}
+		}
+		if err := waitFor(20*time.Second, func() error {
+			evens, err := tryQueryRows(c, "SELECT counter FROM evens WHERE counter <= 4")
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(evens, []string{"2", "4"}) {
+				return fmt.Errorf("evens %q", evens)
+			}
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("KeyValue", func(t *testing.T) {
+		mustExec(t, c, "CREATE SOURCE kv FROM LOAD GENERATOR KEY VALUE (KEYS 16, PARTITIONS 4, VALUE SIZE 8, SEED 7, BATCH SIZE 2, TICK INTERVAL '50ms')")
+		var seen [][]byte
+		err := waitFor(20*time.Second, func() error {
+			rows, err := c.Query(ctx, "SELECT key, partition, value FROM kv ORDER BY key")
+			if err != nil {
+				return err
+			}
+			type kvRow struct {
+				Key, Partition int64
+				Value          []byte
+			}
+			got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[kvRow])
+			if err != nil {
+				return err
+			}
+			if len(got) != 16 {
+				return fmt.Errorf("%d rows, want one per key (16)", len(got))
+			}
+			for i, r := range got {
+				if r.Key != int64(i) || r.Partition != r.Key%4 || len(r.Value) != 8 {
+					return fmt.Errorf("row %d: %+v", i, r)
+				}
+			}
+			seen = append(seen, got[0].Value)
+			// The values keep changing: key 0 is updated every 8 ticks.
+			if len(seen) < 2 || bytes.Equal(seen[0], seen[len(seen)-1]) {
+				return errors.New("key 0's value has not changed yet")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("BadOptions", func(t *testing.T) {
+		_, err := c.Exec(ctx, "CREATE SOURCE bad FROM LOAD GENERATOR KEY VALUE (KEYS 10, PARTITIONS 4)")
+		wantCode(t, err, "22023", "KEYS not a multiple of PARTITIONS")
+		_, err = c.Exec(ctx, "CREATE SOURCE bad FROM LOAD GENERATOR COUNTER (TICK INTERVAL 'never')")
+		if err == nil {
+			t.Error("bad TICK INTERVAL accepted")
+		}
+		if got := queryRows(t, c, "SHOW SOURCES"); len(got) != 2 {
+			t.Errorf("failed CREATE SOURCE changed the catalog: %q", got)
+		}
+	})
+}
+
+func TestDrop(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	mustExec(t, c,
+		"CREATE TABLE d (a int8)",
+		"INSERT INTO d VALUES (1), (2)",
+		"CREATE MATERIALIZED VIEW dm AS SELECT a FROM d WHERE a > 1",
+		"CREATE VIEW dv AS SELECT a FROM d",
+		"CREATE MATERIALIZED VIEW dmm AS SELECT a FROM dm",
+	)
+	_, err := c.Exec(ctx, "DROP TABLE d")
+	wantCode(t, err, "2BP01", "DROP with dependents")
+	_, err = c.Exec(ctx, "DROP MATERIALIZED VIEW dm")
+	wantCode(t, err, "2BP01", "DROP MATERIALIZED VIEW with a dependent")
+	tag, err := c.Exec(ctx, "DROP TABLE IF EXISTS nope")
+	if err != nil || tag.String() != "DROP TABLE" {
+		t.Errorf("DROP IF EXISTS of a missing table: %q %v", tag, err)
+	}
+	mustExec(t, c, "DROP VIEW IF EXISTS nope, dv", "DROP TABLE d CASCADE")
+	for _, q := range []string{"SHOW TABLES", "SHOW VIEWS", "SHOW MATERIALIZED VIEWS"} {
+		if got := queryRows(t, c, q); len(got) != 0 {
+			t.Errorf("%s after DROP ... CASCADE: %q", q, got)
+		}
+	}
+	for _, name := range []string{"d", "dm", "dmm"} {
+		_, err := c.Exec(ctx, "SELECT * FROM "+name)
+		wantCode(t, err, "42P01", "SELECT from dropped "+name)
+	}
+	// The name is free again, with a fresh (empty) collection.
+	mustExec(t, c, "CREATE TABLE d (a int8)")
+	if got := queryRows(t, c, "SELECT a FROM d"); len(got) != 0 {
+		t.Errorf("recreated table has rows %q", got)
+	}
+	t.Run("SourceCascade", func(t *testing.T) {
+		mustExec(t, c, "CREATE SOURCE ds FROM LOAD GENERATOR COUNTER (TICK INTERVAL '100ms')",
+			"CREATE MATERIALIZED VIEW dsm AS SELECT counter FROM ds")
+		_, err := c.Exec(ctx, "DROP SOURCE ds")
+		wantCode(t, err, "2BP01", "DROP SOURCE with a dependent")
+		mustExec(t, c, "DROP SOURCE ds CASCADE", "DROP SOURCE IF EXISTS ds")
+		for _, q := range []string{"SHOW SOURCES", "SHOW MATERIALIZED VIEWS"} {
+			if got := queryRows(t, c, q); len(got) != 0 {
+				t.Errorf("%s after DROP SOURCE ... CASCADE: %q", q, got)
+			}
+		}
+	})
+	t.Run("ViewOnView", func(t *testing.T) {
+		knownBug(t, "a view's DependsOn records the base table, not the view it reads: DROP VIEW v1 succeeds while v2 (CREATE VIEW v2 AS SELECT a FROM v1) exists (want 2BP01), and SELECT * FROM v2 then fails")
+		mustExec(t, c, "CREATE VIEW v1 AS SELECT a FROM d", "CREATE VIEW v2 AS SELECT a FROM v1")
+		_, err := c.Exec(ctx, "DROP VIEW v1")
+		wantCode(t, err, "2BP01", "DROP VIEW with a dependent view")
+		mustExec(t, c, "DROP VIEW v1 CASCADE")
+		if got := queryRows(t, c, "SHOW VIEWS"); len(got) != 0 {
+			t.Errorf("SHOW VIEWS after CASCADE: %q", got)
+		}
+	})
+}
+
+func TestUpdateDelete(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	for i, m := range execModes[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			c := connectMode(t, s, m.mode)
+			ctx := context.Background()
+			tbl := fmt.Sprintf("ud%d", i)
+			mustExec(t, c, "CREATE TABLE "+tbl+" (a int8 NOT NULL, b text)",
+				"INSERT INTO "+tbl+" VALUES (1, 'a'), (2, 'b'), (3, 'c'), (3, 'c'), (4, NULL)")
+			tag, err := c.Exec(ctx, "UPDATE "+tbl+" SET b = b || '!', a = a * 10 WHERE a >= $1", int64(3))
+			if err != nil || tag.String() != "UPDATE 3" {
+				t.Fatalf("UPDATE: %q %v", tag, err)
+			}
+			tag, err = c.Exec(ctx, "DELETE FROM "+tbl+" WHERE a = $1", int64(1))
+			if err != nil || tag.String() != "DELETE 1" {
+				t.Fatalf("DELETE: %q %v", tag, err)
+			}
+			tag, err = c.Exec(ctx, "UPDATE "+tbl+" SET b = 'none' WHERE a > 1000")
+			if err != nil || tag.String() != "UPDATE 0" {
+				t.Fatalf("UPDATE of no rows: %q %v", tag, err)
+			}
+			want := []string{"2|b", "30|c!", "30|c!", "40|<nil>"}
+			if got := queryRows(t, c, "SELECT a, b FROM "+tbl); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %q, want %q", got, want)
+			}
+			_, err = c.Exec(ctx, "UPDATE "+tbl+" SET a = NULL WHERE a = 2")
+			wantCode(t, err, "23502", "UPDATE to NULL in a NOT NULL column")
+			tag, err = c.Exec(ctx, "DELETE FROM "+tbl)
+			if err != nil || tag.String() != "DELETE 4" {
+				t.Fatalf("DELETE all: %q %v", tag, err)
+			}
+			if got := queryRows(t, c, "SELECT a FROM "+tbl); len(got) != 0 {
+				t.Errorf("after DELETE: %q", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,231 @@
+package adapter
+
+import (
+	"context"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/sql"
+)
+
+// route says where a tail process runs a statement.
+type route int
+
+const (
+	routeLocal    route = iota // served here
+	routeUpstream              // proxied to the upstream server
+	routeBoth                  // applied here and upstream (transactions, SET)
+)
+
+// route decides, in a tail process, where st runs: fast-path SUBSCRIBEs
+// and their cursors here; transaction control and session variables in
+// both places, so that both sides agree; everything else upstream.
+func (s *Session) route(st sql.Statement) route {
+	switch st := st.(type) {
+	case *sql.Subscribe:
+		if s.fastPathEligible(st) {
+			return routeLocal
+		}
+	case *sql.DeclareCursor:
+		if sub, ok := st.Query.(*sql.Subscribe); ok && s.fastPathEligible(sub) {
+			return routeLocal
+		}
+	case *sql.Copy:
+		if sub, ok := st.Query.(*sql.Subscribe); ok && s.fastPathEligible(sub) {
+			return routeLocal
+		}
+	case *sql.Fetch:
+		if _, ok := s.cursors[st.Name]; ok {
+			return routeLocal
+		}
+	case *sql.CloseCursor:
+		if _, ok := s.cursors[st.Name]; ok || st.All {
+			if st.All {
+				return routeBoth
+			}
+			return routeLocal
+		}
+	case *sql.Begin, *sql.Commit, *sql.Rollback, *sql.SetVariable, *sql.ResetVariable:
+		return routeBoth
+	case *sql.ShowVariable:
+		return routeLocal
+	case *sql.Select:
+		// The tail's own system relations (its subscriptions).
+		if len(st.From) == 1 {
+			if tn, ok := st.From[0].(*sql.TableName); ok {
+				if name, err := resolveName(tn.Name); err == nil {
+					if _, ok := systemRelations[name]; ok {
+						return routeLocal
+					}
+				}
+			}
+		}
+	}
+	return routeUpstream
+}
+
+// fastPathEligible reports whether a SUBSCRIBE takes the fast path here: a
+// bare table, source or materialized view, with the flag on.
+func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
+	if st.Query != nil || !s.fastPath() {
+		return false
+	}
+	it, err := s.lookup(st.Relation)
+	if err != nil {
+		// The catalog may be behind the upstream's: look again.
+		if s.c.catalog.Refresh(context.Background()) == nil {
+			it, err = s.lookup(st.Relation)
+		}
+	}
+	return err == nil && it.Kind != KindView
+}
+
+// runTail runs one statement in a tail process.
+func (s *Session) runTail(ctx context.Context, st sql.Statement, text string) (pgwire.Result, error) {
+	switch s.route(st) {
+	case routeLocal:
+		return s.run(ctx, st, nil, nil)
+	case routeBoth:
+		if s.up != nil || isUpstreamNeeded(st) {
+			res, err := s.proxyExec(ctx, text)
+			if err != nil {
+				return nil, err
+			}
+			drainResult(ctx, res)
+		}
+		return s.run(ctx, st, nil, nil)
+	}
+	if cp, ok := st.(*sql.Copy); ok {
+		return s.proxyCopy(ctx, cp, text)
+	}
+	return s.proxyExec(ctx, text)
+}
+
+// isUpstreamNeeded reports whether a both-sides statement must open the
+// upstream connection (a SET must reach the upstream before statements
+// that depend on it run there).
+func isUpstreamNeeded(st sql.Statement) bool {
+	_, ok := st.(*sql.SetVariable)
+	return ok
+}
+
+func drainResult(ctx context.Context, r pgwire.Result) {
+	defer r.Close()
+	for {
+		if _, err := r.Next(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// proxyCopy forwards a COPY, describing its columns from the catalog.
+func (s *Session) proxyCopy(ctx context.Context, st *sql.Copy, text string) (pgwire.Result, error) {
+	opts, err := parseCopyOptions(st.Options)
+	if err != nil {
+		return nil, err
+	}
+	format := pgwire.FormatText
+	if opts.format == formatter.CopyBinary {
+		format = pgwire.FormatBinary
+	}
+	var cols []row.Column
+	switch {
+	case st.Query == nil:
+		it, err := s.lookup(st.Table)
+		if err != nil {
+			return nil, err
+		}
+		idx, err := targetColumns(it, st.Columns)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range idx {
+			cols = append(cols, it.Schema.Columns[i])
+		}
+	default:
+		if sel, ok := st.Query.(*sql.Select); ok {
+			q, err := s.planQuery(sel, nil)
+			if err != nil {
+				return nil, err
+			}
+			cols = q.schema().Columns
+		} else if sub, ok := st.Query.(*sql.Subscribe); ok {
+			p, err := s.planSubscribeStmt(sub)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range p.opts.Columns() {
+				cols = append(cols, row.Column{Name: c.Name, Type: c.Type.RelType()})
+			}
+		}
+	}
+	fields := fieldsOf(cols)
+	for i := range fields {
+		fields[i].Format = format
+		fields[i].TypeOID = pgrepr.OID(cols[i].Type)
+	}
+	if st.Direction == sql.CopyFrom {
+		return &proxiedCopyIn{s: s, sql: text, fields: fields, format: format}, nil
+	}
+	return s.proxyCopyOut(ctx, text, fields, format)
+}
+
+// proxiedStatement is an extended-protocol statement served upstream.
+type proxiedStatement struct {
+	s         *Session
+	sql       string
+	paramOIDs []uint32
+	fields    []pgwire.Field
+}
+
+func (s *Session) prepareUpstream(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
+	u, err := s.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sd, err := u.conn.Prepare(ctx, "", text, paramOIDs)
+	if err != nil {
+		return nil, upstreamError(err)
+	}
+	return &proxiedStatement{s: s, sql: text, paramOIDs: sd.ParamOIDs, fields: fieldsFromUpstream(sd.Fields)}, nil
+}
+
+func (p *proxiedStatement) ParamOIDs() []uint32    { return p.paramOIDs }
+func (p *proxiedStatement) Fields() []pgwire.Field { return p.fields }
+func (p *proxiedStatement) Close()                 {}
+
+func (p *proxiedStatement) Bind(ctx context.Context, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Portal, error) {
+	vals := make([][]byte, len(params))
+	for i, v := range params {
+		if v != nil {
+			vals[i] = append([]byte{}, v...)
+		}
+	}
+	return &proxiedPortal{st: p, params: vals, paramFormats: append([]int16(nil), paramFormats...), resultFormats: append([]int16(nil), resultFormats...)}, nil
+}
+
+type proxiedPortal struct {
+	st                          *proxiedStatement
+	params                      [][]byte
+	paramFormats, resultFormats []int16
+}
+
+func (p *proxiedPortal) Execute(ctx context.Context) (pgwire.Result, error) {
+	u, err := p.st.s.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rr := u.conn.ExecParams(ctx, p.st.sql, p.params, p.st.paramOIDs, p.paramFormats, p.resultFormats)
+	res := &proxiedResult{u: u, rr: rr, kind: pgwire.ResultCommand}
+	if p.st.fields != nil {
+		res.kind = pgwire.ResultRows
+		res.fields = p.st.fields
+	}
+	return res, nil
+}
+
+func (p *proxiedPortal) Close() {}
+
+var _ = row.Schema{}
