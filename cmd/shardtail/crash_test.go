@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestCrashRecovery runs the real binary on the embedded default storage
+// (file blobs + SQLite), has a client create tables, insert batches (INSERT
+// and COPY) and drop tables, and kills the server with SIGKILL at a random
+// point. After each restart on the same data dir every acknowledged DDL and
+// write must be there and nothing half-applied: the operation in flight at
+// the kill is either wholly applied or not at all, SHOW TABLES lists
+// exactly the live tables and each of them is readable.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary repeatedly")
+	}
+	bin := t.TempDir() + "/shardtail"
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dataDir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+
+	m := &crashModel{tables: map[string]map[int64]bool{}, inFlight: map[string]int{}}
+	deadline := time.Now().Add(20 * time.Second)
+	iterations, kills := 0, 0
+	for iterations < 60 && time.Now().Before(deadline) {
+		iterations++
+		srv := startBinary(t, bin, dataDir)
+		c := srv.connect(t)
+		// Recovery: the state on disk is the model's, with the operation
+		// in flight at the last kill either applied or not.
+		m.verify(t, c, iterations)
+
+		// Write until killed at a random point.
+		done := make(chan struct{})
+		opRng := rand.New(rand.NewPCG(rng.Uint64(), 2))
+		go func() {
+			defer close(done)
+			for m.step(c, opRng) {
+			}
+		}()
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		srv.kill(t)
+		kills++
+		<-done
+		c.Close(context.Background())
+	}
+	// A last restart, checked without a kill in flight.
+	srv := startBinary(t, bin, dataDir)
+	c := srv.connect(t)
+	m.verify(t, c, iterations+1)
+	c.Close(context.Background())
+	srv.kill(t)
+	t.Logf("%d kills; %d acknowledged operations; %d tables live at the end, %d dropped; operations cut by a kill: %v",
+		kills, m.acked, len(m.tables), m.dropped, m.inFlight)
+	if m.acked < 20 {
+		t.Errorf("only %d operations were acknowledged: the test exercised little", m.acked)
+	}
+}
+
+// crashModel is what the client knows was acknowledged.
+type crashModel struct {
+	mu sync.Mutex
+	// tables maps a live table to the ids of its acknowledged rows.
+	tables map[string]map[int64]bool
+	// pending is the operation whose outcome the kill made unknown.
+	pending        *crashOp
+	nextID         int64
+	nextTable      int
+	acked, dropped int
+	// inFlight counts the operations cut by a kill, by kind and outcome.
+	inFlight map[string]int
+}
+
+type crashOp struct {
+	kind  string // "create", "insert", "drop"
+	table string
+	ids   []int64
+}
+
+// step runs one random operation and reports whether the server answered.
+func (m *crashModel) step(c *pgx.Conn, rng *rand.Rand) bool {
+	m.mu.Lock()
+	live := slices.Sorted(maps.Keys(m.tables))
+	var op crashOp
+	switch r := rng.IntN(20); {
+	case len(live) == 0 || r < 3:
+		m.nextTable++
+		op = crashOp{kind: "create", table: fmt.Sprintf("t%d", m.nextTable)}
+	case r < 5 && len(live) > 1:
+		op = crashOp{kind: "drop", table: live[rng.IntN(len(live))]}
+	default:
+		op = crashOp{kind: "insert", table: live[rng.IntN(len(live))]}
+		for range 1 + rng.IntN(200) {
+			m.nextID++
+			op.ids = append(op.ids, m.nextID)
+		}
+	}
+	m.pending = &op
+	m.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var err error
+	switch op.kind {
+	case "create":
+		_, err = c.Exec(ctx, "CREATE TABLE "+op.table+" (id int8 NOT NULL, v text)")
+	case "drop":
+		_, err = c.Exec(ctx, "DROP TABLE "+op.table)
+	case "insert":
+		if rng.IntN(2) == 0 {
+			var vals []string
+			for _, id := range op.ids {
+				vals = append(vals, fmt.Sprintf("(%d, 'row %d')", id, id))
+			}
+			_, err = c.Exec(ctx, "INSERT INTO "+op.table+" VALUES "+strings.Join(vals, ", "))
+		} else {
+			var b strings.Builder
+			for _, id := range op.ids {
+				fmt.Fprintf(&b, "%d\trow %d\n", id, id)
+			}
+			_, err = c.PgConn().CopyFrom(ctx, strings.NewReader(b.String()), "COPY "+op.table+" FROM STDIN")
+		}
+	}
+	if err != nil {
+		return false // the kill; pending stays unknown
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.apply(op)
+	m.pending = nil
+	m.acked++
+	return true
+}
+
+// apply folds an operation into the model. m.mu must be held.
+func (m *crashModel) apply(op crashOp) {
+	switch op.kind {
+	case "create":
+		m.tables[op.table] = map[int64]bool{}
+	case "drop":
+		delete(m.tables, op.table)
+		m.dropped++
+	case "insert":
+		for _, id := range op.ids {
+			m.tables[op.table][id] = true
+		}
+	}
+}
+
+// verify compares the server's state with the model, resolving the pending
+// operation from what it finds.
+func (m *crashModel) verify(t *testing.T, c *pgx.Conn, iteration int) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ctx := context.Background()
+	rows, err := c.Query(ctx, "SHOW TABLES")
+	if err != nil {
+		t.Fatalf("iteration %d: SHOW TABLES: %v", iteration, err)
+	}
+	names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+		var name, comment string
+		err := r.Scan(&name, &comment)
+		return name, err
+	})
+	if err != nil {
+		t.Fatalf("iteration %d: SHOW TABLES: %v", iteration, err)
+	}
+	got := map[string]map[int64]bool{}
+	for _, name := range names {
+		rows, err := c.Query(ctx, "SELECT id FROM "+name)
+		if err != nil {
+			t.Fatalf("iteration %d: table %s is listed but cannot be read: %v", iteration, name, err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			t.Fatalf("iteration %d: table %s is listed but cannot be read: %v", iteration, name, err)
+		}
+		set := map[int64]bool{}
+		for _, id := range ids {
+			if set[id] {
+				t.Fatalf("iteration %d: table %s holds row %d twice", iteration, name, id)
+			}
+			set[id] = true
+		}
+		got[name] = set
+	}
+
+	applied := func() bool { // does got show the pending operation applied?
+		p := m.pending
+		switch p.kind {
+		case "create":
+			_, ok := got[p.table]
+			return ok
+		case "drop":
+			_, ok := got[p.table]
+			return !ok
+		default:
+			n := 0
+			for _, id := range p.ids {
+				if got[p.table][id] {
+					n++
+				}
+			}
+			if n != 0 && n != len(p.ids) {
+				t.Fatalf("iteration %d: batch of %d rows into %s half-applied: %d rows present", iteration, len(p.ids), p.table, n)
+			}
+			return n == len(p.ids)
+		}
+	}
+	if m.pending != nil {
+		outcome := " lost"
+		if applied() {
+			m.apply(*m.pending)
+			outcome = " applied"
+		}
+		m.inFlight[m.pending.kind+outcome]++
+		m.pending = nil
+	}
+	if !maps.EqualFunc(got, m.tables, maps.Equal) {
+		for name, want := range m.tables {
+			if g, ok := got[name]; !ok {
+				t.Errorf("iteration %d: acknowledged table %s (%d rows) is missing", iteration, name, len(want))
+			} else if len(g) != len(want) || !maps.Equal(g, want) {
+				t.Errorf("iteration %d: table %s has %d rows, want the %d acknowledged", iteration, name, len(g), len(want))
+			}
+		}
+		for name := range got {
+			if _, ok := m.tables[name]; !ok {
+				t.Errorf("iteration %d: table %s exists but was dropped or never acknowledged", iteration, name)
+			}
+		}
+		t.FailNow()
+	}
+}
+
+// binaryServer is a `shardtail serve` child process.
+type binaryServer struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *lockedWriter
+	exited chan struct{}
+}
+
+// startBinary starts the server on dataDir with free loopback ports and
+// waits until it is ready.
+func startBinary(t *testing.T, bin, dataDir string) *binaryServer {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		pg, httpPort := freePort(t), freePort(t)
+		s := &binaryServer{addr: "127.0.0.1:" + pg, stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
+		s.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", "127.0.0.1:"+httpPort, "--tick", "100ms")
+		s.cmd.Stderr = s.stderr
+		stdout, err := s.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ready := make(chan bool, 1)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			ok := false
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "is ready") && !ok {
+					ok = true
+					ready <- true
+				}
+			}
+			if !ok {
+				ready <- false
+			}
+		}()
+		go func() { s.cmd.Wait(); close(s.exited) }()
+		select {
+		case ok := <-ready:
+			if ok {
+				return s
+			}
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+		}
+		<-s.exited
+		// A port taken between freePort and listen: try others.
+		if attempt < 3 && strings.Contains(s.stderr.String(), "address already in use") {
+			continue
+		}
+		t.Fatalf("server did not start:\n%s", s.stderr.String())
+	}
+}
+
+func (s *binaryServer) connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, "postgres://materialize@"+s.addr+"/materialize?sslmode=disable")
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, s.stderr.String())
+	}
+	return c
+}
+
+// kill sends SIGKILL and waits for the process to go.
+func (s *binaryServer) kill(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		select {
+		case <-s.exited:
+			t.Fatalf("server exited before the kill:\n%s", s.stderr.String())
+		default:
+			t.Fatal(err)
+		}
+	}
+	<-s.exited
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// lockedWriter lets the child's stderr be read while it is written.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}
