@@ -224,7 +224,6 @@ func TestClientPsql(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "SyntaxErrorPosition" {
-				knownBug(t, "syntax errors reach the client without a position (sql.ParseError.Position is a field; pgwire looks for a Position() method)")
 			}
 			var args []string
 			for _, c := range tc.cmds {
@@ -638,7 +637,6 @@ func TestPasswordAuth(t *testing.T) {
 				t.Errorf("denied writes changed the table: %q", got)
 			}
 			t.Run("GrantOnView", func(t *testing.T) {
-				knownBug(t, "GRANT SELECT ON VIEW v TO r is not enough to read v: SELECT * FROM v as r fails with 42501 'permission denied for TABLE materialize.public.secret' (the view is inlined and the base table is checked against the session's role, not the view owner's)")
 				mustExec(t, admin, "CREATE VIEW secret_view AS SELECT a FROM secret", "GRANT SELECT ON secret_view TO r")
 				if got, err := tryQueryRows(r, "SELECT a FROM secret_view"); err != nil || !reflect.DeepEqual(got, []string{"1"}) {
 					t.Errorf("SELECT from a granted view: %q, %v", got, err)
@@ -714,7 +712,6 @@ func TestErrorCodes(t *testing.T) {
 		}
 	}
 	t.Run("SyntaxErrorPosition", func(t *testing.T) {
-		knownBug(t, "syntax errors reach the client without a position: ErrorResponse P field missing (sql.ParseError.Position is a field; pgwire looks for a Position() method)")
 		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
 		for _, tc := range []struct {
 			stmt string
@@ -1177,7 +1174,6 @@ func TestDrop(t *testing.T) {
 		}
 	})
 	t.Run("ViewOnView", func(t *testing.T) {
-		knownBug(t, "a view's DependsOn records the base table, not the view it reads: DROP VIEW v1 succeeds while v2 (CREATE VIEW v2 AS SELECT a FROM v1) exists (want 2BP01), and SELECT * FROM v2 then fails")
 		mustExec(t, c, "CREATE VIEW v1 AS SELECT a FROM d", "CREATE VIEW v2 AS SELECT a FROM v1")
 		_, err := c.Exec(ctx, "DROP VIEW v1")
 		wantCode(t, err, "2BP01", "DROP VIEW with a dependent view")

@@ -179,7 +179,7 @@ func (s *Session) planCreateView(st *sql.CreateView) (*plan, error) {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
 		_, err := s.c.createCollection(ctx, &Item{Name: name, Kind: kind, Schema: schema, SQL: st.String(),
-			DependsOn: []uint64{q.input.ID}, Owner: s.user})
+			DependsOn: []uint64{q.from.ID}, Owner: s.user})
 		return nil, err
 	}), nil
 }

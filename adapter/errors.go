@@ -10,7 +10,12 @@ type Error struct {
 	Message string
 	Detail_ string
 	Hint_   string
+	// Pos is the 1-based character position of the error in the query.
+	Pos int
 }
+
+// Position returns the error's position in the query, or 0.
+func (e *Error) Position() int { return e.Pos }
 
 func (e *Error) Error() string { return e.Message }
 

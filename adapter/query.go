@@ -19,6 +19,7 @@ import (
 // Views are inlined: a view's query plan is composed onto its input.
 type queryPlan struct {
 	input   *Item // the collection whose shard is read
+	from    *Item // the relation the query names (a view is inlined into input)
 	mfp     *mfp
 	orderBy []orderKey
 	limit   *int64
@@ -83,7 +84,7 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	if err != nil {
 		return nil, err
 	}
-	q := &queryPlan{input: input, mfp: m, asOf: sel.AsOf, params: params}
+	q := &queryPlan{input: input, from: input, mfp: m, asOf: sel.AsOf, params: params}
 	if base != nil {
 		q.input = base.input
 		q.mfp = composeMFP(base.mfp, m)
@@ -120,7 +121,9 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	return q, nil
 }
 
-// planView plans a view's stored query.
+// planView plans a view's stored query. Privileges are checked on the view
+// itself, not on what it reads (the view's owner granted access by
+// granting on the view), so the definition plans as the server.
 func (s *Session) planView(it *Item) (*queryPlan, error) {
 	st, err := sql.Parse(it.SQL)
 	if err != nil {
@@ -130,7 +133,7 @@ func (s *Session) planView(it *Item) (*queryPlan, error) {
 	if !ok {
 		return nil, fmt.Errorf("view %s: stored definition is a %T", it.Name, st)
 	}
-	q, err := s.planQuery(cv.Query, nil)
+	q, err := s.c.systemSession().planQuery(cv.Query, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 		stmts, err := sql.ParseAll(text)
 		if err != nil {
 			s.fail()
-			yield(nil, err)
+			yield(nil, parseError(err))
 			return
 		}
 		// Several statements in one query run in one implicit transaction,
@@ -138,6 +138,15 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 	}
 }
 
+// parseError gives a parse error its position for ErrorResponse.
+func parseError(err error) error {
+	var pe *sql.ParseError
+	if errors.As(err, &pe) {
+		return &Error{Code: pe.SQLState(), Message: pe.Message, Pos: pe.Position}
+	}
+	return err
+}
+
 // fail marks the transaction block failed after an error.
 func (s *Session) fail() {
 	if s.tx == txBlock {
@@ -158,7 +167,7 @@ func (s *Session) run(ctx context.Context, st sql.Statement, params []row.Datum,
 func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
 	stmts, err := sql.ParseAll(text)
 	if err != nil {
-		return nil, err
+		return nil, parseError(err)
 	}
 	switch len(stmts) {
 	case 0:
