@@ -886,7 +886,6 @@ func TestTransactions(t *testing.T) {
 		}
 	})
 	t.Run("CommitAtOneTimestamp", func(t *testing.T) {
-		knownBug(t, "COMMIT applies a block's INSERTs one by one at different timestamps (BEGIN; INSERT INTO x VALUES (1); INSERT INTO x VALUES (2); COMMIT shows up in SUBSCRIBE x AS OF <before> at two mz_timestamps), so readers, SUBSCRIBE and materialized views see half a transaction")
 		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
 		mustExec(t, c, "CREATE TABLE one_ts (a int8)")
 		before := time.Now().UnixMilli()
@@ -903,7 +902,6 @@ func TestTransactions(t *testing.T) {
 		}
 	})
 	t.Run("CommitAllOrNothing", func(t *testing.T) {
-		knownBug(t, "a COMMIT that fails half-way leaves the earlier writes applied: BEGIN; INSERT INTO p1 ...; INSERT INTO p2 ...; (another session: DROP TABLE p2); COMMIT fails with XX000 'shard s... is not writable here' (internal detail; want e.g. 42P01) while p1's row is committed")
 		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
 		mustExec(t, admin, "CREATE TABLE p1 (a int8)", "CREATE TABLE p2 (a int8)")
 		mustExec(t, c, "BEGIN", "INSERT INTO p1 VALUES (1)", "INSERT INTO p2 VALUES (1)")

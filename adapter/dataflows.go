@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
@@ -21,6 +22,46 @@ import (
 type dataflowHandle struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// err is why a materialized view is stalled (a row its expressions
+	// cannot evaluate); nil while it is healthy.
+	err atomic.Pointer[error]
+}
+
+// viewError returns why the view with id is stalled, or nil.
+func (c *Coordinator) viewError(id uint64) error {
+	c.mu.Lock()
+	df := c.dataflows[id]
+	c.mu.Unlock()
+	if df == nil {
+		return nil
+	}
+	if p := df.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// writeFloor is the newest acknowledged write to the tables and sources
+// that an item reads, directly or through other views.
+func (c *Coordinator) writeFloor(it *Item) uint64 {
+	cs := c.catalog.State()
+	var floor uint64
+	seen := map[uint64]bool{}
+	var walk func(*Item)
+	walk = func(it *Item) {
+		if it == nil || seen[it.ID] {
+			return
+		}
+		seen[it.ID] = true
+		if it.Kind == KindTable || it.Kind == KindSource {
+			floor = max(floor, c.storage.LastWrite(it.Shard))
+		}
+		for _, d := range it.DependsOn {
+			walk(cs.ItemByID(d))
+		}
+	}
+	walk(it)
+	return floor
 }
 
 func (d *dataflowHandle) stop() {
@@ -85,6 +126,20 @@ func (c *Coordinator) startMaterializedView(ctx context.Context, it *Item) error
 	return nil
 }
 
+func (c *Coordinator) setViewError(id uint64, err error) {
+	c.mu.Lock()
+	df := c.dataflows[id]
+	c.mu.Unlock()
+	if df == nil {
+		return
+	}
+	if err == nil {
+		df.err.Store(nil)
+	} else {
+		df.err.Store(&err)
+	}
+}
+
 func (c *Coordinator) maintainView(ctx context.Context, it *Item, q *queryPlan) error {
 	r, err := c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "materialized view " + it.Name})
 	if err != nil {
@@ -146,25 +201,41 @@ func (c *Coordinator) maintainView(ctx context.Context, it *Item, q *queryPlan) 
 	if err != nil {
 		return err
 	}
+	// pending holds input updates the view could not evaluate (a row its
+	// expressions fail on, such as a division by zero). The view stalls
+	// there and reports the error to readers; later batches join pending,
+	// with times advanced to their frontier, until the bad rows are
+	// retracted and the whole evaluates — then the view resumes at that
+	// frontier, correct from there on.
+	var pending []row.Update
 	for {
 		updates, frontier, err := l.Next(ctx)
 		if err != nil {
 			return err
 		}
-		var mapped []row.Update
-		for _, u := range updates {
-			out, ok, err := m.Apply(u.Row)
-			if err != nil {
-				// A row the view's expressions cannot evaluate (division by
-				// zero...) stalls the view, as in Materialize.
-				return fmt.Errorf("evaluate: %w", err)
-			}
-			if ok {
-				mapped = append(mapped, row.Update{Row: out, T: u.T, Diff: u.Diff})
-			}
-		}
 		if frontier <= upper {
 			continue
+		}
+		batch := updates
+		if pending != nil {
+			pending = append(pending, updates...)
+			for i := range pending {
+				pending[i].T = frontier - 1
+			}
+			pending = row.Consolidate(pending)
+			batch = pending
+		}
+		mapped, evalErr := applyMFP(m, batch)
+		if evalErr != nil {
+			if pending == nil {
+				pending = append([]row.Update(nil), updates...)
+			}
+			c.setViewError(it.ID, evalErr)
+			continue
+		}
+		if pending != nil {
+			pending = nil
+			c.setViewError(it.ID, nil)
 		}
 		if err := c.storage.AppendAt(ctx, it.Shard, row.Consolidate(mapped), upper, frontier); err != nil {
 			return err
@@ -172,6 +243,21 @@ func (c *Coordinator) maintainView(ctx context.Context, it *Item, q *queryPlan) 
 		upper = frontier
 		_ = r.Downgrade(ctx, frontier-1)
 	}
+}
+
+// applyMFP maps updates through m.
+func applyMFP(m *mfp, updates []row.Update) ([]row.Update, error) {
+	var out []row.Update
+	for _, u := range updates {
+		r, ok, err := m.Apply(u.Row)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, row.Update{Row: r, T: u.T, Diff: u.Diff})
+		}
+	}
+	return out, nil
 }
 
 // evaluate reads the input at asOf through the MFP.

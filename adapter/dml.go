@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/shardtail/shardtail/expr"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/row"
@@ -155,7 +156,7 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 		}
 		for j, e := range vals {
 			target := it.Schema.Columns[cols[j]]
-			sc, p, err := compileScalar(e, row.Schema{}, "", &target.Type, paramOIDs)
+			sc, p, err := compileScalar(e, row.Schema{}, "", &target, paramOIDs)
 			if err != nil {
 				return nil, err
 			}
@@ -211,9 +212,11 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 	var params []uint32
 	var filter *scalar
 	if where != nil {
-		boolType := row.TypeBool
-		if filter, params, err = compileScalar(where, it.Schema, it.Name, &boolType, paramOIDs); err != nil {
+		if filter, params, err = compileScalar(where, it.Schema, it.Name, nil, paramOIDs); err != nil {
 			return nil, err
+		}
+		if t := filter.e.Type(); t != expr.TypeBool && t != expr.TypeUnknown {
+			return nil, errorf(codeDatatypeMismatch, "argument of WHERE must be type boolean, not type %s", t)
 		}
 	}
 	assigns := make(map[int]*scalar, len(set))
@@ -222,7 +225,7 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 		if c < 0 {
 			return nil, errorf(codeUndefinedColumn, "column %q of relation %q does not exist", a.Column, it.Name)
 		}
-		sc, p, err := compileScalar(a.Value, it.Schema, it.Name, &it.Schema.Columns[c].Type, paramOIDs)
+		sc, p, err := compileScalar(a.Value, it.Schema, it.Name, &it.Schema.Columns[c], paramOIDs)
 		if err != nil {
 			return nil, err
 		}

@@ -21,69 +21,24 @@ type scalar struct {
 	e expr.Expr
 }
 
-// compileScalar compiles e over schema (a relation named table) and, when
-// target is set, coerces it to the target type with PostgreSQL's
-// assignment rules: a type that cannot be assigned is 42804.
-func compileScalar(e sql.Expr, schema row.Schema, table string, target *row.Type, paramOIDs []uint32) (*scalar, []uint32, error) {
+// compileScalar compiles e over schema (a relation named table). With a
+// target column it applies PostgreSQL's assignment rules (expr.CompileAssign):
+// a string literal or an untyped parameter takes the column's type, other
+// values convert by assignment casts, anything else is 42804.
+func compileScalar(e sql.Expr, schema row.Schema, table string, target *row.Column, paramOIDs []uint32) (*scalar, []uint32, error) {
 	scope := expr.NewScope(schema, table)
-	types := paramTypes(paramOIDs)
-	if p, ok := e.(*sql.Param); ok && target != nil && p.Index > 0 {
-		// A bare parameter takes its target's type, as in PostgreSQL
-		// (INSERT INTO t VALUES ($1)).
-		for len(types) < p.Index {
-			types = append(types, expr.TypeUnknown)
-		}
-		if types[p.Index-1] == expr.TypeUnknown {
-			types[p.Index-1] = expr.FromRow(*target)
-		}
-	}
-	scope.SetParamTypes(types)
+	scope.SetParamTypes(paramTypes(paramOIDs))
+	var ce expr.Expr
+	var err error
 	if target != nil {
-		switch e.(type) {
-		case *sql.StringLit, *sql.NullLit:
-			// An untyped literal is read by the target type's input
-			// function, as in PostgreSQL.
-			e = &sql.Cast{X: e, Type: sql.TypeName{Name: target.String()}}
-		}
+		ce, err = expr.CompileAssign(e, scope, target.Name, expr.FromRow(target.Type))
+	} else {
+		ce, err = expr.Compile(e, scope)
 	}
-	ce, err := expr.Compile(e, scope)
 	if err != nil {
 		return nil, nil, err
 	}
-	if target != nil && ce.Type() != expr.FromRow(*target) {
-		if !assignable(ce.Type(), expr.FromRow(*target)) {
-			return nil, nil, errorf(codeDatatypeMismatch, "expression is of type %s but the target is of type %s", ce.Type(), *target)
-		}
-		cast := &sql.Cast{X: e, Type: sql.TypeName{Name: target.String()}}
-		if ce, err = expr.Compile(cast, scope); err != nil {
-			return nil, nil, err
-		}
-	}
 	return &scalar{e: ce}, paramOIDsOf(scope), nil
-}
-
-// assignable reports whether PostgreSQL assigns a value of type from to a
-// column of type to (implicitly or by an assignment cast).
-func assignable(from, to expr.Type) bool {
-	family := func(t expr.Type) int {
-		switch t {
-		case expr.TypeInt2, expr.TypeInt4, expr.TypeInt8, expr.TypeNumeric, expr.TypeFloat4, expr.TypeFloat8, expr.TypeMzTimestamp:
-			return 1
-		case expr.TypeTimestamp, expr.TypeTimestampTZ, expr.TypeDate:
-			return 2
-		case expr.TypeJSONB:
-			return 3
-		}
-		return 0
-	}
-	switch {
-	case from == expr.TypeUnknown || from == to:
-		return true
-	case to == expr.TypeText:
-		return true // every type has an assignment cast to text
-	}
-	f := family(from)
-	return f != 0 && f == family(to)
 }
 
 func (s *scalar) eval(r row.Row, params []row.Datum) (row.Datum, error) {

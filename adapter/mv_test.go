@@ -359,7 +359,6 @@ func TestMaterializedViewDefinitions(t *testing.T) {
 // TestMaterializedViewErrors: a row the view's expressions cannot evaluate
 // must surface as an error to readers, not as silently stale contents.
 func TestMaterializedViewErrors(t *testing.T) {
-	knownBug(t, "CREATE MATERIALIZED VIEW dzm AS SELECT 10 / a AS q FROM dz; INSERT INTO dz VALUES (0): the dataflow fails and retries forever (log: 'dataflow failed; restarting ... division by zero'); SELECT * FROM dzm keeps returning the contents from before the bad row with no error (later inserts never appear), and SELECT * FROM dzm AS OF AT LEAST <now> hangs; the fresh query gives 22012. Want 22012 from SELECT * FROM dzm (Materialize's error collection), and the view to recover after DELETE FROM dz WHERE a = 0 (today it never does: the restarted dataflow replays the bad row from its input's history)")
 	s := testserver.Start(t, testserver.Options{})
 	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
 	ctx := context.Background()
@@ -392,7 +391,6 @@ func TestMaterializedViewErrors(t *testing.T) {
 // transaction_isolation, 'strict serializable', a SELECT from a view issued
 // after an INSERT into its input was acknowledged must see the insert.
 func TestMaterializedViewReadYourWrites(t *testing.T) {
-	knownBug(t, "with transaction_isolation = 'strict serializable', SELECT a FROM linm (CREATE MATERIALIZED VIEW linm AS SELECT a FROM lin) issued right after an acknowledged INSERT INTO lin misses the insert in about 19 of 20 tries: the read takes the view's own upper-1 instead of waiting for the view to reach the input's write timestamp")
 	s := testserver.Start(t, testserver.Options{})
 	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
 	mustExec(t, c, "CREATE TABLE lin (a int8)", "CREATE MATERIALIZED VIEW linm AS SELECT a FROM lin")

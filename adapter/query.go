@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/row"
@@ -165,6 +166,36 @@ func resolveOrderColumn(e sql.Expr, out row.Schema, items []sql.SelectItem) (int
 	return 0, errorf(codeFeatureNotSupp, "ORDER BY %s: only output columns can be ordered by", e)
 }
 
+// latestTime is the time a read without AS OF uses: the collection's
+// latest complete time, and for a materialized view no earlier than the
+// newest acknowledged write, waiting for the view to get there — so a read
+// after a write sees it (strict serializable), whichever collection it
+// reads.
+func (s *Session) latestTime(ctx context.Context, it *Item, state *persist.State) (uint64, error) {
+	floor := uint64(0)
+	if it.Kind == KindMaterializedView && !s.c.isTail() {
+		floor = s.c.writeFloor(it)
+	}
+	for state.Upper == 0 || state.Upper-1 < floor {
+		// A stalled view reports why instead of making readers wait.
+		if err := s.c.viewError(it.ID); err != nil {
+			return 0, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		st, err := s.c.persist.WaitForUpper(wctx, it.Shard, floor)
+		cancel()
+		switch {
+		case err == nil:
+			state = st
+		case ctx.Err() != nil:
+			return 0, ctx.Err()
+		case !errors.Is(err, context.DeadlineExceeded):
+			return 0, mapPersistErr(err, it.Name)
+		}
+	}
+	return max(state.Upper-1, state.Since), nil
+}
+
 // readTimestamp chooses a SELECT's timestamp: AS OF if given, else the
 // latest complete time, chosen linearizably.
 func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf) (uint64, error) {
@@ -173,12 +204,7 @@ func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf) (
 		return 0, mapPersistErr(err, it.Name)
 	}
 	if asOf == nil {
-		if state.Upper == 0 {
-			if state, err = s.c.persist.WaitForUpper(ctx, it.Shard, 0); err != nil {
-				return 0, mapPersistErr(err, it.Name)
-			}
-		}
-		return max(state.Upper-1, state.Since), nil
+		return s.latestTime(ctx, it, state)
 	}
 	t, err := evalTimestamp(asOf.Expr)
 	if err != nil {

@@ -241,15 +241,29 @@ func (s *Session) beginImplicit() {
 // inTx reports whether a transaction (block or implicit) is open.
 func (s *Session) inBlock() bool { return s.tx == txBlock || s.tx == txFailed }
 
-// commit applies the buffered writes and ends the transaction.
+// commit applies the buffered writes, all at one timestamp, and ends the
+// transaction. A write to a table dropped since fails the whole commit
+// before anything is written.
 func (s *Session) commit(ctx context.Context) error {
 	writes := s.txWrites
 	s.endTx()
-	for _, w := range writes {
-		if err := s.c.write(ctx, w.item, w.updates); err != nil {
-			return err
-		}
+	if len(writes) == 0 {
+		return nil
 	}
+	if err := s.c.catalog.Refresh(ctx); err != nil {
+		return err
+	}
+	byShard := map[string][]row.Update{}
+	for _, w := range writes {
+		if cur := s.c.catalog.State().ItemByID(w.item.ID); cur == nil {
+			return errorf(codeUndefinedTable, "unknown catalog item '%s' (dropped during the transaction)", w.item.Name)
+		}
+		byShard[w.item.Shard] = append(byShard[w.item.Shard], w.updates...)
+	}
+	if _, err := s.c.storage.AppendMulti(ctx, byShard); err != nil {
+		return err
+	}
+	s.c.metrics.writes.Inc()
 	return nil
 }
 

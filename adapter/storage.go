@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -31,6 +32,31 @@ type Storage struct {
 
 	mu     sync.Mutex
 	shards map[string]*ownedShard // mu
+
+	// lastWrites holds, per shard, the timestamp of its newest acknowledged
+	// write: a read of a materialized view waits until the view reaches
+	// the last write to what it reads.
+	wmu        sync.Mutex
+	lastWrites map[string]uint64 // wmu
+}
+
+// noteWrite records an acknowledged write to shards at ts.
+func (s *Storage) noteWrite(ts uint64, shards ...string) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.lastWrites == nil {
+		s.lastWrites = map[string]uint64{}
+	}
+	for _, sh := range shards {
+		s.lastWrites[sh] = max(s.lastWrites[sh], ts)
+	}
+}
+
+// LastWrite is the timestamp of the newest acknowledged write to shard.
+func (s *Storage) LastWrite(shard string) uint64 {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.lastWrites[shard]
 }
 
 // ownedShard is a shard this process writes.
@@ -135,8 +161,53 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 		if err != nil {
 			return 0, err
 		}
+		s.noteWrite(ts, shard)
 		return ts, nil
 	}
+}
+
+// AppendMulti commits writes to several shards at one timestamp (a
+// transaction's): every shard is checked and locked, in a fixed order,
+// before any is written, and all appends carry the same time, so a reader
+// never sees part of the transaction at a time. Each shard's append is its
+// own compare-and-set: a crash between them can leave a prefix applied.
+func (s *Storage) AppendMulti(ctx context.Context, writes map[string][]row.Update) (uint64, error) {
+	shards := make([]string, 0, len(writes))
+	for shard := range writes {
+		shards = append(shards, shard)
+	}
+	sort.Strings(shards)
+	owned := make([]*ownedShard, len(shards))
+	for i, shard := range shards {
+		o, err := s.owned(shard)
+		if err != nil {
+			return 0, err
+		}
+		owned[i] = o
+	}
+	for _, o := range owned {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+	}
+	var floor uint64
+	for _, o := range owned {
+		floor = max(floor, o.w.Upper())
+	}
+	ts, err := s.oracle.WriteTS(ctx, floor)
+	if err != nil {
+		return 0, err
+	}
+	for i, o := range owned {
+		updates := writes[shards[i]]
+		for j := range updates {
+			updates[j].T = ts
+		}
+		if err := o.w.CompareAndAppend(ctx, updates, o.w.Upper(), ts+1); err != nil {
+			return 0, err
+		}
+	}
+	s.noteWrite(ts, shards...)
+	return ts, nil
 }
 
 // AppendBatch writes a large load in bounded memory: fill adds updates to
@@ -170,6 +241,7 @@ func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *pe
 		if err != nil {
 			return 0, err
 		}
+		s.noteWrite(ts, shard)
 		return ts, nil
 	}
 }
@@ -219,6 +291,9 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 		var mm *persist.UpperMismatchError
 		if errors.As(err, &mm) {
 			continue // another process wrote: read again
+		}
+		if err == nil {
+			s.noteWrite(ts, shard)
 		}
 		return ts, err
 	}

@@ -212,12 +212,9 @@ func (p *subscribePlan) timestamps(ctx context.Context, src *Item) (uint64, *uin
 	var asOf uint64
 	switch {
 	case p.st.AsOf == nil:
-		if state.Upper == 0 {
-			if state, err = s.c.persist.WaitForUpper(ctx, src.Shard, 0); err != nil {
-				return 0, nil, mapPersistErr(err, p.relationName())
-			}
+		if asOf, err = s.latestTime(ctx, src, state); err != nil {
+			return 0, nil, err
 		}
-		asOf = max(state.Upper-1, state.Since)
 	default:
 		t, err := evalTimestamp(p.st.AsOf.Expr)
 		if err != nil {

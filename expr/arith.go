@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"math/bits"
 	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/shardtail/shardtail/persist/row"
@@ -95,8 +96,15 @@ func intBitOp[T intKind](op byte) func(a, b row.Datum) (row.Datum, error) {
 		case '#':
 			return x ^ b.(T), nil
 		}
-		// Postgres shifts by the count as C does on its platform: the
-		// count is taken modulo the width.
+		// Postgres shifts as C does on x86-64: smallints are promoted
+		// to 32 bits, and the count is taken modulo the width.
+		if w := bitsOf[T](); w < 32 {
+			n := uint32(b.(int32)) % 32
+			if op == '<' {
+				return T(int32(x) << n), nil
+			}
+			return T(int32(x) >> n), nil
+		}
 		n := uint(b.(int32)) % uint(bitsOf[T]())
 		if op == '<' {
 			return x << n, nil
@@ -273,8 +281,24 @@ const (
 
 func numNaN(a, b row.Numeric) bool { return a == "NaN" || b == "NaN" }
 
-// numDec parses a canonical numeric.
-func numDec(n row.Numeric) *apd.Decimal { return n.Decimal() }
+// numDec parses a canonical numeric. An integer's trailing zeros go into
+// the exponent: 1e100000 is then a one-digit coefficient, and arithmetic
+// on it (and apd's Reduce, which strips zeros one division at a time)
+// stays cheap.
+func numDec(n row.Numeric) *apd.Decimal {
+	s := string(n)
+	if strings.IndexByte(s, '.') < 0 && len(s) > 1 && s[len(s)-1] == '0' {
+		k := len(s) - len(strings.TrimRight(s, "0"))
+		if k == len(s) || (s[0] == '-' && k == len(s)-1) {
+			k--
+		}
+		if d, _, err := apd.NewFromString(s[:len(s)-k]); err == nil {
+			d.Exponent += int32(k)
+			return d
+		}
+	}
+	return n.Decimal()
+}
 
 // exactCtx returns a context precise enough for an exact result of up to
 // digits digits.

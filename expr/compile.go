@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,33 @@ func Compile(e sql.Expr, scope *Scope) (Expr, error) {
 		return nil, err
 	}
 	return c.resolveUnknown(x)
+}
+
+// CompileAssign compiles e as a value stored into column, of type to, as
+// INSERT's VALUES and UPDATE's SET do in Postgres: a string literal or an
+// untyped parameter takes the column's type, and other values convert by
+// implicit or assignment casts (numeric to integer rounds, anything to
+// text). A value that cannot be assigned is 42804 `column "a" is of type
+// integer but expression is of type boolean`.
+func CompileAssign(e sql.Expr, scope *Scope, column string, to Type) (Expr, error) {
+	if scope == nil {
+		scope = &Scope{}
+	}
+	c := &compiler{scope: scope}
+	x, err := c.expr(e)
+	if err != nil {
+		return nil, err
+	}
+	y, ok, err := c.coerce(x, typeRef{typ: to}, castAssignment)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &Error{code: CodeDatatypeMismatch,
+			msg:  fmt.Sprintf("column %q is of type %s but expression is of type %s", column, to, x.Type()),
+			hint: "You will need to rewrite or cast the expression."}
+	}
+	return y, nil
 }
 
 // compiler turns an AST into typed nodes. Each construct is typed
@@ -109,7 +137,7 @@ func numberLit(text string) (Expr, error) {
 	if err != nil {
 		return nil, errf(CodeInvalidTextRepresentation, "invalid input syntax for type numeric: \"%s\"", text)
 	}
-	d, err := numResult(n.Decimal())
+	d, err := numResult(numDec(n))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +217,7 @@ func (c *compiler) coerce(x Expr, ref typeRef, level castLevel) (Expr, bool, err
 		}
 		return &constant{d: d, typ: to}, true, nil
 	}
-	return fold(&cast{x: x, typ: to, fn: f}, x), true, nil
+	return foldStrict(&cast{x: x, typ: to, fn: f}, x), true, nil
 }
 
 // castTo is coerce that fails when no conversion exists.
@@ -223,6 +251,25 @@ func (c *compiler) toBool(x Expr, what string) (Expr, error) {
 // left for evaluation to report, so that a branch never taken, as in
 // CASE WHEN b = 0 THEN NULL ELSE 1 / b END, cannot fail.
 func fold(x Expr, operands ...Expr) Expr {
+	return foldConst(x, false, operands)
+}
+
+// foldStrict is fold for a strict operator or function: a NULL constant
+// operand makes it NULL without evaluating the others, as Postgres'
+// planner simplifies it (so b::real * NULL is NULL even when b is not a
+// number).
+func foldStrict(x Expr, operands ...Expr) Expr {
+	return foldConst(x, true, operands)
+}
+
+func foldConst(x Expr, strict bool, operands []Expr) Expr {
+	if strict {
+		for _, o := range operands {
+			if k, ok := o.(*constant); ok && k.d == nil {
+				return &constant{typ: x.Type()}
+			}
+		}
+	}
 	for _, o := range operands {
 		if _, ok := o.(*constant); !ok {
 			return x
@@ -249,14 +296,14 @@ func (c *compiler) unaryExpr(e *sql.UnaryExpr) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return fold(&not{x: b}, b), nil
+		return foldStrict(&not{x: b}, b), nil
 	case sql.UnaryPlus:
 		if x.Type().category() == catNumeric || x.Type() == TypeInterval {
 			return x, nil
 		}
 	case sql.UnaryMinus:
 		if f := unaryMinus[x.Type()]; f != nil {
-			return fold(&unary{op: "-", x: x, typ: x.Type(), fn: f}, x), nil
+			return foldStrict(&unary{op: "-", x: x, typ: x.Type(), fn: f}, x), nil
 		}
 	}
 	if x.Type() == TypeUnknown {
@@ -297,6 +344,14 @@ func (c *compiler) binary(op sql.BinaryOp, l, r Expr) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A constant false in a conjunction (true in a disjunction)
+		// decides it without evaluating the rest, as Postgres' planner
+		// simplifies it.
+		for _, x := range []Expr{lb, rb} {
+			if k, ok := x.(*constant); ok && k.d == (op == sql.OpOr) {
+				return k, nil
+			}
+		}
 		if op == sql.OpAnd {
 			return fold(&and{xs: flatten[*and](lb, rb, func(a *and) []Expr { return a.xs })}, lb, rb), nil
 		}
@@ -306,7 +361,7 @@ func (c *compiler) binary(op sql.BinaryOp, l, r Expr) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return fold(&compare{op: op, l: l, r: r, cmp: cmpf}, l, r), nil
+		return foldStrict(&compare{op: op, l: l, r: r, cmp: cmpf}, l, r), nil
 	case sql.OpIsDistinctFrom, sql.OpIsNotDistinctFrom:
 		l, r, cmpf, err := c.comparable("=", l, r, false)
 		if err != nil {
@@ -330,7 +385,7 @@ func (c *compiler) binary(op sql.BinaryOp, l, r Expr) (Expr, error) {
 	if r, err = c.castTo(r, typeRef{typ: sig.r}, castImplicit); err != nil {
 		return nil, err
 	}
-	return fold(&binary{op: string(op), l: l, r: r, typ: sig.ret, fn: sig.fn, nullable: sig.nullable}, l, r), nil
+	return foldStrict(&binary{op: string(op), l: l, r: r, typ: sig.ret, fn: sig.fn, nullable: sig.nullable}, l, r), nil
 }
 
 // flatten merges nested conjunctions (or disjunctions) into one list.
@@ -396,7 +451,7 @@ func (c *compiler) like(op sql.BinaryOp, l, r Expr) (Expr, error) {
 			return nil, err
 		}
 	}
-	return fold(n, l, r), nil
+	return foldStrict(n, l, r), nil
 }
 
 func (c *compiler) regex(op sql.BinaryOp, l, r Expr) (Expr, error) {
@@ -411,7 +466,7 @@ func (c *compiler) regex(op sql.BinaryOp, l, r Expr) (Expr, error) {
 			return nil, err
 		}
 	}
-	return fold(n, l, r), nil
+	return foldStrict(n, l, r), nil
 }
 
 // concat types ||: text || text, bytea || bytea and jsonb || jsonb by
@@ -430,7 +485,7 @@ func (c *compiler) concat(l, r Expr) (Expr, error) {
 			if err != nil {
 				return nil, err
 			}
-			return fold(&binary{op: "||", l: l, r: r, typ: sig.ret, fn: sig.fn}, l, r), nil
+			return foldStrict(&binary{op: "||", l: l, r: r, typ: sig.ret, fn: sig.fn}, l, r), nil
 		}
 		if !textual(lt) && !textual(rt) {
 			return nil, errOperator("||", lt, rt)
@@ -443,7 +498,7 @@ func (c *compiler) concat(l, r Expr) (Expr, error) {
 	if r, err = c.textCast(r); err != nil {
 		return nil, err
 	}
-	return fold(&binary{op: "||", l: l, r: r, typ: TypeText, fn: func(a, b row.Datum) (row.Datum, error) {
+	return foldStrict(&binary{op: "||", l: l, r: r, typ: TypeText, fn: func(a, b row.Datum) (row.Datum, error) {
 		return a.(string) + b.(string), nil
 	}}, l, r), nil
 }
@@ -457,7 +512,7 @@ func (c *compiler) textCast(x Expr) (Expr, error) {
 	case TypeUnknown:
 		return c.castTo(x, typeRef{typ: TypeText}, castImplicit)
 	}
-	return fold(&cast{x: x, typ: TypeText, fn: func(d row.Datum) (row.Datum, error) { return castToText(t, d), nil }}, x), nil
+	return foldStrict(&cast{x: x, typ: TypeText, fn: func(d row.Datum) (row.Datum, error) { return castToText(t, d), nil }}, x), nil
 }
 
 func (c *compiler) isExpr(e *sql.IsExpr) (Expr, error) {
@@ -830,6 +885,9 @@ func (c *compiler) funcCall(f *sql.FuncCall) (Expr, error) {
 	if ov.usesNow {
 		c.scope.usesNow = true
 		return n, nil
+	}
+	if ov.strict {
+		return foldStrict(n, args...), nil
 	}
 	return fold(n, args...), nil
 }

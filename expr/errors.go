@@ -98,6 +98,8 @@ var (
 	errDateRange      = &Error{code: CodeDatetimeFieldOverflow, msg: "date out of range"}
 	errIntervalRange  = &Error{code: CodeDatetimeFieldOverflow, msg: "interval out of range"}
 	errMzTsRange      = &Error{code: CodeDatetimeFieldOverflow, msg: "mz_timestamp out of range"}
+	errLikeEscape     = &Error{code: CodeInvalidEscapeSequence, msg: "LIKE pattern must not end with escape character"}
+	errTooLarge       = &Error{code: "54000", msg: "requested length too large"} // repeat, lpad beyond maxStringBytes
 )
 
 // errOperator is 42883 `operator does not exist: integer + text`.

@@ -53,9 +53,9 @@ type column struct {
 	nullable bool
 }
 
-func (c *column) Type() Type      { return c.typ }
-func (c *column) Nullable() bool  { return c.nullable }
-func (c *column) String() string  { return sql.QuoteIdent(c.name) }
+func (c *column) Type() Type     { return c.typ }
+func (c *column) Nullable() bool { return c.nullable }
+func (c *column) String() string { return sql.QuoteIdent(c.name) }
 func (c *column) Eval(_ *EvalContext, r row.Row) (row.Datum, error) {
 	if c.index >= len(r) {
 		return nil, errf(CodeInternal, "row has %d columns, expression reads column %d", len(r), c.index+1)
@@ -69,10 +69,10 @@ type constant struct {
 	typ Type
 }
 
-func (c *constant) Type() Type                                 { return c.typ }
-func (c *constant) Nullable() bool                             { return c.d == nil }
+func (c *constant) Type() Type                                    { return c.typ }
+func (c *constant) Nullable() bool                                { return c.d == nil }
 func (c *constant) Eval(*EvalContext, row.Row) (row.Datum, error) { return c.d, nil }
-func (c *constant) String() string                             { return literalSQL(c.typ, c.d) }
+func (c *constant) String() string                                { return literalSQL(c.typ, c.d) }
 
 // literalSQL renders a value as a SQL literal of its type.
 func literalSQL(t Type, d row.Datum) string {
@@ -94,7 +94,7 @@ func literalSQL(t Type, d row.Datum) string {
 			return "(" + s + ")"
 		}
 		return s
-	case TypeUnknown:
+	case TypeUnknown, TypeText:
 		return sql.QuoteString(d.(string))
 	}
 	return sql.QuoteString(formatText(t, d)) + "::" + t.String()
@@ -216,6 +216,7 @@ type binary struct {
 func (b *binary) Type() Type     { return b.typ }
 func (b *binary) Nullable() bool { return b.nullable || b.l.Nullable() || b.r.Nullable() }
 func (b *binary) String() string { return "(" + b.l.String() + " " + b.op + " " + b.r.String() + ")" }
+
 // Strict operators and functions evaluate every argument before looking
 // for NULLs, as Postgres does: an error in any argument is reported even
 // when another is NULL.

@@ -23,7 +23,7 @@ type overload struct {
 	// polymorphic: an "any" parameter takes the argument's type, which
 	// must be known (Postgres' anyelement).
 	polymorphic bool
-	fn       func(ctx *EvalContext, args []row.Datum) (row.Datum, error)
+	fn          func(ctx *EvalContext, args []row.Datum) (row.Datum, error)
 }
 
 // params returns the parameter types for n arguments, nil if the
@@ -111,8 +111,6 @@ func setOf(words ...string) map[string]bool {
 // maxStringBytes bounds the strings repeat and lpad build, as Postgres'
 // 1 GB field limit does (lower, so that a query cannot exhaust memory).
 const maxStringBytes = 64 << 20
-
-var errTooLarge = &Error{code: "54000", msg: "requested length too large"}
 
 func init() {
 	T, I4, I8, F8, N, B, J := TypeText, TypeInt4, TypeInt8, TypeFloat8, TypeNumeric, TypeBool, TypeJSONB

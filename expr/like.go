@@ -26,8 +26,6 @@ type likeElem struct {
 	kind uint8 // 0 literal, 1 any one, 2 any sequence, 3 dangling escape
 }
 
-var errLikeEscape = &Error{code: CodeInvalidEscapeSequence, msg: "LIKE pattern must not end with escape character"}
-
 // likePattern is a compiled LIKE pattern. Backslash escapes the next
 // character; a pattern may not end with one (22025).
 type likePattern struct {
@@ -200,7 +198,9 @@ func compileRegex(pat string, fold bool) (*regexp.Regexp, error) {
 
 func (m *regexMatch) Type() Type     { return TypeBool }
 func (m *regexMatch) Nullable() bool { return m.x.Nullable() || m.pat.Nullable() }
-func (m *regexMatch) String() string { return "(" + m.x.String() + " " + m.op + " " + m.pat.String() + ")" }
+func (m *regexMatch) String() string {
+	return "(" + m.x.String() + " " + m.op + " " + m.pat.String() + ")"
+}
 func (m *regexMatch) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
 	x, err := m.x.Eval(ctx, r)
 	if err != nil {
