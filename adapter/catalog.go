@@ -152,6 +152,14 @@ func (c *Catalog) State() *CatalogState {
 	return c.state
 }
 
+// Seq is the catalog version this process knows: plans made at an older
+// one may name dropped or replaced items.
+func (c *Catalog) Seq() persist.SeqNo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seq
+}
+
 // Changed returns a channel closed when the catalog next changes in this
 // process's view.
 func (c *Catalog) Changed() <-chan struct{} {

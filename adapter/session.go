@@ -9,6 +9,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
@@ -194,7 +195,7 @@ func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) 
 	if err != nil {
 		return nil, err
 	}
-	return &preparedStatement{s: s, stmt: stmts[0], plan: p, paramOIDs: p.paramOIDs(paramOIDs)}, nil
+	return &preparedStatement{s: s, stmt: stmts[0], plan: p, paramOIDs: p.paramOIDs(paramOIDs), seq: s.c.catalog.Seq()}, nil
 }
 
 // Sync implements pgwire.Session.
@@ -285,6 +286,39 @@ type preparedStatement struct {
 	plan      *plan
 	paramOIDs []uint32
 	empty     bool
+	// seq is the catalog version the plan was made at.
+	seq persist.SeqNo
+}
+
+// replan plans the statement again when the catalog changed since it was
+// prepared (a table dropped and created again), as PostgreSQL re-plans
+// cached statements. A changed result shape is an error, as there.
+func (p *preparedStatement) replan(ctx context.Context) error {
+	seq := p.s.c.catalog.Seq()
+	if seq == p.seq {
+		return nil
+	}
+	np, err := p.s.plan(ctx, p.stmt, p.paramOIDs)
+	if err != nil {
+		return err
+	}
+	if !sameFields(np.fields, p.plan.fields) {
+		return errorf(codeFeatureNotSupp, "cached plan must not change result type")
+	}
+	p.plan, p.seq = np, seq
+	return nil
+}
+
+func sameFields(a, b []pgwire.Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].TypeOID != b[i].TypeOID {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *preparedStatement) ParamOIDs() []uint32 { return p.paramOIDs }
@@ -299,6 +333,9 @@ func (p *preparedStatement) Fields() []pgwire.Field {
 func (p *preparedStatement) Bind(ctx context.Context, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Portal, error) {
 	if p.empty {
 		return &portal{empty: true}, nil
+	}
+	if err := p.replan(ctx); err != nil {
+		return nil, err
 	}
 	if len(params) != len(p.paramOIDs) {
 		return nil, errorf("08P01", "bind message supplies %d parameters, but prepared statement requires %d", len(params), len(p.paramOIDs))

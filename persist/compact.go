@@ -131,6 +131,11 @@ func (c *Client) Maintain(ctx context.Context, shard string) (MaintenanceReport,
 func pickMerge(s *State, minInputs int) (start, end int) {
 	n := len(s.Batches)
 	if n < 2 || n < minInputs {
+		for i, b := range s.Batches {
+			if len(b.RunStarts) > 0 {
+				return i, i + 1
+			}
+		}
 		return 0, 0
 	}
 	start = n - 1
@@ -144,6 +149,14 @@ func pickMerge(s *State, minInputs int) (start, end int) {
 		total += prev.Rows()
 	}
 	if n-start < 2 {
+		// No group to merge; a batch of several runs (a bulk load) is
+		// merged into one run on its own, so reads hold one part, not one
+		// per run.
+		for i, b := range s.Batches {
+			if len(b.RunStarts) > 0 {
+				return i, i + 1
+			}
+		}
 		return 0, 0
 	}
 	return start, n
@@ -156,7 +169,7 @@ func (c *Client) compactOnce(ctx context.Context, m *machine) (bool, error) {
 		return false, nil
 	}
 	start, end := pickMerge(s, c.cfg.CompactionMinInputs)
-	if end == 0 {
+	if end == 0 || (end-start == 1 && len(s.Batches[start].RunStarts) == 0) {
 		return false, nil
 	}
 	inputs := s.Batches[start:end]

@@ -231,9 +231,9 @@ func rowSize(r row.Row) int {
 // Close releases the writer. It does not end the shard.
 func (w *Writer) Close() error { return nil }
 
-// BatchBuilder accumulates a large write in bounded memory: every
-// PartTargetBytes of updates it consolidates and uploads a part, a run of
-// its own, and Append commits them all as one batch — atomically, so a
+// BatchBuilder accumulates a large write in bounded memory: every few
+// PartTargetBytes of updates it consolidates them and uploads them as one
+// run of parts, and Append commits all the runs as one batch — atomically, so a
 // failed load changes nothing (its parts become garbage).
 type BatchBuilder struct {
 	w      *Writer
@@ -260,11 +260,16 @@ func (b *BatchBuilder) Add(ctx context.Context, updates ...row.Update) error {
 		b.buf = append(b.buf, u)
 		b.size += rowSize(u.Row) + 16
 	}
-	if b.size >= b.w.c.cfg.PartTargetBytes {
+	if b.size >= runTargetFactor*b.w.c.cfg.PartTargetBytes {
 		return b.flush(ctx)
 	}
 	return nil
 }
+
+// runTargetFactor sizes a batch builder's runs: each flush writes a run of
+// several parts. Fewer, longer runs keep reads cheap — a reader holds one
+// part per run — at the cost of buffering more rows while loading.
+const runTargetFactor = 4
 
 // flush uploads the buffered updates as one run.
 func (b *BatchBuilder) flush(ctx context.Context) error {
