@@ -130,16 +130,6 @@ func connectMode(t testing.TB, s *testserver.Server, mode pgx.QueryExecMode) *pg
 	return c
 }
 
-// knownBug skips a test that fails because of a reported server bug,
-// unless SHARDTAIL_TEST_BUGS=1 (to check whether the bug is fixed). Remove
-// the call with the fix.
-func knownBug(t testing.TB, bug string) {
-	t.Helper()
-	if os.Getenv("SHARDTAIL_TEST_BUGS") != "1" {
-		t.Skip("BUG: " + bug)
-	}
-}
-
 // waitFor polls f until it returns nil or the deadline passes, and returns
 // f's last error.
 func waitFor(timeout time.Duration, f func() error) error {
@@ -792,7 +782,6 @@ func TestSetShowReset(t *testing.T) {
 		})
 	}
 	t.Run("SetRolledBack", func(t *testing.T) {
-		knownBug(t, "SET inside a transaction that is rolled back keeps its value (PostgreSQL reverts it at ROLLBACK)")
 		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
 		mustExec(t, c, "BEGIN", "SET application_name = 'in tx'", "ROLLBACK")
 		var v string

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"maps"
 
 	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgwire"
@@ -65,6 +66,8 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 				return command("BEGIN", notice("25001", "there is already a transaction in progress", "")), nil
 			}
 			s.tx = txBlock
+			s.savedVars = maps.Clone(s.vars)
+			s.savedOverridden = maps.Clone(s.overridden)
 			return command("BEGIN"), nil
 		}), nil
 	case *sql.Commit:

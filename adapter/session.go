@@ -37,6 +37,10 @@ type Session struct {
 	// overridden marks variables the session SET (system variables not in
 	// it follow ALTER SYSTEM).
 	overridden map[string]bool
+	// savedVars and savedOverridden are the variables at BEGIN, restored by
+	// ROLLBACK.
+	savedVars       map[string]string
+	savedOverridden map[string]bool
 
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
@@ -268,11 +272,17 @@ func (s *Session) commit(ctx context.Context) error {
 	return nil
 }
 
-// rollback discards the transaction.
-func (s *Session) rollback() { s.endTx() }
+// rollback discards the transaction, including the SETs made in it.
+func (s *Session) rollback() {
+	if s.savedVars != nil {
+		s.vars, s.overridden = s.savedVars, s.savedOverridden
+	}
+	s.endTx()
+}
 
 func (s *Session) endTx() {
 	s.tx = txIdle
+	s.savedVars, s.savedOverridden = nil, nil
 	s.txWrites = nil
 	s.txReads = 0
 	s.txSubscribe = false
