@@ -142,6 +142,9 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.push(b.SnapshotDone(), b); err != nil || b.Done() {
+		return err
+	}
 	l, err := r.Listen(ctx, s.cfg.AsOf)
 	if err != nil {
 		return err

@@ -66,6 +66,17 @@ func (b *Batcher) Snapshot(updates []row.Update) []Row {
 	return b.opts.Data(b.asOf, updates)
 }
 
+// SnapshotDone returns the rows that close the snapshot (call it also
+// without SNAPSHOT): the snapshot is a batch of data at AS OF, so its upper
+// AS OF + 1 is reported at once — every row below it has been sent. It
+// completes the subscribe when UP TO is AS OF + 1.
+func (b *Batcher) SnapshotDone() []Row {
+	if b.done {
+		return nil
+	}
+	return b.advance(nil, b.asOf+1)
+}
+
 // Batch returns the output rows of one listen batch: updates with times in
 // (AS OF, frontier), consolidated and ordered by time, then the progress row
 // at frontier unless the batch completes the subscribe.
@@ -77,29 +88,47 @@ func (b *Batcher) Batch(updates []row.Update, frontier uint64) []Row {
 }
 
 // Groups is Batch over already formatted rows (Options.Format), which a
-// shared tail computes once per output shape for all its subscribers. Rows
-// at times this subscribe must not see — at or before AS OF, at or after UP
-// TO, or before the progress it already delivered — are skipped, so a batch
-// that overlaps what was delivered (a resume) yields no duplicates.
+// shared tail computes once per output shape for all its subscribers.
+//
+// Progress is reported per timestamp, not per stored batch: the rows at
+// time t are followed by a progress row at t + 1, and the batch by one at
+// its frontier. Stored batches are merged by compaction at times the client
+// cannot see, so this is what makes the output the same on both paths and
+// across runs. Rows this subscribe must not see — at or before AS OF, at
+// or after UP TO, or below the progress it already delivered (a resume
+// overlapping what was sent) — are skipped, so there are no duplicates.
 func (b *Batcher) Groups(groups []TimeRows, frontier uint64) []Row {
 	if b.done {
 		return nil
 	}
 	var out []Row
 	for _, g := range groups {
-		if g.T > b.asOf && g.T >= b.frontier && (!b.hasUpTo || g.T < b.upTo) {
-			out = append(out, g.Rows...)
+		if g.T <= b.asOf || g.T < b.frontier || g.T >= frontier {
+			continue
+		}
+		if b.hasUpTo && g.T >= b.upTo {
+			break
+		}
+		out = append(out, g.Rows...)
+		if out = b.advance(out, g.T+1); b.done {
+			return out
 		}
 	}
-	if b.hasUpTo && frontier >= b.upTo {
+	return b.advance(out, frontier)
+}
+
+// advance moves the delivered frontier to f, appending its progress row,
+// or completes the subscribe when f reaches UP TO.
+func (b *Batcher) advance(out []Row, f uint64) []Row {
+	if b.hasUpTo && f >= b.upTo {
 		b.done = true
 		b.frontier = b.upTo
 		return out
 	}
-	if frontier > b.frontier {
-		b.frontier = frontier
+	if f > b.frontier {
+		b.frontier = f
 		if b.opts.Progress {
-			out = append(out, b.opts.ProgressRow(frontier))
+			out = append(out, b.opts.ProgressRow(f))
 		}
 	}
 	return out

@@ -87,6 +87,7 @@ func TestBatcher(t *testing.T) {
 5 progress
 5 2 1 x 10
 5 1 2 y 20
+6 progress
 6 -1 1 x 10
 7 progress
 7 1 3 z 30
@@ -98,6 +99,7 @@ func TestBatcher(t *testing.T) {
 5 progress
 5 2 1 x 10
 5 1 2 y 20
+6 progress
 6 -1 1 x 10
 7 progress
 7 1 3 z 30
@@ -116,6 +118,7 @@ func TestBatcher(t *testing.T) {
 			var rows []Row
 			rows = append(rows, b.Start()...)
 			rows = append(rows, b.Snapshot([]row.Update{u(1, "x", 10, 5, 2), u(2, "y", 20, 5, 1)})...)
+			rows = append(rows, b.SnapshotDone()...)
 			rows = append(rows, b.Batch([]row.Update{u(1, "x", 10, 6, -1)}, 7)...)
 			rows = append(rows, b.Batch([]row.Update{u(3, "z", 30, 7, 1)}, 8)...)
 			rows = append(rows, b.Batch([]row.Update{u(4, "w", 40, 9, 1)}, 10)...)

@@ -148,7 +148,9 @@ func (s *Subscriber) step(ctx context.Context) error {
 	case phaseStart:
 		s.out = append(s.out, s.b.Start()...)
 		s.phase = phaseJoin
-		if s.req.Snapshot {
+		if !s.req.Snapshot {
+			s.out = append(s.out, s.b.SnapshotDone()...)
+		} else {
 			sh, err := s.t.shareFor(ctx, s, s.req.AsOf)
 			if err != nil {
 				return err
@@ -164,6 +166,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 		if p == nil {
 			s.t.leaveShare(s.sh, s)
 			s.sh = nil
+			s.out = append(s.out, s.b.SnapshotDone()...)
 			s.phase = phaseJoin
 			return nil
 		}

@@ -237,8 +237,9 @@ func TestDetachResume(t *testing.T) {
 			stalled := f.subscribe(asOf, true, 600, nil)
 			// Both take the snapshot and join the live stream, then the
 			// stalled one stops reading.
-			steadyRows := drain(t, f.ctx, steady, asOf+1)
-			stalledRows := drain(t, f.ctx, stalled, asOf+1)
+			f.write(ins(100, "warm-up"))
+			steadyRows := drain(t, f.ctx, steady, f.upper)
+			stalledRows := drain(t, f.ctx, stalled, f.upper)
 			for i := range 30 {
 				f.write(ins(int64(i), fmt.Sprint("value-", i)))
 				steadyRows = append(steadyRows, drain(t, f.ctx, steady, f.upper)...)
@@ -263,7 +264,8 @@ func TestHistoryLoss(t *testing.T) {
 	f := newFixture(t, Config{WindowBytes: 1})
 	asOf := f.upper - 1
 	s := f.subscribe(asOf, false, 100, nil)
-	drain(t, f.ctx, s, asOf+1) // joined the live stream
+	f.write()
+	drain(t, f.ctx, s, f.upper) // joined the live stream
 	for i := range 10 {
 		f.write(ins(int64(i), "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"))
 	}
@@ -276,9 +278,19 @@ func TestHistoryLoss(t *testing.T) {
 	if err := f.policy.Downgrade(f.ctx, f.upper-1); err != nil {
 		t.Fatal(err)
 	}
-	// The tail's own listen reader follows its frontier (rate-limited).
-	time.Sleep(DefaultDowngradeInterval + 100*time.Millisecond)
-	f.write()
+	// The tail's readers follow its frontier (rate-limited): wait until the
+	// shard's since has passed what the subscriber delivered.
+	for {
+		f.write()
+		st, err := f.p.State(f.ctx, f.shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Since > s.Frontier() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for {
 		_, err := s.Next(f.ctx, 0)
 		if err == nil {
