@@ -1,0 +1,156 @@
+package adapter_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardtail/shardtail/internal/testserver"
+)
+
+// Real clients consuming SUBSCRIBE, on both paths: psql streaming COPY,
+// a pgx cursor loop and a node-postgres cursor loop, each seeing rows
+// inserted while it runs.
+
+var subscribePaths = []struct {
+	name string
+	flag string
+}{{"FastPath", "on"}, {"Dataflow", "off"}}
+
+// TestPsqlCopySubscribe streams COPY (SUBSCRIBE ...) TO STDOUT through
+// psql while rows are inserted, until UP TO completes it.
+func TestPsqlCopySubscribe(t *testing.T) {
+	for _, p := range subscribePaths {
+		t.Run(p.name, func(t *testing.T) {
+			s := testserver.Start(t, testserver.Options{})
+			c := connect(t, s)
+			execAll(t, c, "CREATE TABLE t (k int8 NOT NULL, v text)", "INSERT INTO t VALUES (1, 'before')",
+				"ALTER SYSTEM SET enable_subscribe_persist_fast_path = "+p.flag)
+			host, port := s.HostPort()
+			upTo := time.Now().UnixMilli() + 3000
+			cmd := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "materialize", "materialize",
+				"-c", fmt.Sprintf("COPY (SUBSCRIBE t WITH (PROGRESS) UP TO %d) TO STDOUT", upTo))
+			cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=10")
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			execAll(t, c, "INSERT INTO t VALUES (2, 'during')", "DELETE FROM t WHERE k = 1")
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("psql: %v\n%s", err, out.String())
+			}
+			text := out.String()
+			for _, want := range []string{"\tf\t1\t1\tbefore", "\tf\t1\t2\tduring", "\tf\t-1\t1\tbefore", "\tt\t\\N\t\\N\t\\N"} {
+				if !strings.Contains(text, want) {
+					t.Fatalf("psql output lacks %q:\n%s", want, text)
+				}
+			}
+		})
+	}
+}
+
+// TestPgxCursorLoop is the canonical client loop: DECLARE a cursor and
+// FETCH with a timeout, forever, seeing each change once.
+func TestPgxCursorLoop(t *testing.T) {
+	for _, p := range subscribePaths {
+		t.Run(p.name, func(t *testing.T) {
+			s := testserver.Start(t, testserver.Options{})
+			w, r := connect(t, s), connect(t, s)
+			execAll(t, w, "CREATE TABLE t (k int8 NOT NULL)", "INSERT INTO t VALUES (0)")
+			execAll(t, r, "SET enable_subscribe_persist_fast_path = "+p.flag, "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			seen := map[string]int{}
+			for i := 1; i <= 5; i++ {
+				execAll(t, w, fmt.Sprintf("INSERT INTO t VALUES (%d)", i))
+				for seen[fmt.Sprint(i)] == 0 {
+					rows, err := r.Query(ctx, "FETCH ALL c WITH (timeout = '1s')", pgx.QueryExecModeSimpleProtocol)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for rows.Next() {
+						v := rows.RawValues()
+						seen[string(v[2])] += 1
+					}
+					if err := rows.Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for k := 0; k <= 5; k++ {
+				if n := seen[fmt.Sprint(k)]; n != 1 {
+					t.Fatalf("row %d seen %d times: %v", k, n, seen)
+				}
+			}
+		})
+	}
+}
+
+// TestNodePostgresCursorLoop runs the same loop with node-postgres while
+// Go inserts rows.
+func TestNodePostgresCursorLoop(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node not installed: install Node.js 20 (make test installs node-postgres)")
+	}
+	for _, p := range subscribePaths {
+		t.Run(p.name, func(t *testing.T) {
+			s := testserver.Start(t, testserver.Options{})
+			w := connect(t, s)
+			execAll(t, w, "CREATE TABLE t (k int8 NOT NULL)", "INSERT INTO t VALUES (0)")
+			host, port := s.HostPort()
+			script := `
+const { Client } = require('pg');
+(async () => {
+  const c = new Client({ host: process.env.H, port: +process.env.P, user: 'materialize', database: 'materialize' });
+  await c.connect();
+  await c.query("SET enable_subscribe_persist_fast_path = ` + p.flag + `");
+  await c.query('BEGIN');
+  await c.query('DECLARE c CURSOR FOR SUBSCRIBE t');
+  const seen = [];
+  while (!seen.includes('3')) {
+    const res = await c.query("FETCH ALL c WITH (timeout = '1s')");
+    for (const r of res.rows) seen.push(String(r.k));
+  }
+  await c.query('COMMIT');
+  await c.end();
+  console.log(JSON.stringify(seen.sort()));
+})().catch(e => { console.error(e); process.exit(1); });
+`
+			cmd := exec.Command(node, "-e", script)
+			cmd.Env = append(os.Environ(), "H="+host, "P="+port)
+			var out strings.Builder
+			cmd.Stdout = &out
+			cmd.Stderr = &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 3; i++ {
+				time.Sleep(100 * time.Millisecond)
+				execAll(t, w, fmt.Sprintf("INSERT INTO t VALUES (%d)", i))
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("node: %v\n%s", err, out.String())
+				}
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("node did not see the rows:\n%s", out.String())
+			}
+			if got := strings.TrimSpace(out.String()); got != `["0","1","2","3"]` {
+				t.Fatalf("node-postgres saw %s, want each row once", got)
+			}
+		})
+	}
+}
