@@ -69,6 +69,22 @@ type Coordinator struct {
 	nextSubID uint64                     // mu
 
 	nextConnID atomic.Uint32
+
+	// canceler cancels another connection's statement (pg_cancel_backend);
+	// set by SetCanceler once the pgwire server exists.
+	canceler atomic.Pointer[func(pid uint32) bool]
+}
+
+// SetCanceler installs how pg_cancel_backend reaches other connections
+// (pgwire.Server.CancelProcess).
+func (c *Coordinator) SetCanceler(cancel func(pid uint32) bool) { c.canceler.Store(&cancel) }
+
+// cancelBackend cancels the statement of the session with process id pid.
+func (c *Coordinator) cancelBackend(pid uint32) bool {
+	if f := c.canceler.Load(); f != nil {
+		return (*f)(pid)
+	}
+	return false
 }
 
 // NewCoordinator loads the catalog, takes ownership of the collections'

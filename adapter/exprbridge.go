@@ -243,6 +243,15 @@ func (s *Session) substituteSessionFuncs(e sql.Expr) sql.Expr {
 		return str(s.user)
 	case "pg_backend_pid":
 		return &sql.NumberLit{Text: strconv.FormatUint(uint64(s.id), 10)}
+	case "pg_cancel_backend":
+		// Evaluated here, at planning: it acts on another session.
+		if len(f.Args) == 1 {
+			if n, ok := f.Args[0].(*sql.NumberLit); ok {
+				if pid, err := strconv.ParseUint(n.Text, 10, 32); err == nil {
+					return &sql.BoolLit{Value: s.c.cancelBackend(uint32(pid))}
+				}
+			}
+		}
 	case "current_setting":
 		if len(f.Args) >= 1 {
 			if name, ok := sql.ValueText(f.Args[0]); ok {

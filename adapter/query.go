@@ -239,7 +239,9 @@ func (s *Session) planSelect(ctx context.Context, sel *sql.Select, paramOIDs []u
 		if err != nil {
 			return nil, err
 		}
-		return newRowsResult(cols, formats, src.next), nil
+		res := newRowsResult(cols, formats, src.next).withLimit(s.maxResultSize())
+		res.close = src.close
+		return res, nil
 	}}, nil
 }
 

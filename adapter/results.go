@@ -48,6 +48,33 @@ type rowsResult struct {
 	tagVerb string
 	close   func()
 	buf     []byte
+	// limit is max_result_size: a result past it fails with 53200.
+	limit int64
+	size  int64
+}
+
+// withLimit sets the result's size limit (max_result_size).
+func (r *rowsResult) withLimit(n int64) *rowsResult {
+	r.limit = n
+	return r
+}
+
+// errResultTooLarge is max_result_size's error.
+func errResultTooLarge(limit int64) error {
+	return errorf(codeOutOfMemory, "result exceeds max size of %s", formatBytes(limit))
+}
+
+// formatBytes renders a size as Materialize does: "10 B", "1 GiB".
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d %s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func newRowsResult(cols []row.Column, formats []int16, next rowSource) *rowsResult {
@@ -109,6 +136,9 @@ func (r *rowsResult) Next(ctx context.Context) ([][]byte, error) {
 		msgs[i] = r.buf[offs[i]:offs[i+1]]
 	}
 	r.n += len(rows)
+	if r.size += int64(len(r.buf)); r.limit > 0 && r.size > r.limit {
+		return nil, errResultTooLarge(r.limit)
+	}
 	return msgs, nil
 }
 

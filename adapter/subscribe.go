@@ -63,6 +63,11 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 		}
 		p.source = p.q.input
 	} else {
+		if name, err := resolveName(st.Relation); err == nil {
+			if _, ok := systemRelations[name]; ok {
+				return nil, errorf(codeInternal, "'%s' cannot be subscribed to because it is a system table", name)
+			}
+		}
 		it, err := s.lookup(st.Relation)
 		if err != nil {
 			return nil, err
@@ -389,8 +394,9 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 		// PostgreSQL sends it.
 		r.header = true
 		if hdr := r.enc.AppendHeader(nil); len(hdr) > 0 {
-			first := r.enc.AppendRow(hdr, rows[0])
-			msgs[0] = pgwire.AppendCopyData(nil, first)
+			// msgs may be shared (cached) bytes: build a new list.
+			first := pgwire.AppendCopyData(nil, r.enc.AppendRow(hdr, rows[0]))
+			msgs = append([][]byte{first}, msgs[1:]...)
 		}
 	}
 	return msgs, nil
@@ -517,6 +523,13 @@ func (s *Session) planFetch(st *sql.Fetch) (*plan, error) {
 		}
 		var buf []byte
 		msgs := formatter.Messages(formatter.NewEncoder(cur.sub.opts, formats), rows, &buf)
+		var size int64
+		for _, m := range msgs {
+			size += int64(len(m))
+		}
+		if limit := s.maxResultSize(); size > limit {
+			return nil, errResultTooLarge(limit)
+		}
 		return &fetchResult{fields: cur.sub.fields(formats), msgs: msgs, n: len(rows)}, nil
 	}}, nil
 }

@@ -115,6 +115,16 @@ func (s *Session) maxBufferedBytes() int64 {
 	return n
 }
 
+// maxResultSize is max_result_size.
+func (s *Session) maxResultSize() int64 {
+	v, _ := s.getVar("max_result_size")
+	n, err := parseBytes(v)
+	if err != nil || n <= 0 {
+		return 1 << 30
+	}
+	return n
+}
+
 // parseBytes parses a byte size: 1024, '128MB', '1GB', '64kB'.
 func parseBytes(v string) (int64, error) {
 	v = strings.TrimSpace(strings.ToUpper(v))
@@ -122,7 +132,7 @@ func parseBytes(v string) (int64, error) {
 	for _, u := range []struct {
 		suffix string
 		m      int64
-	}{{"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}} {
 		if strings.HasSuffix(v, u.suffix) {
 			mult = u.m
 			v = strings.TrimSpace(strings.TrimSuffix(v, u.suffix))

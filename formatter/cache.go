@@ -2,41 +2,53 @@ package formatter
 
 import "sync"
 
-// RowCache holds one shared row's encoded messages, one per wire format, so
-// that thousands of subscribers of the same row write the same bytes.
-type RowCache struct {
+// rowGroup is a slice of rows shared by many subscribers (a snapshot piece
+// or the rows of one time in a listen batch) and their encoded messages,
+// one slice per wire format, computed once on first use.
+type rowGroup struct {
+	rows    []Row
 	mu      sync.Mutex
-	entries []cacheEntry // mu; usually one or two
+	entries []groupEntry // mu; usually one or two
 }
 
-type cacheEntry struct {
-	key string
-	msg []byte
+type groupEntry struct {
+	key  string
+	msgs [][]byte
 }
 
-func (c *RowCache) get(key string) []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range c.entries {
+// messages returns the group's messages in wire format w.
+func (g *rowGroup) messages(w Wire) [][]byte {
+	key := w.Key()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range g.entries {
 		if e.key == key {
-			return e.msg
+			return e.msgs
 		}
 	}
-	return nil
-}
-
-func (c *RowCache) put(key string, msg []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.entries = append(c.entries, cacheEntry{key: key, msg: msg})
+	var buf []byte
+	ends := make([]int, len(g.rows))
+	for i, r := range g.rows {
+		buf = w.AppendMessage(buf, r)
+		ends[i] = len(buf)
+	}
+	msgs := make([][]byte, len(g.rows))
+	start := 0
+	for i, end := range ends {
+		msgs[i] = buf[start:end:end]
+		start = end
+	}
+	g.entries = append(g.entries, groupEntry{key: key, msgs: msgs})
+	return msgs
 }
 
 // Shared marks rows as shared between subscribers: their encodings are
-// cached on first use. It modifies rows in place and returns them.
+// computed once per wire format, for all of them at once. It modifies rows
+// in place and returns them.
 func Shared(rows []Row) []Row {
-	caches := make([]RowCache, len(rows))
+	g := &rowGroup{rows: rows}
 	for i := range rows {
-		rows[i].cache = &caches[i]
+		rows[i].group, rows[i].idx = g, i
 	}
 	return rows
 }
@@ -51,29 +63,33 @@ type Wire interface {
 }
 
 // Messages encodes rows with w and returns one complete message per row.
-// Rows marked Shared are encoded once per wire format and their cached
-// bytes returned as they are (callers must not modify them); other rows
-// are encoded into *buf, which is reused.
+// Runs of rows marked Shared return their group's cached bytes (callers
+// must not modify them); when rows is one such run, the cached slice itself
+// is returned, without copying. Other rows are encoded into *buf, which is
+// reused.
 func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
-	key := w.Key()
+	if n := len(rows); n > 0 && rows[0].group != nil && rows[n-1].group == rows[0].group && rows[n-1].idx == rows[0].idx+n-1 {
+		return rows[0].group.messages(w)[rows[0].idx : rows[0].idx+n : rows[0].idx+n]
+	}
 	msgs := make([][]byte, len(rows))
 	b := (*buf)[:0]
 	type span struct{ i, start, end int }
 	var spans []span
-	for i, r := range rows {
-		if r.cache != nil {
-			if m := r.cache.get(key); m != nil {
-				msgs[i] = m
-				continue
+	for i := 0; i < len(rows); {
+		r := rows[i]
+		if r.group != nil {
+			j := i + 1
+			for j < len(rows) && rows[j].group == r.group && rows[j].idx == r.idx+(j-i) {
+				j++
 			}
-			m := w.AppendMessage(nil, r)
-			r.cache.put(key, m)
-			msgs[i] = m
+			copy(msgs[i:j], r.group.messages(w)[r.idx:r.idx+(j-i)])
+			i = j
 			continue
 		}
 		start := len(b)
 		b = w.AppendMessage(b, r)
 		spans = append(spans, span{i, start, len(b)})
+		i++
 	}
 	for _, s := range spans {
 		msgs[s.i] = b[s.start:s.end:s.end]

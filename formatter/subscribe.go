@@ -131,9 +131,11 @@ type Row struct {
 	Time       uint64
 	Progressed bool
 	Tail       row.Row
-	// cache, when set, holds the row's wire encodings: rows shared by many
-	// subscribers (the fast path) are encoded once per wire format.
-	cache *RowCache
+	// group, when set, holds the wire encodings of the shared rows this row
+	// belongs to (at index idx): rows shared by many subscribers (the fast
+	// path) are encoded once per wire format.
+	group *rowGroup
+	idx   int
 }
 
 // Data turns the consolidated updates at one time into output rows in the

@@ -209,6 +209,20 @@ func (s *Server) cancelRequest(pid, secret uint32) {
 	c.cancelStatement()
 }
 
+// CancelProcess cancels the running statement of the connection with
+// process id pid, as pg_cancel_backend does (the caller checks privileges).
+// It reports whether such a connection exists.
+func (s *Server) CancelProcess(pid uint32) bool {
+	s.mu.Lock()
+	c := s.byPID[pid]
+	s.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.cancelStatement()
+	return true
+}
+
 // connCount returns the number of live connections (for tests).
 func (s *Server) connCount() int {
 	s.mu.Lock()

@@ -17,6 +17,7 @@ const (
 	DefaultWindowAge         = time.Minute
 	DefaultRetireAfter       = 30 * time.Second
 	DefaultDowngradeInterval = time.Second
+	DefaultShareRetainBytes  = 64 << 20
 )
 
 // Config tunes a Manager. Zero fields take their defaults.
@@ -30,6 +31,9 @@ type Config struct {
 	RetireAfter time.Duration
 	// DowngradeInterval rate-limits the listen reader's since downgrades.
 	DowngradeInterval time.Duration
+	// ShareRetainBytes bounds the snapshot pieces a shared cursor keeps for
+	// subscribers that join it late; a smaller snapshot is kept whole.
+	ShareRetainBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -44,6 +48,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DowngradeInterval == 0 {
 		c.DowngradeInterval = DefaultDowngradeInterval
+	}
+	if c.ShareRetainBytes == 0 {
+		c.ShareRetainBytes = DefaultShareRetainBytes
 	}
 	return c
 }

@@ -27,6 +27,7 @@ type share struct {
 	cur     *persist.Cursor     // mu; nil once exhausted or failed
 	pieces  []*piece            // mu: pieces[i] is piece number base+i
 	base    int                 // mu: number of the first retained piece
+	bytes   int64               // mu: estimated size of the retained pieces
 	readers map[*Subscriber]int // mu: next piece number per subscriber
 	done    bool                // mu: the cursor is exhausted
 	err     error               // mu
@@ -37,6 +38,7 @@ type share struct {
 // piece is one chunk of a snapshot: final rows at AS OF.
 type piece struct {
 	updates []row.Update
+	bytes   int64
 	mu      sync.Mutex
 	shapes  map[string][]formatter.Row
 }
@@ -61,7 +63,7 @@ func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
 func (sh *share) join(s *Subscriber) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.base > 0 || sh.err != nil {
+	if sh.base > 0 || sh.err != nil || (sh.cur == nil && !sh.done) {
 		return false
 	}
 	sh.readers[s] = 0
@@ -91,17 +93,33 @@ func (sh *share) closeCursor() {
 	}
 }
 
-// trim drops pieces every reader has taken. sh.mu must be held.
+// trim drops pieces every reader has taken, once the retained pieces pass
+// the share's byte bound: below it the whole snapshot stays, so that
+// subscribers arriving later at the same AS OF still share it. sh.mu must
+// be held.
 func (sh *share) trim() {
+	if sh.bytes <= sh.t.m.cfg.ShareRetainBytes {
+		return
+	}
 	low := sh.base + len(sh.pieces)
 	for _, n := range sh.readers {
 		low = min(low, n)
 	}
 	if drop := low - sh.base; drop > 0 {
+		for _, p := range sh.pieces[:drop] {
+			sh.bytes -= p.bytes
+		}
 		clear(sh.pieces[:drop])
 		sh.pieces = sh.pieces[drop:]
 		sh.base = low
 	}
+}
+
+// idle reports whether no subscriber reads the share. sh.mu must not be held.
+func (sh *share) idle() bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return len(sh.readers) == 0
 }
 
 // next returns s's next piece, reading it from the cursor if s is the
@@ -153,11 +171,14 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		case err != nil:
 			sh.err = err
 		default:
-			sh.pieces = append(sh.pieces, &piece{updates: chunk})
-			sh.t.m.metrics.snapshotPieces.Inc()
+			p := &piece{updates: chunk}
 			for _, u := range chunk {
-				sh.t.m.metrics.snapshotBytes.Add(float64(updateSize(u)))
+				p.bytes += updateSize(u)
 			}
+			sh.pieces = append(sh.pieces, p)
+			sh.bytes += p.bytes
+			sh.t.m.metrics.snapshotPieces.Inc()
+			sh.t.m.metrics.snapshotBytes.Add(float64(p.bytes))
 		}
 		close(sh.ready)
 		sh.ready = make(chan struct{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
@@ -48,12 +49,24 @@ type Subscriber struct {
 	req Request
 	b   *formatter.Batcher
 
+	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
+	frontier atomic.Uint64
+	// holding is set until the subscriber no longer needs the shard to stay
+	// readable at its AS OF (its snapshot cursor is open and it joined the
+	// live stream, or it registered a reader of its own): the tail's
+	// snapshot reader holds since at the oldest such AS OF, so that a storm
+	// whose snapshots start late does not find its AS OF compacted away.
+	holding atomic.Bool
+
 	// Owned by the session goroutine.
 	phase int
 	sh    *share
 	priv  *persist.Reader
 	plist *persist.Listen
-	out   []formatter.Row
+	// out queues rows for the session as slices, most of them shared with
+	// other subscribers (never modified): handing them out without copying
+	// keeps a storm's cost per subscriber at a few slice headers.
+	out [][]formatter.Row
 
 	// Guarded by t.mu.
 	queue    []*batch
@@ -72,6 +85,8 @@ func (m *Manager) Subscribe(ctx context.Context, req Request) (*Subscriber, erro
 		return nil, err
 	}
 	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), ready: make(chan struct{})}
+	s.frontier.Store(req.AsOf)
+	s.holding.Store(true)
 	t.mu.Lock()
 	t.subs[s] = struct{}{}
 	t.mu.Unlock()
@@ -79,8 +94,8 @@ func (m *Manager) Subscribe(ctx context.Context, req Request) (*Subscriber, erro
 	return s, nil
 }
 
-// Frontier is the progress delivered so far.
-func (s *Subscriber) Frontier() uint64 { return s.b.Frontier() }
+// Frontier is the progress delivered so far. Safe from any goroutine.
+func (s *Subscriber) Frontier() uint64 { return s.frontier.Load() }
 
 // QueuedBytes is the bytes waiting in the subscriber's queue.
 func (s *Subscriber) QueuedBytes() int64 {
@@ -124,20 +139,30 @@ func (s *Subscriber) pos() uint64 { return max(s.b.Frontier(), s.req.AsOf+1) }
 // until at least one is ready; io.EOF once UP TO is reached.
 func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error) {
 	for {
-		if n := len(s.out); n > 0 {
-			if max <= 0 || max > n {
-				max = n
+		if len(s.out) > 0 {
+			rows := s.out[0]
+			if max > 0 && max < len(rows) {
+				s.out[0] = rows[max:]
+				return rows[:max:max], nil
 			}
-			rows := s.out[:max:max]
-			s.out = s.out[max:]
+			s.out = s.out[1:]
 			return rows, nil
 		}
 		if s.b.Done() {
 			return nil, io.EOF
 		}
-		if err := s.step(ctx); err != nil {
+		err := s.step(ctx)
+		s.frontier.Store(s.b.Frontier())
+		if err != nil {
 			return nil, err
 		}
+	}
+}
+
+// emit queues rows for the session.
+func (s *Subscriber) emit(rows []formatter.Row) {
+	if len(rows) > 0 {
+		s.out = append(s.out, rows)
 	}
 }
 
@@ -146,10 +171,10 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 func (s *Subscriber) step(ctx context.Context) error {
 	switch s.phase {
 	case phaseStart:
-		s.out = append(s.out, s.b.Start()...)
+		s.emit(s.b.Start())
 		s.phase = phaseJoin
 		if !s.req.Snapshot {
-			s.out = append(s.out, s.b.SnapshotDone()...)
+			s.emit(s.b.SnapshotDone())
 		} else {
 			sh, err := s.t.shareFor(ctx, s, s.req.AsOf)
 			if err != nil {
@@ -166,12 +191,12 @@ func (s *Subscriber) step(ctx context.Context) error {
 		if p == nil {
 			s.t.leaveShare(s.sh, s)
 			s.sh = nil
-			s.out = append(s.out, s.b.SnapshotDone()...)
+			s.emit(s.b.SnapshotDone())
 			s.phase = phaseJoin
 			return nil
 		}
 		if !s.b.Done() {
-			s.out = append(s.out, p.rows(s.req.Output, s.req.AsOf)...)
+			s.emit(p.rows(s.req.Output, s.req.AsOf))
 		}
 	case phaseJoin:
 		return s.join(ctx)
@@ -180,7 +205,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 		if err != nil {
 			return s.mapErr(err)
 		}
-		s.out = append(s.out, s.b.Batch(updates, frontier)...)
+		s.emit(s.b.Batch(updates, frontier))
 		s.t.mu.Lock()
 		_, covered := s.t.windowFrom(s.pos())
 		s.t.mu.Unlock()
@@ -203,7 +228,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.queue, s.queued = nil, 0
 			s.t.mu.Unlock()
 			for _, b := range q {
-				s.out = append(s.out, s.b.Groups(b.rows(s.req.Output), b.upper)...)
+				s.emit(s.b.Groups(b.rows(s.req.Output), b.upper))
 			}
 			return nil
 		}
@@ -241,13 +266,14 @@ func (s *Subscriber) join(ctx context.Context) error {
 	s.t.mu.Unlock()
 	if covered {
 		for _, b := range batches {
-			s.out = append(s.out, s.b.Groups(b.rows(s.req.Output), b.upper)...)
+			s.emit(s.b.Groups(b.rows(s.req.Output), b.upper))
 		}
 		// The shared listen may be ahead of every batch the subscriber took
 		// (it attached at or past the listen's position): report that
 		// progress now, as a private listen would.
-		s.out = append(s.out, s.b.Groups(nil, frontier)...)
+		s.emit(s.b.Groups(nil, frontier))
 		s.phase = phaseLive
+		s.holding.Store(false)
 		return nil
 	}
 	r, err := s.t.m.persist.OpenReader(ctx, s.req.Shard, persist.ReaderOptions{Purpose: "subscribe catch-up"})
@@ -262,6 +288,7 @@ func (s *Subscriber) join(ctx context.Context) error {
 	s.priv, s.plist = r, l
 	s.t.m.metrics.catchUps.Inc()
 	s.phase = phasePrivate
+	s.holding.Store(false)
 	return nil
 }
 

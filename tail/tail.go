@@ -91,15 +91,30 @@ func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
 		// CAS.
 		if time.Since(lastDowngrade) >= t.m.cfg.DowngradeInterval && frontier > 1 {
 			lastDowngrade = time.Now()
-			// Both readers follow the listen: a snapshot at an older time
-			// than the snapshot reader holds uses a private reader.
-			for _, r := range []*persist.Reader{t.listenReader, t.snapReader} {
-				if err := r.Downgrade(t.ctx, frontier-1); err != nil && t.ctx.Err() == nil {
+			// The listen reader follows the listen; the snapshot reader too,
+			// but not past the AS OF of a subscriber that still needs it
+			// (a snapshot at an older time uses a private reader).
+			holds := map[*persist.Reader]uint64{t.listenReader: frontier - 1, t.snapReader: t.snapshotHold(frontier - 1)}
+			for r, since := range holds {
+				if err := r.Downgrade(t.ctx, since); err != nil && t.ctx.Err() == nil {
 					t.m.log.Warn("tail: downgrade reader", "shard", t.shard, "err", err)
 				}
 			}
 		}
 	}
+}
+
+// snapshotHold is where the snapshot reader may downgrade to: limit, or
+// the oldest AS OF of a subscriber still holding.
+func (t *SharedTail) snapshotHold(limit uint64) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for s := range t.subs {
+		if s.holding.Load() {
+			limit = min(limit, s.req.AsOf)
+		}
+	}
+	return limit
 }
 
 // publish appends a batch to the window and to every attached subscriber's
@@ -202,18 +217,27 @@ func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (
 	sh.join(s)
 	t.mu.Lock()
 	t.shares[asOf] = sh
+	// Finished shares kept for late joiners are superseded by a newer one.
+	for at, old := range t.shares {
+		if at < asOf && old.idle() {
+			delete(t.shares, at)
+		}
+	}
 	t.mu.Unlock()
 	t.m.metrics.shares.Inc()
 	return sh, nil
 }
 
-// leaveShare forgets a share when its last subscriber leaves.
+// leaveShare unregisters s from a share. A share that read its whole
+// snapshot and still holds it stays for late joiners at the same AS OF (a
+// storm's subscribers arrive over some time) until a newer share
+// supersedes it; others are forgotten with their last subscriber.
 func (t *SharedTail) leaveShare(sh *share, s *Subscriber) {
 	sh.leave(s)
 	sh.mu.Lock()
-	empty := len(sh.readers) == 0
+	forget := len(sh.readers) == 0 && !(sh.done && sh.base == 0)
 	sh.mu.Unlock()
-	if empty {
+	if forget {
 		t.mu.Lock()
 		if t.shares[sh.asOf] == sh {
 			delete(t.shares, sh.asOf)

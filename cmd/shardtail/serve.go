@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -151,6 +152,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if err != nil {
 		return err
 	}
+	coord.SetCanceler(srv.CancelProcess)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -162,6 +164,10 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// Profiles for operators (the HTTP port listens on loopback by default).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := coord.Healthy(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
