@@ -26,10 +26,12 @@ import (
 // upstream is a session's connection to the upstream server.
 type upstream struct {
 	conn *pgconn.PgConn
-	// notices collects the upstream's NoticeResponses for the statement in
-	// progress.
+	// notices collects the upstream's NoticeResponses that arrive while no
+	// result is streaming; sink, when set, receives them in order with the
+	// rows of the result in progress.
 	mu      sync.Mutex
 	notices [][]byte
+	sink    func([]byte)
 }
 
 // errUpstream wraps failures to reach the upstream, with a clear message.
@@ -60,9 +62,16 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 	}
 	up := &upstream{}
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		msg := pgwire.AppendNotice(nil, pgwire.Notice{Severity: n.Severity, Code: n.Code, Message: n.Message, Detail: n.Detail, Hint: n.Hint})
 		up.mu.Lock()
-		defer up.mu.Unlock()
-		up.notices = append(up.notices, pgwire.AppendNotice(nil, pgwire.Notice{Severity: n.Severity, Code: n.Code, Message: n.Message, Detail: n.Detail, Hint: n.Hint}))
+		sink := up.sink
+		if sink == nil {
+			up.notices = append(up.notices, msg)
+		}
+		up.mu.Unlock()
+		if sink != nil {
+			sink(msg) // called on the result's reading goroutine: in order with its rows
+		}
 	}
 	// Cancel a proxied statement with a CancelRequest, keeping the
 	// connection, as a direct client's cancel would.
@@ -81,7 +90,21 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 	}
 	up.conn = conn
 	s.up = up
+	// Opened inside a transaction block: the upstream joins it, so that
+	// its statements (a cursor over a dataflow-path SUBSCRIBE) run in the
+	// same block and end with it.
+	if s.inBlock() {
+		if _, err := conn.Exec(ctx, "BEGIN").ReadAll(); err != nil {
+			return nil, upstreamError(err)
+		}
+	}
 	return up, nil
+}
+
+func (u *upstream) setSink(f func([]byte)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.sink = f
 }
 
 func (u *upstream) takeNotices() [][]byte {
@@ -121,16 +144,40 @@ func fieldsFromUpstream(fds []pgconn.FieldDescription) []pgwire.Field {
 }
 
 // proxiedResult streams one upstream result (rows or a command) to the
-// client.
+// client. A goroutine reads the upstream's rows as they arrive, so a
+// streaming statement (SUBSCRIBE) reaches the client row by row while bulk
+// results still travel in large batches.
 type proxiedResult struct {
 	u      *upstream
-	rr     *pgconn.ResultReader
 	fields []pgwire.Field
 	kind   pgwire.ResultKind
+	msgs   chan []byte // DataRows and NoticeResponses, in upstream order
+	done   chan struct{}
 	tag    string
-	done   bool
-	buf    []byte
+	err    error
 	onDone func()
+	closed bool
+	pre    [][]byte
+}
+
+func newProxiedResult(u *upstream, rr *pgconn.ResultReader, kind pgwire.ResultKind, fields []pgwire.Field, onDone func()) *proxiedResult {
+	r := &proxiedResult{u: u, fields: fields, kind: kind, msgs: make(chan []byte, 1024), done: make(chan struct{}), onDone: onDone,
+		pre: u.takeNotices()}
+	u.setSink(func(m []byte) { r.msgs <- m })
+	go func() {
+		defer close(r.done)
+		for rr.NextRow() {
+			r.msgs <- pgwire.AppendDataRow(nil, rr.Values())
+		}
+		tag, err := rr.Close()
+		r.tag, r.err = tag.String(), err
+		if r.onDone != nil {
+			r.onDone()
+		}
+		u.setSink(nil)
+		close(r.msgs)
+	}()
+	return r
 }
 
 func (r *proxiedResult) Describe() pgwire.Description {
@@ -138,49 +185,68 @@ func (r *proxiedResult) Describe() pgwire.Description {
 }
 
 func (r *proxiedResult) Next(ctx context.Context) ([][]byte, error) {
-	if r.done {
-		return nil, io.EOF
+	if len(r.pre) > 0 {
+		pre := r.pre
+		r.pre = nil
+		return pre, nil
 	}
-	var msgs [][]byte
-	r.buf = r.buf[:0]
-	var ends []int
-	for len(ends) < 256 && r.rr.NextRow() {
-		r.buf = pgwire.AppendDataRow(r.buf, r.rr.Values())
-		ends = append(ends, len(r.buf))
-	}
-	start := 0
-	for _, e := range ends {
-		msgs = append(msgs, r.buf[start:e:e])
-		start = e
-	}
-	if len(ends) < 256 {
-		tag, err := r.rr.Close()
-		r.done = true
-		if r.onDone != nil {
-			r.onDone()
+	var out [][]byte
+	select {
+	case m, ok := <-r.msgs:
+		if !ok {
+			<-r.done
+			if r.err != nil {
+				return nil, upstreamError(r.err)
+			}
+			return nil, io.EOF
 		}
-		if err != nil {
-			return nil, upstreamError(err)
+		out = append(out, m)
+	case <-ctx.Done():
+		// The cancel has gone upstream (pgconn sends a CancelRequest);
+		// what the upstream sent before it, and its error, follow.
+		select {
+		case m, ok := <-r.msgs:
+			if ok {
+				return [][]byte{m}, nil
+			}
+			<-r.done
+			if r.err != nil {
+				return nil, upstreamError(r.err)
+			}
+			return nil, pgwire.ErrQueryCanceled
+		case <-time.After(10 * time.Second):
+			return nil, pgwire.ErrQueryCanceled
 		}
-		r.tag = tag.String()
 	}
-	msgs = append(r.u.takeNotices(), msgs...)
-	if len(msgs) == 0 && r.done {
-		return nil, io.EOF
+	for len(out) < 1024 {
+		select {
+		case m, ok := <-r.msgs:
+			if !ok {
+				return out, nil
+			}
+			out = append(out, m)
+			continue
+		default:
+		}
+		break
 	}
-	return msgs, nil
+	return out, nil
 }
 
 func (r *proxiedResult) Tag() string { return r.tag }
 
+// Close waits for the upstream to finish the statement (a canceled client
+// context has already made pgconn send a CancelRequest upstream).
 func (r *proxiedResult) Close() {
-	if !r.done {
-		r.rr.Close()
-		r.done = true
-		if r.onDone != nil {
-			r.onDone()
-		}
+	if r.closed {
+		return
 	}
+	r.closed = true
+	go func() {
+		for range r.msgs {
+		}
+	}()
+	<-r.done
 }
 
 // proxyExec runs one statement upstream (simple protocol) and returns its
@@ -200,12 +266,11 @@ func (s *Session) proxyExec(ctx context.Context, sqlText string) (pgwire.Result,
 		return emptyResult{}, nil
 	}
 	rr := mrr.ResultReader()
-	res := &proxiedResult{u: u, rr: rr, kind: pgwire.ResultCommand, onDone: func() { mrr.Close() }}
+	kind, fields := pgwire.ResultCommand, []pgwire.Field(nil)
 	if fds := rr.FieldDescriptions(); fds != nil {
-		res.kind = pgwire.ResultRows
-		res.fields = fieldsFromUpstream(fds)
+		kind, fields = pgwire.ResultRows, fieldsFromUpstream(fds)
 	}
-	return res, nil
+	return newProxiedResult(u, rr, kind, fields, func() { mrr.Close() }), nil
 }
 
 // proxyCopyOut streams COPY ... TO STDOUT from upstream.
@@ -221,9 +286,27 @@ func (s *Session) proxyCopyOut(ctx context.Context, sqlText string, fields []pgw
 	go func() {
 		defer close(res.done)
 		tag, err := u.conn.CopyTo(cctx, chanWriter(ch), sqlText)
-		close(ch)
 		res.tag, res.err = tag.String(), err
+		close(ch)
 	}()
+	// Wait for the COPY to start (its first data) or fail, so that an
+	// error reaches the client instead of a CopyOutResponse.
+	select {
+	case data, ok := <-ch:
+		if !ok {
+			<-res.done
+			if res.err != nil {
+				cancel()
+				return nil, upstreamError(res.err)
+			}
+		} else {
+			res.first = data
+		}
+	case <-ctx.Done():
+		cancel()
+		<-res.done
+		return nil, pgwire.ErrQueryCanceled
+	}
 	return res, nil
 }
 
@@ -236,6 +319,7 @@ func (w chanWriter) Write(p []byte) (int, error) {
 }
 
 type proxiedCopyOut struct {
+	first  []byte
 	ch     chan []byte
 	fields []pgwire.Field
 	format int16
@@ -250,6 +334,11 @@ func (r *proxiedCopyOut) Describe() pgwire.Description {
 }
 
 func (r *proxiedCopyOut) Next(ctx context.Context) ([][]byte, error) {
+	if r.first != nil {
+		first := r.first
+		r.first = nil
+		return [][]byte{pgwire.AppendCopyData(nil, first)}, nil
+	}
 	var data []byte
 	var ok bool
 	select {

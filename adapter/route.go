@@ -52,6 +52,11 @@ func (s *Session) route(st sql.Statement) route {
 	case *sql.ShowVariable:
 		return routeLocal
 	case *sql.Select:
+		// Constants and session functions (pg_backend_pid,
+		// pg_cancel_backend of this tail's connections) are answered here.
+		if len(st.From) == 0 {
+			return routeLocal
+		}
 		// The tail's own system relations (its subscriptions).
 		if len(st.From) == 1 {
 			if tn, ok := st.From[0].(*sql.TableName); ok {
@@ -100,7 +105,34 @@ func (s *Session) runTail(ctx context.Context, st sql.Statement, text string) (p
 	if cp, ok := st.(*sql.Copy); ok {
 		return s.proxyCopy(ctx, cp, text)
 	}
+	if isRead(st) {
+		// Reads proxied upstream count for the transaction's read rule too,
+		// since a fast-path SUBSCRIBE in the same block runs here.
+		if err := s.noteUpstreamRead(isSubscribe(st)); err != nil {
+			return nil, err
+		}
+	}
 	return s.proxyExec(ctx, text)
+}
+
+func isRead(st sql.Statement) bool {
+	switch st := st.(type) {
+	case *sql.Select, *sql.Subscribe:
+		return true
+	case *sql.DeclareCursor:
+		return isRead(st.Query)
+	}
+	return false
+}
+
+func isSubscribe(st sql.Statement) bool {
+	switch st := st.(type) {
+	case *sql.Subscribe:
+		return true
+	case *sql.DeclareCursor:
+		return isSubscribe(st.Query)
+	}
+	return false
 }
 
 // isUpstreamNeeded reports whether a both-sides statement must open the
@@ -124,6 +156,11 @@ func drainResult(ctx context.Context, r pgwire.Result) {
 func (s *Session) proxyCopy(ctx context.Context, st *sql.Copy, text string) (pgwire.Result, error) {
 	opts, err := parseCopyOptions(st.Options)
 	if err != nil {
+		return nil, err
+	}
+	// COPY's columns are described here, from the catalog: read the
+	// upstream's latest (the table may have just been created there).
+	if err := s.c.catalog.Refresh(ctx); err != nil {
 		return nil, err
 	}
 	format := pgwire.FormatText
@@ -218,12 +255,11 @@ func (p *proxiedPortal) Execute(ctx context.Context) (pgwire.Result, error) {
 		return nil, err
 	}
 	rr := u.conn.ExecParams(ctx, p.st.sql, p.params, p.st.paramOIDs, p.paramFormats, p.resultFormats)
-	res := &proxiedResult{u: u, rr: rr, kind: pgwire.ResultCommand}
+	kind := pgwire.ResultCommand
 	if p.st.fields != nil {
-		res.kind = pgwire.ResultRows
-		res.fields = p.st.fields
+		kind = pgwire.ResultRows
 	}
-	return res, nil
+	return newProxiedResult(u, rr, kind, p.st.fields, nil), nil
 }
 
 func (p *proxiedPortal) Close() {}

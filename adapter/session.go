@@ -48,6 +48,10 @@ type Session struct {
 	// txReads counts reads in the block (SUBSCRIBE must be the only one).
 	txReads     int
 	txSubscribe bool
+	// upReads and upSubscribe count the block's reads proxied upstream (a
+	// tail process).
+	upReads     int
+	upSubscribe bool
 
 	cursors map[string]*cursor
 
@@ -284,8 +288,8 @@ func (s *Session) endTx() {
 	s.tx = txIdle
 	s.savedVars, s.savedOverridden = nil, nil
 	s.txWrites = nil
-	s.txReads = 0
-	s.txSubscribe = false
+	s.txReads, s.upReads = 0, 0
+	s.txSubscribe, s.upSubscribe = false, false
 	s.closeCursors()
 }
 

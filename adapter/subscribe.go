@@ -292,12 +292,28 @@ func (s *Session) planSubscribe(st *sql.Subscribe) (*plan, error) {
 	}}, nil
 }
 
+// noteUpstreamRead records a read a tail process proxied upstream in the
+// transaction block, for noteRead's rule on the statements it runs here.
+// A read here and a read upstream are checked against each other before
+// the upstream one is sent.
+func (s *Session) noteUpstreamRead(subscribe bool) error {
+	if !s.inBlock() {
+		return nil
+	}
+	if (subscribe && s.txReads > 0) || (!subscribe && s.txSubscribe) {
+		return errorf(codeInvalidTxState, "SUBSCRIBE in transactions must be the only read statement")
+	}
+	s.upReads++
+	s.upSubscribe = s.upSubscribe || subscribe
+	return nil
+}
+
 // noteRead enforces that a SUBSCRIBE is the only read of its transaction.
 func (s *Session) noteRead(subscribe bool) error {
 	if !s.inBlock() {
 		return nil
 	}
-	if (subscribe && s.txReads > 0) || (!subscribe && s.txSubscribe) {
+	if (subscribe && s.txReads+s.upReads > 0) || (!subscribe && (s.txSubscribe || s.upSubscribe)) {
 		return errorf(codeInvalidTxState, "SUBSCRIBE in transactions must be the only read statement")
 	}
 	s.txReads++

@@ -52,13 +52,14 @@ type Subscribe struct {
 	buffered int64           // mu: estimated bytes in queue
 	err      error           // mu: terminal error; io.EOF when complete
 	ready    chan struct{}   // mu: closed when queue or err changes
+	drained  chan struct{}   // mu: closed when the client takes rows
 	frontier uint64          // mu
 }
 
 // StartSubscribe starts the pipeline.
 func StartSubscribe(cfg SubscribeConfig) *Subscribe {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Subscribe{cfg: cfg, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), frontier: cfg.AsOf}
+	s := &Subscribe{cfg: cfg, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), drained: make(chan struct{}), frontier: cfg.AsOf}
 	go s.run(ctx)
 	return s
 }
@@ -130,6 +131,9 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 				if err := s.push(b.Snapshot(chunk), b); err != nil {
 					return err
 				}
+				if err := s.waitDrained(ctx, snapshotAhead); err != nil {
+					return err
+				}
 				continue
 			}
 			mapped, err := s.apply(chunk)
@@ -195,6 +199,31 @@ func sortByTime(us []row.Update) []row.Update {
 	return us
 }
 
+// snapshotAhead is how far (in queued bytes) the pipeline reads its
+// snapshot ahead of the client: the snapshot waits in the shard, under the
+// cursor's lease, rather than in memory — a storm of subscribes costs the
+// snapshots in flight, not all of them at once. Listen batches are never
+// held back: a client that stops reading must run into its budget.
+const snapshotAhead = 4 << 20
+
+// waitDrained blocks while more than limit bytes are queued.
+func (s *Subscribe) waitDrained(ctx context.Context, limit int64) error {
+	for {
+		s.mu.Lock()
+		if s.buffered <= limit {
+			s.mu.Unlock()
+			return nil
+		}
+		drained := s.drained
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-drained:
+		}
+	}
+}
+
 // push queues rows for the client, failing when the backlog exceeds the
 // budget.
 func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
@@ -244,6 +273,8 @@ func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) 
 			for _, r := range out {
 				s.buffered -= r.Size()
 			}
+			close(s.drained)
+			s.drained = make(chan struct{})
 			s.mu.Unlock()
 			return out, nil
 		}
