@@ -30,9 +30,12 @@ test: $(CLIENTS)
 test-short: $(CLIENTS)
 	$(GO) test -short $(TEST_FLAGS) ./...
 
-## bench: the Go benchmarks (no race detector).
-bench:
+## bench: the Go benchmarks (no race detector), then a quick smoke run of the
+## A/B suite (report in $TMPDIR/shardtail-bench-quick). The full run, which
+## rewrites the committed report in bench/results/: ./bin/shardtail bench
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+	./$(BIN) bench --quick
 
 ## lint: gofmt and go vet must be clean.
 lint:

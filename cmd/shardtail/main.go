@@ -1,6 +1,8 @@
 // Command shardtail is the change-feed server and its tools. See README.md.
 //
 //	shardtail serve      the server (role all, or a tail process with --upstream)
+//	shardtail storm      N clients subscribing at once (a reconnect storm)
+//	shardtail bench      the A/B benchmark suite and its report
 //	shardtail version    print the version
 package main
 
@@ -43,6 +45,8 @@ const usage = `shardtail: live query results over the Postgres wire protocol
 
 Usage:
   shardtail serve [flags]     run the server (see: shardtail serve -h)
+  shardtail storm [flags]     N clients subscribing at once (see: shardtail storm -h)
+  shardtail bench [flags]     run the A/B benchmark suite, write the report (see: shardtail bench -h)
   shardtail version           print the version
 
 Example:
@@ -60,6 +64,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "serve":
 		return m.serve(ctx, args[1:])
+	case "storm":
+		return m.storm(ctx, args[1:])
+	case "bench":
+		return m.bench(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, "shardtail", Version)
 		return nil

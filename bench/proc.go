@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat. It
+// is 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// RaiseFileLimit raises this process's RLIMIT_NOFILE as far as it can (to
+// want, or the hard limit when it may not pass it) so that thousands of
+// connections fit. Child processes started afterwards inherit the limit.
+// It returns the soft limit in force.
+func RaiseFileLimit(want uint64) (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("getrlimit: %w", err)
+	}
+	if lim.Cur >= want {
+		return lim.Cur, nil
+	}
+	// Root (CAP_SYS_RESOURCE) may raise the hard limit up to fs.nr_open.
+	if want > lim.Max {
+		up := syscall.Rlimit{Cur: want, Max: want}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &up); err == nil {
+			return want, nil
+		}
+	}
+	lim.Cur = min(want, lim.Max)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, fmt.Errorf("setrlimit: %w", err)
+	}
+	return lim.Cur, nil
+}
+
+// ProcCPU returns the CPU seconds (user + system) that process pid has
+// used, including its reaped children: PostgreSQL's backends are children
+// of the postmaster and their time lands there once they exit.
+func ProcCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its
+	// closing parenthesis are space-separated.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime, stime, cutime, cstime are fields 14-17.
+	if len(f) < 15 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:15] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += v
+	}
+	return float64(ticks) / clockTicks, nil
+}
+
+// ProcRSS returns the resident set size of process pid in bytes (VmRSS).
+func ProcRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/status VmRSS: %w", pid, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// MetricsCPU scrapes process_cpu_seconds_total from a Prometheus endpoint.
+func MetricsCPU(ctx context.Context, url string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if rest, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	return 0, errors.New("scrape " + url + ": no process_cpu_seconds_total")
+}
+
+// ScrapeCounters returns the values of the named metrics (summed over
+// their label sets) from a Prometheus endpoint; missing names are absent.
+func ScrapeCounters(ctx context.Context, url string, names []string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	out := map[string]float64{}
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(name, '{'); i >= 0 {
+			name = name[:i]
+		}
+		for _, want := range names {
+			if name == want {
+				if v, err := strconv.ParseFloat(rest, 64); err == nil {
+					out[name] += v
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// SelfCPU returns the CPU seconds (user + system) this process has used.
+func SelfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// CPUProbe reads a server's cumulative CPU seconds: from /proc when the
+// server's pid is known, else from its /metrics. The zero probe reads
+// nothing.
+type CPUProbe struct {
+	PID        int
+	MetricsURL string
+}
+
+// Enabled reports whether the probe has a source.
+func (p CPUProbe) Enabled() bool { return p.PID > 0 || p.MetricsURL != "" }
+
+// Read returns the server's cumulative CPU seconds.
+func (p CPUProbe) Read(ctx context.Context) (float64, error) {
+	switch {
+	case p.PID > 0:
+		return ProcCPU(p.PID)
+	case p.MetricsURL != "":
+		return MetricsCPU(ctx, p.MetricsURL)
+	}
+	return 0, errors.New("no server pid or metrics URL")
+}

@@ -1,0 +1,589 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Report is one `shardtail bench` run: where, what, and what it measured.
+// WriteReport renders it as markdown, JSON and PNG plots.
+type Report struct {
+	Started  time.Time   `json:"started"`
+	Seconds  float64     `json:"seconds"`
+	Command  string      `json:"command"`
+	Machine  Machine     `json:"machine"`
+	Versions Versions    `json:"versions"`
+	Config   SuiteConfig `json:"config"`
+	Results  *Results    `json:"results"`
+	Goals    []Goal      `json:"goals"`
+}
+
+// Goal is one target of the issue that asked for this benchmark, checked
+// against the run.
+type Goal struct {
+	What     string `json:"what"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	// Met is "yes", "no" or "n/a" (not measured in this run).
+	Met string `json:"met"`
+}
+
+// Files written by WriteReport.
+const (
+	ReportMarkdown = "latest.md"
+	ReportJSON     = "latest.json"
+	PlotP95        = "storm_p95.png"
+	PlotCPU        = "storm_cpu.png"
+)
+
+// WriteReport writes the markdown report, the JSON and the plots into dir.
+func WriteReport(dir string, r *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	r.Goals = checkGoals(r)
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ReportJSON), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	plots := anyStorms(r.Results) && writePlots(dir, r.Results)
+	f, err := os.Create(filepath.Join(dir, ReportMarkdown))
+	if err != nil {
+		return err
+	}
+	writeMarkdown(f, r, plots)
+	return f.Close()
+}
+
+// writePlots draws the storm plots; a failure costs the plots, not the
+// report.
+func writePlots(dir string, res *Results) bool {
+	err := errors.Join(
+		plotStorms(filepath.Join(dir, PlotP95), res, "Statement-to-snapshot p95", "p95 (s)",
+			func(s *StormResult) float64 { return s.Snapshot.P95 }),
+		plotStorms(filepath.Join(dir, PlotCPU), res, "Server CPU per storm", "server CPU (s)",
+			func(s *StormResult) float64 { return s.ServerCPU }))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: plots: %v\n", err)
+		return false
+	}
+	return true
+}
+
+// paths in report order.
+var reportPaths = []string{PathFast, PathDataflow, PathPostgres}
+
+func writeMarkdown(w io.Writer, r *Report, plots bool) {
+	res := r.Results
+	p := func(name string) *PathResults { return res.Paths[name] }
+	fast, flow, pg := p(PathFast), p(PathDataflow), p(PathPostgres)
+	cfg := r.Config
+
+	title := "shardtail benchmark: fast path, dataflow path and PostgreSQL"
+	if cfg.Quick {
+		title += " (quick run)"
+	}
+	fmt.Fprintf(w, "# %s\n\n", title)
+	fmt.Fprintf(w, "Run %s, %s in all, with:\n\n```sh\n%s\n```\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), r.Command)
+	fmt.Fprintf(w, "Each shardtail path ran on fresh `shardtail serve` processes (temporary data directory: file blobs and SQLite consensus; "+
+		"`--subscribe-persist-fast-path=true` or `false`; default 1 s tick) over the same rows; PostgreSQL is a throwaway local cluster "+
+		"(fsync off) holding the same rows. Clients, server and PostgreSQL share the machine's cores. "+
+		"Ratios are dataflow ÷ fast: above 1 the fast path is better.\n\n")
+
+	fmt.Fprintf(w, "| machine | |\n|---|---|\n")
+	fmt.Fprintf(w, "| CPUs (nproc) | %d |\n| CPU model | %s |\n| memory | %.1f GiB |\n| kernel | %s (%s) |\n",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.OS)
+	fmt.Fprintf(w, "| load average (1, 5, 15 min) at start / end | %s / %s |\n", r.Machine.LoadStart, r.Machine.LoadEnd)
+	fmt.Fprintf(w, "| Go | %s |\n| shardtail | %s", r.Versions.Go, r.Versions.Shardtail)
+	if r.Versions.Commit != "" {
+		fmt.Fprintf(w, " (commit %s)", r.Versions.Commit)
+	}
+	pgv := "not installed: peer skipped"
+	if pg != nil && pg.Version != "" {
+		pgv = pg.Version
+	}
+	fmt.Fprintf(w, " |\n| PostgreSQL | %s |\n\n", pgv)
+
+	if len(r.Goals) > 0 {
+		fmt.Fprintf(w, "## Goals\n\n| goal | target | measured | met |\n|---|---|---|---|\n")
+		for _, g := range r.Goals {
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", g.What, g.Target, g.Measured, g.Met)
+		}
+		fmt.Fprintln(w)
+	}
+
+	// (a)
+	if anyStorms(res) {
+		fmt.Fprintf(w, "## (a) Reconnect storm\n\nN clients connect, then all at once run `%s` on a materialized view of %s rows × %d bytes "+
+			"(PostgreSQL: `SELECT * FROM src` from fresh connections). *Statement to snapshot* is from sending the statement to the first progress row "+
+			"after the client's AS OF (PostgreSQL: ReadyForQuery); *last row* is to the last snapshot row. *Storm* is the first statement to the last "+
+			"snapshot complete. Server CPU is from before the first connect to after the last close.\n\n",
+			stormStatement(cfg.StormMode), commas(cfg.SmallRows), cfg.PayloadBytes)
+		fmt.Fprintf(w, "| N | metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---:|---|---:|---:|---:|---:|\n")
+		type metric struct {
+			name string
+			f    func(*StormResult) float64
+			fmt  func(float64) string
+		}
+		metrics := []metric{
+			{"storm time", func(s *StormResult) float64 { return s.StormSeconds }, secs},
+			{"statement to snapshot p50", func(s *StormResult) float64 { return s.Snapshot.P50 }, secs},
+			{"statement to snapshot p95", func(s *StormResult) float64 { return s.Snapshot.P95 }, secs},
+			{"statement to snapshot max", func(s *StormResult) float64 { return s.Snapshot.Max }, secs},
+			{"statement to last row p95", func(s *StormResult) float64 { return s.LastRow.P95 }, secs},
+			{"server CPU", func(s *StormResult) float64 { return s.ServerCPU }, cpuSecs},
+			{"server CPU per client", func(s *StormResult) float64 { return s.ServerCPUPerClientMS() }, ms},
+			{"server peak RSS", func(s *StormResult) float64 { return float64(s.ServerPeakRSS) - boolf(s.ServerPeakRSS == 0) }, mib},
+			{"client CPU (all clients)", func(s *StormResult) float64 { return s.ClientCPU }, cpuSecs},
+			{"errors", func(s *StormResult) float64 { return float64(s.Errors) }, count},
+		}
+		for _, n := range cfg.Clients {
+			for i, m := range metrics {
+				label := ""
+				if i == 0 {
+					label = commas(n)
+				}
+				vf, vd, vp := stormValue(fast, n, m.f), stormValue(flow, n, m.f), stormValue(pg, n, m.f)
+				ratio := ""
+				if m.name != "errors" && m.name != "client CPU (all clients)" && m.name != "server peak RSS" {
+					ratio = ratioText(vd, vf)
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", label, m.name, fmtOr(m.fmt, vf), fmtOr(m.fmt, vd), ratio, fmtOr(m.fmt, vp))
+			}
+		}
+		fmt.Fprintln(w)
+		if plots {
+			fmt.Fprintf(w, "![statement-to-snapshot p95 against N](%s)\n![server CPU against N](%s)\n\n", PlotP95, PlotCPU)
+		}
+		writeStormErrors(w, res)
+		writeStormCounters(w, res, cfg.Clients)
+	}
+
+	// (b)
+	if fast != nil && fast.Big != nil || flow != nil && flow.Big != nil {
+		fmt.Fprintf(w, "## (b) One client, %s rows\n\nA materialized view of %s rows × %d bytes (loaded with COPY FROM STDIN); PostgreSQL reads the table. "+
+			"Median of %d runs, each on a new connection (connecting not timed). *FETCH 10*: `BEGIN; DECLARE c CURSOR FOR SUBSCRIBE bigmv; FETCH 10 c` "+
+			"(PostgreSQL: `... FOR SELECT * FROM big`) until ten rows are in. COPY: `COPY (SUBSCRIBE bigmv WITH (PROGRESS)) TO STDOUT` (PostgreSQL: `COPY big TO STDOUT`).\n\n",
+			commas(cfg.BigRows), commas(cfg.BigRows), cfg.PayloadBytes, cfg.Repeat)
+		fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---|---:|---:|---:|---:|\n")
+		big := func(pr *PathResults, f func(*BigResult) float64) float64 {
+			if pr == nil || pr.Big == nil {
+				return -1
+			}
+			return f(pr.Big)
+		}
+		rows := []struct {
+			name string
+			f    func(*BigResult) float64
+			fmt  func(float64) string
+		}{
+			{"FETCH 10 from a new cursor", func(b *BigResult) float64 { return b.Fetch10 }, secs},
+			{"first row over COPY", func(b *BigResult) float64 { return b.CopyFirstRow }, secs},
+			{"whole snapshot delivered (last row)", func(b *BigResult) float64 { return b.CopyLastRow }, secs},
+			{"snapshot complete (progress row after AS OF)", func(b *BigResult) float64 { return b.CopyComplete }, secs},
+			{"server CPU per COPY read", func(b *BigResult) float64 { return b.ServerCPU }, cpuSecs},
+			{"rows returned by the first FETCH 10", func(b *BigResult) float64 { return float64(b.Fetch10Rows) }, count},
+		}
+		for _, m := range rows {
+			vf, vd, vp := big(fast, m.f), big(flow, m.f), big(pg, m.f)
+			ratio := ""
+			if !strings.HasPrefix(m.name, "rows") {
+				ratio = ratioText(vd, vf)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, fmtOr(m.fmt, vf), fmtOr(m.fmt, vd), ratio, fmtOr(m.fmt, vp))
+		}
+		fmt.Fprintln(w)
+	}
+
+	// (c)
+	if fast != nil && fast.Live != nil || flow != nil && flow.Live != nil {
+		fmt.Fprintf(w, "## (c) Live fan-out\n\n%s subscribers (`COPY (SUBSCRIBE live WITH (PROGRESS)) TO STDOUT` on a table) while one writer inserts %d rows/s "+
+			"(an INSERT every %v of the rows due) for %v. Each row's payload starts with the wall clock of its INSERT; *write to client* is from just before the "+
+			"INSERT is sent to the row's arrival at a subscriber, so it includes the commit.\n\n",
+			commas(cfg.LiveClients), cfg.LiveRate, writerTick, cfg.LiveDuration)
+		writeLiveTable(w, fast.liveOf(), flow.liveOf())
+	}
+
+	// (d)
+	if fast != nil && fast.Slow != nil || flow != nil && flow.Slow != nil {
+		fmt.Fprintf(w, "## (d) Slow-client isolation\n\n%s subscribers while a writer inserts %d rows/s of %d bytes for %v; in the second run %d of them "+
+			"(every %dth) stop reading once their snapshot is complete. Latencies are of the clients that keep reading.\n\n",
+			commas(cfg.SlowClients), cfg.SlowRate, cfg.SlowPayloadBytes, cfg.LiveDuration, cfg.SlowStalled, max(1, cfg.SlowClients/max(1, cfg.SlowStalled)))
+		fmt.Fprintf(w, "| metric | fast path | dataflow path |\n|---|---:|---:|\n")
+		slow := func(pr *PathResults, stalled bool, f func(*LiveResult) string) string {
+			if pr == nil {
+				return "—"
+			}
+			lr := pr.SlowBaseline
+			if stalled {
+				lr = pr.Slow
+			}
+			if lr == nil || lr.Storm == nil {
+				return "—"
+			}
+			return f(lr)
+		}
+		lat := func(q func(Dist) float64) func(*LiveResult) string {
+			return func(l *LiveResult) string { return fmt.Sprintf("%.1f ms", q(l.Storm.Latency)) }
+		}
+		p50 := func(d Dist) float64 { return d.P50 }
+		p99 := func(d Dist) float64 { return d.P99 }
+		for _, row := range []struct {
+			name    string
+			stalled bool
+			f       func(*LiveResult) string
+		}{
+			{"write to client p50, no stalled clients", false, lat(p50)},
+			{fmt.Sprintf("write to client p50, %d stalled", cfg.SlowStalled), true, lat(p50)},
+			{"write to client p99, no stalled clients", false, lat(p99)},
+			{fmt.Sprintf("write to client p99, %d stalled", cfg.SlowStalled), true, lat(p99)},
+			{"rows delivered to readers, no stalled clients", false, deliveredText},
+			{fmt.Sprintf("rows delivered to readers, %d stalled", cfg.SlowStalled), true, deliveredText},
+			{fmt.Sprintf("errors, %d stalled", cfg.SlowStalled), true, func(l *LiveResult) string { return fmt.Sprint(l.Storm.Errors) }},
+		} {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", row.name, slow(fast, row.stalled, row.f), slow(flow, row.stalled, row.f))
+		}
+		for _, pr := range []*PathResults{fast, flow} {
+			if pr == nil || pr.SlowBaseline == nil || pr.Slow == nil {
+				continue
+			}
+			a, b := pr.SlowBaseline.Storm.Latency, pr.Slow.Storm.Latency
+			if a.P99 > 0 {
+				fmt.Fprintf(w, "| %s path: p99 with ÷ without stalled clients | %.2f× | |\n", pr.Path, b.P99/a.P99)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+
+	// (e)
+	if fast != nil && fast.Memory != nil || flow != nil && flow.Memory != nil {
+		fmt.Fprintf(w, "## (e) Memory per idle subscriber\n\n%s clients each hold `COPY (SUBSCRIBE idle WITH (PROGRESS)) TO STDOUT` on a 10-row table, on a fresh server; "+
+			"server RSS (VmRSS) is read after one warm-up subscribe and again after all have been idle for %v.\n\n", commas(cfg.IdleClients), memorySettle)
+		fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
+		mem := func(pr *PathResults, f func(*MemoryResult) float64) float64 {
+			if pr == nil || pr.Memory == nil {
+				return -1
+			}
+			return f(pr.Memory)
+		}
+		for _, row := range []struct {
+			name  string
+			f     func(*MemoryResult) float64
+			fmt   func(float64) string
+			ratio bool
+		}{
+			{"subscribers with a complete snapshot", func(m *MemoryResult) float64 { return float64(m.Storm.Completed) }, count, false},
+			{"errors", func(m *MemoryResult) float64 { return float64(m.Storm.Errors) }, count, false},
+			{"time to subscribe them all (storm)", func(m *MemoryResult) float64 { return m.Storm.StormSeconds }, secs, true},
+			{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false},
+			{"server RSS with the idle subscribers", func(m *MemoryResult) float64 { return float64(m.RSSIdle) }, mib, true},
+			{"RSS per idle subscriber", func(m *MemoryResult) float64 { return m.PerClientKB }, kib, true},
+			{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true},
+		} {
+			vf, vd := mem(fast, row.f), mem(flow, row.f)
+			ratio := ""
+			if row.ratio {
+				ratio = ratioText(vd, vf)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, fmtOr(row.fmt, vf), fmtOr(row.fmt, vd), ratio)
+		}
+		fmt.Fprintln(w)
+	}
+
+	// Problems and set-up.
+	var probs []string
+	for _, name := range reportPaths {
+		if pr := res.Paths[name]; pr != nil {
+			for _, pb := range pr.Problems {
+				probs = append(probs, fmt.Sprintf("- **%s**: %s", name, strings.ReplaceAll(pb, "\n", "\n  ")))
+			}
+		}
+	}
+	if len(probs) > 0 {
+		fmt.Fprintf(w, "## Problems observed\n\n%s\n\n", strings.Join(probs, "\n"))
+	}
+	fmt.Fprintf(w, "## Set-up times\n\n| path | step | seconds |\n|---|---|---:|\n")
+	for _, name := range reportPaths {
+		pr := res.Paths[name]
+		if pr == nil {
+			continue
+		}
+		keys := make([]string, 0, len(pr.Load))
+		for k := range pr.Load {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "| %s | %s | %.2f |\n", name, k, pr.Load[k])
+		}
+	}
+	fmt.Fprintf(w, "\nThe raw numbers are in [%s](%s).\n", ReportJSON, ReportJSON)
+}
+
+func (p *PathResults) liveOf() *LiveResult {
+	if p == nil {
+		return nil
+	}
+	return p.Live
+}
+
+func writeLiveTable(w io.Writer, fast, flow *LiveResult) {
+	fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
+	get := func(l *LiveResult, f func(*LiveResult) float64) float64 {
+		if l == nil || l.Storm == nil {
+			return -1
+		}
+		return f(l)
+	}
+	for _, row := range []struct {
+		name  string
+		f     func(*LiveResult) float64
+		fmt   func(float64) string
+		ratio bool
+	}{
+		{"subscribers with a complete snapshot", func(l *LiveResult) float64 { return float64(l.Storm.Completed) }, count, false},
+		{"rows written", func(l *LiveResult) float64 { return float64(l.Written) }, count, false},
+		{"INSERT latency p50", func(l *LiveResult) float64 { return l.WriteLatency.P50 }, msRaw, true},
+		{"INSERT latency p99", func(l *LiveResult) float64 { return l.WriteLatency.P99 }, msRaw, true},
+		{"write to client p50", func(l *LiveResult) float64 { return l.Storm.Latency.P50 }, msRaw, true},
+		{"write to client p99", func(l *LiveResult) float64 { return l.Storm.Latency.P99 }, msRaw, true},
+		{"write to client max", func(l *LiveResult) float64 { return l.Storm.Latency.Max }, msRaw, true},
+		{"rows delivered to subscribers", func(l *LiveResult) float64 { return float64(l.Storm.LiveRows) }, count, false},
+		{"of the rows written × subscribers", func(l *LiveResult) float64 { return 100 * l.Delivered }, pct, false},
+		{"deliveries per second", func(l *LiveResult) float64 { return float64(l.Storm.LiveRows) / l.Storm.LiveSeconds }, count, false},
+		{"server CPU (whole run)", func(l *LiveResult) float64 { return l.Storm.ServerCPU }, cpuSecs, true},
+		{"errors", func(l *LiveResult) float64 { return float64(l.Storm.Errors + l.WriteErrors) }, count, false},
+	} {
+		vf, vd := get(fast, row.f), get(flow, row.f)
+		ratio := ""
+		if row.ratio {
+			ratio = ratioText(vd, vf)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, fmtOr(row.fmt, vf), fmtOr(row.fmt, vd), ratio)
+	}
+	fmt.Fprintln(w)
+}
+
+func deliveredText(l *LiveResult) string { return fmt.Sprintf("%.1f%%", 100*l.Delivered) }
+
+func writeStormErrors(w io.Writer, res *Results) {
+	var lines []string
+	for _, name := range reportPaths {
+		pr := res.Paths[name]
+		if pr == nil {
+			continue
+		}
+		for _, s := range pr.Storms {
+			for _, e := range SortedErrors(s.ErrorSamples) {
+				lines = append(lines, fmt.Sprintf("- %s, N=%d: %s", name, s.Clients, e))
+			}
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(w, "Storm errors:\n\n%s\n\n", strings.Join(lines, "\n"))
+	}
+}
+
+// writeStormCounters shows how much work each storm cost the server, by
+// its own counters.
+func writeStormCounters(w io.Writer, res *Results, ns []int) {
+	var rows []string
+	for _, name := range []string{PathFast, PathDataflow} {
+		pr := res.Paths[name]
+		if pr == nil {
+			continue
+		}
+		for _, n := range ns {
+			c := pr.StormCounters[n]
+			if c == nil {
+				continue
+			}
+			row := fmt.Sprintf("| %s | %s |", name, commas(n))
+			for _, k := range StormCounterNames {
+				if v, ok := c[k]; ok {
+					if strings.HasSuffix(k, "_bytes_total") {
+						row += " " + mib(v) + " |"
+					} else {
+						row += " " + count(v) + " |"
+					}
+				} else {
+					row += " — |"
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Server counters, increase during each storm (from its /metrics):\n\n| path | N |")
+	for _, k := range StormCounterNames {
+		fmt.Fprintf(w, " %s |", strings.TrimPrefix(strings.TrimSuffix(k, "_total"), "shardtail_"))
+	}
+	fmt.Fprintf(w, "\n|---|---:|%s\n%s\n\n", strings.Repeat("---:|", len(StormCounterNames)), strings.Join(rows, "\n"))
+}
+
+func anyStorms(res *Results) bool {
+	for _, pr := range res.Paths {
+		if len(pr.Storms) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func stormStatement(m Mode) string {
+	switch m {
+	case ModeFetch:
+		return "BEGIN; DECLARE c CURSOR FOR SUBSCRIBE mv WITH (PROGRESS); FETCH ALL c"
+	case ModeBare:
+		return "SUBSCRIBE mv WITH (PROGRESS)"
+	}
+	return "COPY (SUBSCRIBE mv WITH (PROGRESS)) TO STDOUT"
+}
+
+// stormOf returns pr's storm at n clients, or nil.
+func stormOf(pr *PathResults, n int) *StormResult {
+	if pr == nil {
+		return nil
+	}
+	for _, s := range pr.Storms {
+		if s.Clients == n {
+			return s
+		}
+	}
+	return nil
+}
+
+func stormValue(pr *PathResults, n int, f func(*StormResult) float64) float64 {
+	s := stormOf(pr, n)
+	if s == nil || s.Completed == 0 && s.Errors == 0 {
+		return -1
+	}
+	return f(s)
+}
+
+// fmtOr formats v, or a dash when it was not measured (negative).
+func fmtOr(f func(float64) string, v float64) string {
+	if v < 0 {
+		return "—"
+	}
+	return f(v)
+}
+
+func ratioText(slow, fast float64) string {
+	if slow <= 0 || fast <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.1f×", slow/fast)
+}
+
+// boolf is 1 for true: subtracting it turns an unmeasured 0 into -1.
+func boolf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func cpuSecs(v float64) string { return fmt.Sprintf("%.2f s", v) }
+func ms(v float64) string      { return fmt.Sprintf("%.2f ms", v) }
+func msRaw(v float64) string   { return fmt.Sprintf("%.1f ms", v) }
+func count(v float64) string   { return commas(int(v + 0.5)) }
+func pct(v float64) string     { return fmt.Sprintf("%.1f%%", v) }
+func mib(v float64) string     { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
+func kib(v float64) string     { return fmt.Sprintf("%.1f KiB", v) }
+
+// commas formats n with thousands separators.
+func commas(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + commas(-n)
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// checkGoals compares the run with the targets of the issue that asked
+// for this benchmark (at the run's largest storm).
+func checkGoals(r *Report) []Goal {
+	res := r.Results
+	fast, flow := res.Paths[PathFast], res.Paths[PathDataflow]
+	n := slices.Max(r.Config.Clients)
+	sf, sd := stormOf(fast, n), stormOf(flow, n)
+	var goals []Goal
+	add := func(what, target string, measured float64, format func(float64) string, ok func(float64) bool) {
+		g := Goal{What: what, Target: target, Met: "n/a", Measured: "not measured"}
+		if measured >= 0 {
+			g.Measured = format(measured)
+			g.Met = "no"
+			if ok(measured) {
+				g.Met = "yes"
+			}
+		}
+		goals = append(goals, g)
+	}
+	at := fmt.Sprintf(" (N=%s)", commas(n))
+	clean := func(s *StormResult) bool { return s != nil && s.Errors == 0 && s.Completed == s.Clients }
+	v := func(s *StormResult, f func(*StormResult) float64) float64 {
+		if !clean(s) {
+			return -1
+		}
+		return f(s)
+	}
+	add("fast-path storm time"+at, "< 2.5 s", v(sf, func(s *StormResult) float64 { return s.StormSeconds }), secs, func(x float64) bool { return x < 2.5 })
+	add("fast-path server CPU per client"+at, "< 1 ms", v(sf, func(s *StormResult) float64 { return s.ServerCPUPerClientMS() }), ms, func(x float64) bool { return x < 1 })
+	ratio := func(f func(*StormResult) float64) float64 {
+		if !clean(sf) || sd == nil || sd.Completed == 0 || f(sf) <= 0 {
+			return -1
+		}
+		return f(sd) / f(sf)
+	}
+	times := func(x float64) string {
+		s := fmt.Sprintf("%.1f×", x)
+		if sd != nil && sd.Errors > 0 {
+			s += fmt.Sprintf(" (%d dataflow clients failed and are not in its p95)", sd.Errors)
+		}
+		return s
+	}
+	add("statement-to-snapshot p95, dataflow ÷ fast"+at, "≥ 10×", ratio(func(s *StormResult) float64 { return s.Snapshot.P95 }), times, func(x float64) bool { return x >= 10 })
+	add("storm server CPU, dataflow ÷ fast"+at, "≥ 4×", func() float64 {
+		if !clean(sf) || sd == nil || sd.ServerCPU < 0 || sf.ServerCPU <= 0 {
+			return -1
+		}
+		return sd.ServerCPU / sf.ServerCPU
+	}(), func(x float64) string { return fmt.Sprintf("%.1f×", x) }, func(x float64) bool { return x >= 4 })
+	big := func(f func(*BigResult) float64) float64 {
+		if fast == nil || fast.Big == nil {
+			return -1
+		}
+		return f(fast.Big)
+	}
+	rows := commas(r.Config.BigRows)
+	add("fast path, "+rows+" rows: FETCH 10 from a new cursor", "< 10 ms", big(func(b *BigResult) float64 { return b.Fetch10 }), secs, func(x float64) bool { return x < 0.010 })
+	add("fast path, "+rows+" rows: first row over COPY", "< 10 ms", big(func(b *BigResult) float64 { return b.CopyFirstRow }), secs, func(x float64) bool { return x < 0.010 })
+	add("fast path, "+rows+" rows: whole snapshot delivered (last row)", "< 0.5 s", big(func(b *BigResult) float64 { return b.CopyLastRow }), secs, func(x float64) bool { return x < 0.5 })
+	add("fast path, "+rows+" rows: snapshot complete (progress row)", "< 0.5 s", big(func(b *BigResult) float64 { return b.CopyComplete }), secs, func(x float64) bool { return x < 0.5 })
+	memv := -1.0
+	if fast != nil && fast.Memory != nil && fast.Memory.Storm.Completed > 0 {
+		memv = fast.Memory.PerClientKB
+	}
+	add(fmt.Sprintf("fast path, RSS per idle subscriber (%s)", commas(r.Config.IdleClients)), "< 30 KiB", memv, kib, func(x float64) bool { return x < 30 })
+	return goals
+}

@@ -1,0 +1,814 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// Mode is how a storm client subscribes.
+type Mode string
+
+const (
+	// ModeCopy runs COPY (SUBSCRIBE x WITH (PROGRESS)) TO STDOUT.
+	ModeCopy Mode = "copy"
+	// ModeFetch runs BEGIN; DECLARE c CURSOR FOR SUBSCRIBE x WITH
+	// (PROGRESS); FETCH ALL c, and FETCH ALL c again after each result.
+	ModeFetch Mode = "fetch"
+	// ModeBare runs SUBSCRIBE x WITH (PROGRESS), streamed as DataRows.
+	ModeBare Mode = "bare"
+	// ModeSelect runs SELECT * FROM x: the snapshot is the whole result.
+	// It is the peer's (PostgreSQL's) side of the storm.
+	ModeSelect Mode = "select"
+	// ModeCopyTable runs COPY x TO STDOUT: the peer's whole-table read.
+	ModeCopyTable Mode = "copy-table"
+)
+
+// ParseMode parses a --mode value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(s)); m {
+	case ModeCopy, ModeFetch, ModeBare, ModeSelect, ModeCopyTable:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w: mode %q (want copy, fetch, bare, select or copy-table)", ErrConfig, s)
+}
+
+// Defaults of StormConfig.
+const (
+	DefaultStormTimeout       = 2 * time.Minute
+	DefaultConnectConcurrency = 128
+	DefaultSettle             = 300 * time.Millisecond
+)
+
+// StormConfig configures one storm: Clients connections opened first, then
+// (a start barrier) every client sends its statement at once and reads
+// until its snapshot is complete.
+type StormConfig struct {
+	// URL is the server's connection URL.
+	URL string
+	// Clients is the number of connections.
+	Clients int
+	// Mode is how each client subscribes.
+	Mode Mode
+	// Relation is the collection to subscribe to (or select from).
+	Relation string
+	// FastPath, when "on" or "off", is sent on each connection before the
+	// barrier as SET enable_subscribe_persist_fast_path; "" or "default"
+	// leaves the server's setting.
+	FastPath string
+	// Spread staggers the statements evenly over this duration instead of
+	// sending them all at once.
+	Spread time.Duration
+	// Timeout bounds each client's connect, and its statement-to-snapshot
+	// time; a client over it counts as an error and the storm goes on.
+	Timeout time.Duration
+	// ConnectConcurrency bounds the dials in flight before the barrier, so
+	// that the listen backlog does not overflow (connecting is not timed).
+	ConnectConcurrency int
+	// ExpectRows, when positive, is the number of snapshot rows each
+	// client must receive; a different count is an error.
+	ExpectRows int
+	// Stay keeps every client reading live updates this long after all
+	// snapshots are complete. Ignored when Live is set.
+	Stay time.Duration
+	// Live, when set, runs once every snapshot is complete (a writer, a
+	// memory probe); clients keep reading until it returns.
+	Live func(ctx context.Context) error
+	// LatencyColumn, when at least 2, is the 0-based output column whose
+	// text starts with the wall-clock Unix nanoseconds at which the row was
+	// written; live rows then yield write-to-client latencies.
+	LatencyColumn int
+	// Stalled clients, spread evenly over the storm, stop reading as soon
+	// as their snapshot is complete (slow-client isolation); their live
+	// rows and latencies are not counted.
+	Stalled int
+	// Server reads the server's CPU seconds before and after; zero: none.
+	Server CPUProbe
+	// MaxServerRSS, when positive (and Server.PID known), aborts the storm
+	// when the server's RSS passes it, so that a runaway server cannot
+	// exhaust a shared machine's memory. The result says so in Aborted.
+	MaxServerRSS int64
+	// Settle is how long to wait after closing the connections before the
+	// last CPU reading, so that the server's teardown is counted.
+	Settle time.Duration
+	// Status, when not nil, shows progress.
+	Status *Status
+	// Label names the storm on the status line.
+	Label string
+}
+
+// Validate reports the first invalid field.
+func (c *StormConfig) Validate() error {
+	switch {
+	case c.URL == "":
+		return fmt.Errorf("%w: URL is empty", ErrConfig)
+	case c.Clients < 1:
+		return fmt.Errorf("%w: Clients must be at least 1, not %d", ErrConfig, c.Clients)
+	case c.Relation == "":
+		return fmt.Errorf("%w: Relation is empty", ErrConfig)
+	case c.Stalled < 0 || c.Stalled > c.Clients:
+		return fmt.Errorf("%w: Stalled must be in [0, Clients], not %d", ErrConfig, c.Stalled)
+	case c.Spread < 0 || c.Stay < 0 || c.Timeout < 0:
+		return fmt.Errorf("%w: Spread, Stay and Timeout must not be negative", ErrConfig)
+	}
+	switch c.FastPath {
+	case "", "default", "on", "off":
+	default:
+		return fmt.Errorf("%w: FastPath must be on, off or default, not %q", ErrConfig, c.FastPath)
+	}
+	if _, err := ParseMode(string(c.Mode)); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *StormConfig) setDefaults() {
+	if c.Mode == "" {
+		c.Mode = ModeCopy
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultStormTimeout
+	}
+	if c.ConnectConcurrency <= 0 {
+		c.ConnectConcurrency = DefaultConnectConcurrency
+	}
+	if c.Settle == 0 {
+		c.Settle = DefaultSettle
+	}
+	if c.Label == "" {
+		c.Label = fmt.Sprintf("storm %s N=%d", c.Mode, c.Clients)
+	}
+}
+
+// StormResult is what one storm measured. Times are in seconds, write
+// latencies in milliseconds.
+type StormResult struct {
+	Clients  int    `json:"clients"`
+	Mode     Mode   `json:"mode"`
+	Relation string `json:"relation"`
+	FastPath string `json:"fast_path"`
+
+	Connected      int     `json:"connected"`
+	ConnectSeconds float64 `json:"connect_seconds"`
+	// Completed counts clients whose snapshot was complete.
+	Completed int `json:"completed"`
+	// Errors counts failed clients (connect, snapshot or live phase);
+	// ErrorSamples shows the distinct messages with their counts.
+	Errors       int            `json:"errors"`
+	ErrorSamples map[string]int `json:"error_samples,omitempty"`
+	SnapshotRows int64          `json:"snapshot_rows"`
+
+	// Snapshot is statement to snapshot complete (the first progress row
+	// after the client's as_of; for a SELECT, ReadyForQuery).
+	Snapshot Dist `json:"snapshot"`
+	// FirstRow is statement to the first snapshot row; LastRow to the
+	// last.
+	FirstRow Dist `json:"first_row"`
+	LastRow  Dist `json:"last_row"`
+	// StormSeconds is the first statement sent to the last snapshot
+	// complete.
+	StormSeconds float64 `json:"storm_seconds"`
+
+	// ServerCPU is the server's CPU seconds from before the first connect
+	// to after the last close (-1: not measured). ClientCPU is this
+	// process's over the same window.
+	ServerCPU float64 `json:"server_cpu_seconds"`
+	ClientCPU float64 `json:"client_cpu_seconds"`
+	// ServerPeakRSS is the server's largest RSS sampled (every 100 ms)
+	// over the same window, when its pid is known; else 0.
+	ServerPeakRSS int64 `json:"server_peak_rss_bytes,omitempty"`
+
+	// Live phase: rows received after the snapshots by the clients that
+	// kept reading, and their write-to-client latencies (ms).
+	LiveSeconds float64 `json:"live_seconds,omitempty"`
+	LiveRows    int64   `json:"live_rows,omitempty"`
+	Latency     Dist    `json:"latency_ms"`
+	Stalled     int     `json:"stalled,omitempty"`
+	// Aborted says why the storm was cut short (MaxServerRSS), if it was.
+	Aborted string `json:"aborted,omitempty"`
+}
+
+// ServerCPUPerClientMS is the server CPU per connected client in ms.
+func (r *StormResult) ServerCPUPerClientMS() float64 {
+	if r.ServerCPU < 0 || r.Connected == 0 {
+		return -1
+	}
+	return r.ServerCPU * 1000 / float64(r.Connected)
+}
+
+// Storm runs one storm. It returns an error only when the storm could not
+// run at all (bad config, cancelled); failed clients are counted in the
+// result.
+func Storm(parent context.Context, cfg StormConfig) (*StormResult, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pcfg, err := pgconn.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: URL: %v", ErrConfig, err)
+	}
+	pcfg.ConnectTimeout = cfg.Timeout
+	res := &StormResult{Clients: cfg.Clients, Mode: cfg.Mode, Relation: cfg.Relation, FastPath: cfg.FastPath, ServerCPU: -1, Stalled: cfg.Stalled}
+	if res.FastPath == "" {
+		res.FastPath = "default"
+	}
+	// ctx is the storm's own: cancelled by the parent, or by the memory
+	// guard (cause errRSS).
+	ctx, abort := context.WithCancelCause(parent)
+	defer abort(nil)
+
+	cpu0, cpuErr := 0.0, errors.New("no probe")
+	if cfg.Server.Enabled() {
+		cpu0, cpuErr = cfg.Server.Read(ctx)
+	}
+	self0 := SelfCPU()
+	stopRSS := sampleRSS(cfg.Server.PID, &res.ServerPeakRSS, cfg.MaxServerRSS, func() {
+		abort(fmt.Errorf("%w: over %s", errRSS, mib(float64(cfg.MaxServerRSS))))
+	})
+
+	errs := newErrorCounter()
+	var connected, completed, failed atomic.Int64
+	cfg.Status.Set(cfg.Label, func() string {
+		return fmt.Sprintf("%d/%d connected, %d snapshots complete, %d failed",
+			connected.Load(), cfg.Clients, completed.Load(), failed.Load())
+	})
+
+	// Connect phase: every client connects (and sets the path) before any
+	// statement is sent.
+	clients := make([]*stormClient, cfg.Clients)
+	connStart := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, cfg.ConnectConcurrency)
+	for i := range clients {
+		c := &stormClient{i: i, stalled: isStalled(i, cfg.Clients, cfg.Stalled)}
+		clients[i] = c
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				c.err = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			if c.err = c.connect(ctx, pcfg, &cfg); c.err == nil {
+				connected.Add(1)
+			} else {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	res.ConnectSeconds = time.Since(connStart).Seconds()
+
+	var closeMu sync.Mutex
+	closeAll := func() {
+		closeMu.Lock()
+		defer closeMu.Unlock()
+		for _, c := range clients {
+			if c.conn != nil {
+				c.conn.Close()
+			}
+		}
+	}
+	stopClosing := context.AfterFunc(ctx, closeAll)
+	defer stopClosing()
+
+	// The storm: all goroutines wait at the barrier, then go together.
+	barrier := make(chan struct{})
+	liveDone := make(chan struct{})
+	var snapWG, allWG sync.WaitGroup
+	for _, c := range clients {
+		if c.err != nil {
+			errs.add("connect: " + c.err.Error())
+			continue
+		}
+		snapWG.Add(1)
+		allWG.Go(func() { c.run(&cfg, barrier, &snapWG, liveDone) })
+	}
+	close(barrier)
+	// Count outcomes for the status line while waiting.
+	waitDone := make(chan struct{})
+	go func() { snapWG.Wait(); close(waitDone) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+wait:
+	for {
+		select {
+		case <-waitDone:
+			break wait
+		case <-tick.C:
+			var ok, bad int64
+			for _, c := range clients {
+				switch c.outcome.Load() {
+				case outcomeComplete:
+					ok++
+				case outcomeFailed:
+					bad++
+				}
+			}
+			completed.Store(ok)
+			failed.Store(bad + int64(cfg.Clients) - connected.Load())
+		}
+	}
+	tick.Stop()
+	var ok, bad int64
+	for _, c := range clients {
+		switch c.outcome.Load() {
+		case outcomeComplete:
+			ok++
+		case outcomeFailed:
+			bad++
+		}
+	}
+	completed.Store(ok)
+	failed.Store(bad + int64(cfg.Clients) - connected.Load())
+
+	var liveErr error
+	liveStart := time.Now()
+	if cfg.Live != nil || cfg.Stay > 0 {
+		cfg.Status.Set(cfg.Label+": live phase", func() string {
+			return fmt.Sprintf("%d snapshots complete, %d failed", completed.Load(), failed.Load())
+		})
+	}
+	if ctx.Err() == nil {
+		if cfg.Live != nil {
+			liveErr = cfg.Live(ctx)
+		} else if cfg.Stay > 0 {
+			sleepCtx(ctx, cfg.Stay)
+		}
+	}
+	res.LiveSeconds = time.Since(liveStart).Seconds()
+	close(liveDone)
+	now := time.Now()
+	for _, c := range clients {
+		if c.conn != nil {
+			c.conn.SetReadDeadline(now)
+		}
+	}
+	allWG.Wait()
+	closeAll()
+	if parent.Err() != nil {
+		return nil, parent.Err()
+	}
+	if ctx.Err() != nil {
+		res.Aborted = context.Cause(ctx).Error()
+	}
+	sleepCtx(parent, cfg.Settle)
+	if cpuErr == nil {
+		if cpu1, err := cfg.Server.Read(parent); err == nil {
+			res.ServerCPU = cpu1 - cpu0
+		}
+	}
+	res.ClientCPU = SelfCPU() - self0
+	stopRSS()
+
+	// Summarise.
+	var snaps, firsts, lasts, lats []float64
+	var first, last time.Time
+	for _, c := range clients {
+		if c.err != nil {
+			continue
+		}
+		res.Connected++
+		if c.snapErr != nil {
+			errs.add(c.snapErr.Error())
+			continue
+		}
+		res.Completed++
+		res.SnapshotRows += c.rows
+		snaps = append(snaps, c.done.Sub(c.sent).Seconds())
+		if c.rows > 0 {
+			firsts = append(firsts, c.firstRow.Sub(c.sent).Seconds())
+			lasts = append(lasts, c.lastRow.Sub(c.sent).Seconds())
+		}
+		if first.IsZero() || c.sent.Before(first) {
+			first = c.sent
+		}
+		if c.done.After(last) {
+			last = c.done
+		}
+		if c.liveErr != nil {
+			errs.add("live: " + c.liveErr.Error())
+		}
+		if !c.stalled {
+			res.LiveRows += c.liveRows
+			lats = append(lats, c.lat...)
+		}
+	}
+	if !first.IsZero() {
+		res.StormSeconds = last.Sub(first).Seconds()
+	}
+	res.Snapshot, res.FirstRow, res.LastRow = NewDist(snaps), NewDist(firsts), NewDist(lasts)
+	res.Latency = NewDist(lats)
+	res.Errors, res.ErrorSamples = errs.total(), errs.samples()
+	if liveErr != nil {
+		return res, fmt.Errorf("live phase: %w", liveErr)
+	}
+	return res, nil
+}
+
+// rssEvery is how often sampleRSS reads the server's RSS.
+const rssEvery = 100 * time.Millisecond
+
+// errRSS is the cause of a storm aborted by its memory guard.
+var errRSS = errors.New("aborted: server RSS")
+
+// sampleRSS records the peak RSS of pid into *peak until the returned stop
+// is called (which waits for the sampler), calling over once when it passes
+// limit (if positive). pid 0 samples nothing.
+func sampleRSS(pid int, peak *int64, limit int64, over func()) (stop func()) {
+	if pid <= 0 {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(rssEvery)
+		defer t.Stop()
+		for {
+			if rss, err := ProcRSS(pid); err == nil && rss > *peak {
+				*peak = rss
+				if limit > 0 && rss > limit && over != nil {
+					over()
+					over = nil
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// isStalled spreads n stalled clients evenly over total.
+func isStalled(i, total, n int) bool {
+	return n > 0 && (i*n)/total != ((i+1)*n)/total
+}
+
+// stormClient is one connection of a storm. Its fields are written by its
+// own goroutine and read by Storm after that goroutine has finished.
+type stormClient struct {
+	i       int
+	stalled bool
+	conn    net.Conn
+	fe      *pgproto3.Frontend
+	err     error // connect
+
+	snapErr  error
+	liveErr  error
+	sent     time.Time
+	done     time.Time
+	firstRow time.Time
+	lastRow  time.Time
+	asOf     uint64
+	haveAsOf bool
+	complete bool
+	rows     int64
+	ready    int // ReadyForQuery messages seen
+	liveRows int64
+	lat      []float64
+
+	outcome atomic.Int32 // outcome* constants, for the status line
+}
+
+func (c *stormClient) connect(ctx context.Context, pcfg *pgconn.Config, cfg *StormConfig) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	pc, err := pgconn.ConnectConfig(ctx, pcfg.Copy())
+	if err != nil {
+		return err
+	}
+	if fp := cfg.FastPath; fp == "on" || fp == "off" {
+		if _, err := pc.Exec(ctx, "SET enable_subscribe_persist_fast_path = "+fp).ReadAll(); err != nil {
+			pc.Close(context.Background())
+			return fmt.Errorf("set fast path: %w", err)
+		}
+	}
+	h, err := pc.Hijack()
+	if err != nil {
+		pc.Close(context.Background())
+		return err
+	}
+	c.conn, c.fe = h.Conn, h.Frontend
+	return nil
+}
+
+// Outcomes of a client's snapshot, as seen by the status line.
+const (
+	outcomePending int32 = iota
+	outcomeComplete
+	outcomeFailed
+)
+
+// run is one client's life after connecting: wait at the barrier, send the
+// statement, read the snapshot, then read live rows until liveDone.
+func (c *stormClient) run(cfg *StormConfig, barrier <-chan struct{}, snapWG *sync.WaitGroup, liveDone <-chan struct{}) {
+	<-barrier
+	if cfg.Spread > 0 {
+		time.Sleep(time.Duration(int64(cfg.Spread) * int64(c.i) / int64(cfg.Clients)))
+	}
+	c.snapErr = c.snapshot(cfg)
+	if c.snapErr != nil {
+		c.outcome.Store(outcomeFailed)
+	} else {
+		c.outcome.Store(outcomeComplete)
+		// Clear the deadline before signalling, so that Storm's
+		// deadline at the end of the live phase is the one in force.
+		c.conn.SetReadDeadline(time.Time{})
+	}
+	snapWG.Done()
+	if c.snapErr != nil {
+		return
+	}
+	if c.stalled {
+		<-liveDone
+		return
+	}
+	if err := c.live(cfg); err != nil {
+		select {
+		case <-liveDone:
+			// The deadline set at the end of the live phase.
+		default:
+			c.liveErr = err
+		}
+	}
+}
+
+func (c *stormClient) snapshot(cfg *StormConfig) error {
+	c.sent = time.Now()
+	c.conn.SetDeadline(c.sent.Add(cfg.Timeout))
+	rel := cfg.Relation
+	switch cfg.Mode {
+	case ModeCopy:
+		c.fe.Send(&pgproto3.Query{String: "COPY (SUBSCRIBE " + rel + " WITH (PROGRESS)) TO STDOUT"})
+	case ModeBare:
+		c.fe.Send(&pgproto3.Query{String: "SUBSCRIBE " + rel + " WITH (PROGRESS)"})
+	case ModeFetch:
+		c.fe.Send(&pgproto3.Query{String: "BEGIN"})
+		c.fe.Send(&pgproto3.Query{String: "DECLARE c CURSOR FOR SUBSCRIBE " + rel + " WITH (PROGRESS)"})
+		c.fe.Send(&pgproto3.Query{String: "FETCH ALL c"})
+	case ModeSelect:
+		c.fe.Send(&pgproto3.Query{String: "SELECT * FROM " + rel})
+	case ModeCopyTable:
+		c.fe.Send(&pgproto3.Query{String: "COPY " + rel + " TO STDOUT"})
+	}
+	if err := c.fe.Flush(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	for !c.complete {
+		msg, err := c.fe.Receive()
+		if err != nil {
+			if isTimeout(err) {
+				return fmt.Errorf("timeout: snapshot not complete after %v", cfg.Timeout)
+			}
+			return fmt.Errorf("receive: %w", err)
+		}
+		if err := c.handle(cfg, msg); err != nil {
+			return err
+		}
+	}
+	c.conn.SetWriteDeadline(time.Time{})
+	if cfg.ExpectRows > 0 && c.rows != int64(cfg.ExpectRows) {
+		return fmt.Errorf("snapshot has %d rows, want %d", c.rows, cfg.ExpectRows)
+	}
+	return nil
+}
+
+func (c *stormClient) live(cfg *StormConfig) error {
+	if cfg.Mode == ModeSelect || cfg.Mode == ModeCopyTable {
+		// A plain query has no live phase: hold the connection idle.
+		var b [1]byte
+		_, err := c.conn.Read(b[:])
+		return err
+	}
+	for {
+		msg, err := c.fe.Receive()
+		if err != nil {
+			return err
+		}
+		if err := c.handle(cfg, msg); err != nil {
+			return err
+		}
+	}
+}
+
+// errEnded means the server ended a subscribe that has no UP TO.
+var errEnded = errors.New("the server ended the subscribe")
+
+// handle processes one message; received messages are valid only until the
+// next Receive, so nothing here keeps their bytes.
+func (c *stormClient) handle(cfg *StormConfig, msg pgproto3.BackendMessage) error {
+	switch m := msg.(type) {
+	case *pgproto3.CopyData:
+		if cfg.Mode == ModeCopyTable {
+			c.plainRow()
+			return nil
+		}
+		ts, rest := cutTab(m.Data)
+		prog, rest := cutTab(rest)
+		var lat []byte
+		if cfg.LatencyColumn >= 2 {
+			for range cfg.LatencyColumn - 2 {
+				_, rest = cutTab(rest)
+			}
+			lat, _ = cutTab(rest)
+		}
+		return c.row(ts, prog, lat)
+	case *pgproto3.DataRow:
+		if cfg.Mode == ModeSelect {
+			c.plainRow()
+			return nil
+		}
+		if len(m.Values) < 2 {
+			return fmt.Errorf("a row of %d columns; want mz_timestamp, mz_progressed, ...", len(m.Values))
+		}
+		var lat []byte
+		if k := cfg.LatencyColumn; k >= 2 && k < len(m.Values) {
+			lat = m.Values[k]
+		}
+		return c.row(m.Values[0], m.Values[1], lat)
+	case *pgproto3.ErrorResponse:
+		return fmt.Errorf("server error %s: %s", m.Code, m.Message)
+	case *pgproto3.ReadyForQuery:
+		c.ready++
+		switch cfg.Mode {
+		case ModeSelect, ModeCopyTable:
+			c.complete, c.done = true, time.Now()
+		case ModeFetch:
+			if c.ready >= 3 { // after BEGIN, DECLARE and each FETCH
+				c.fe.Send(&pgproto3.Query{String: "FETCH ALL c"})
+				return c.fe.Flush()
+			}
+		default:
+			return errEnded
+		}
+	}
+	return nil
+}
+
+// row processes one SUBSCRIBE output row given its first two columns and,
+// when measuring latency, the payload column.
+func (c *stormClient) row(tsText, prog, lat []byte) error {
+	ts, ok := parseUint(tsText)
+	if !ok {
+		return fmt.Errorf("mz_timestamp %q is not a number", tsText)
+	}
+	progressed := len(prog) == 1 && prog[0] == 't'
+	switch {
+	case !c.haveAsOf:
+		if !progressed {
+			return errors.New("the first row is not a progress row")
+		}
+		c.asOf, c.haveAsOf = ts, true
+	case !c.complete:
+		if progressed {
+			if ts > c.asOf {
+				c.complete, c.done = true, time.Now()
+			}
+			return nil
+		}
+		if ts != c.asOf {
+			return fmt.Errorf("snapshot row at %d, as_of %d", ts, c.asOf)
+		}
+		c.plainRow()
+	case !progressed:
+		c.liveRows++
+		if written, ok := parseUintPrefix(lat); ok {
+			c.lat = append(c.lat, float64(time.Now().UnixNano()-int64(written))/1e6)
+		}
+	}
+	return nil
+}
+
+// plainRow counts one snapshot row.
+func (c *stormClient) plainRow() {
+	now := time.Now()
+	if c.rows == 0 {
+		c.firstRow = now
+	}
+	c.rows++
+	c.lastRow = now
+}
+
+// cutTab splits a COPY text line at its first tab.
+func cutTab(b []byte) (field, rest []byte) {
+	for i, x := range b {
+		if x == '\t' {
+			return b[:i], b[i+1:]
+		}
+	}
+	return b, nil
+}
+
+// parseUint parses a whole decimal number without allocating.
+func parseUint(b []byte) (uint64, bool) {
+	v, ok := parseUintPrefix(b)
+	if !ok {
+		return 0, false
+	}
+	for _, x := range b {
+		if x < '0' || x > '9' {
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// parseUintPrefix parses the leading decimal digits of b.
+func parseUintPrefix(b []byte) (uint64, bool) {
+	var v uint64
+	n := 0
+	for _, x := range b {
+		if x < '0' || x > '9' {
+			break
+		}
+		v = v*10 + uint64(x-'0')
+		n++
+	}
+	return v, n > 0 && n <= 19
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// errorCounter counts failures by message.
+type errorCounter struct {
+	mu sync.Mutex
+	m  map[string]int // mu must be held.
+	n  int            // mu must be held.
+}
+
+func newErrorCounter() *errorCounter { return &errorCounter{m: map[string]int{}} }
+
+func (e *errorCounter) add(msg string) {
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.n++
+	if _, ok := e.m[msg]; ok || len(e.m) < 8 {
+		e.m[msg]++
+	}
+}
+
+func (e *errorCounter) total() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n
+}
+
+func (e *errorCounter) samples() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.m) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(e.m))
+	for k, v := range e.m {
+		out[k] = v
+	}
+	return out
+}
+
+// SortedErrors returns error samples most frequent first.
+func SortedErrors(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = fmt.Sprintf("%d× %s", m[k], k)
+	}
+	return out
+}

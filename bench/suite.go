@@ -1,0 +1,872 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// Paths of the report: shardtail's two SUBSCRIBE paths and the peer.
+const (
+	PathFast     = "fast"
+	PathDataflow = "dataflow"
+	PathPostgres = "postgres"
+)
+
+// Scenarios, by letter, as in the report.
+const (
+	ScenarioStorm  = "a" // storms at each N on the small materialized view
+	ScenarioBig    = "b" // one client on the large materialized view
+	ScenarioLive   = "c" // live fan-out latency
+	ScenarioSlow   = "d" // slow-client isolation
+	ScenarioMemory = "e" // RSS per idle subscriber
+)
+
+// SuiteConfig configures `shardtail bench`. Zero fields take the full
+// run's defaults (or the quick run's, with Quick).
+type SuiteConfig struct {
+	// ServerBin is the shardtail binary to run as `serve`.
+	ServerBin string
+	// Quick runs a small version for smoke checks.
+	Quick bool
+	// Scenarios to run, letters a-e; empty: all.
+	Scenarios string
+	// Postgres runs the peer when its binaries are installed.
+	Postgres bool
+
+	// Clients are the storm sizes of (a).
+	Clients []int
+	// StormMode is how storm clients subscribe.
+	StormMode Mode
+	// SmallRows rows of PayloadBytes make the storms' view; BigRows the
+	// large one of (b).
+	SmallRows, BigRows, PayloadBytes int
+	// Repeat is how many times each single-client read of (b) runs; the
+	// report shows the median.
+	Repeat int
+	// LiveClients subscribe while a writer inserts LiveRate rows/s for
+	// LiveDuration (c).
+	LiveClients, LiveRate int
+	LiveDuration          time.Duration
+	// SlowClients subscribe, SlowStalled of them stop reading, while a
+	// writer inserts SlowRate rows/s of SlowPayloadBytes (d).
+	SlowClients, SlowStalled, SlowRate, SlowPayloadBytes int
+	// IdleClients hold idle subscriptions for the memory probe (e).
+	IdleClients int
+	// Timeout bounds each client (connect; statement to snapshot).
+	Timeout time.Duration
+	// MaxServerRSS aborts a storm whose server grows past it (a shared
+	// machine must keep its memory); 0: no limit.
+	MaxServerRSS int64
+
+	// Status shows progress; may be nil.
+	Status *Status `json:"-"`
+}
+
+// DefaultMaxServerRSS is the suite's memory guard: 10 GiB of a 24 GiB
+// machine that others share.
+const DefaultMaxServerRSS = 10 << 30
+
+// DefaultSuite returns the full run's configuration, or the quick one.
+func DefaultSuite(quick bool) SuiteConfig {
+	if quick {
+		return SuiteConfig{
+			Quick: true, Postgres: true, StormMode: ModeCopy,
+			Clients:   []int{64},
+			SmallRows: 10_000, BigRows: 100_000, PayloadBytes: 64, Repeat: 1,
+			LiveClients: 32, LiveRate: 50, LiveDuration: 3 * time.Second,
+			SlowClients: 20, SlowStalled: 2, SlowRate: 50, SlowPayloadBytes: 2048,
+			IdleClients: 200,
+			Timeout:     time.Minute, MaxServerRSS: DefaultMaxServerRSS,
+		}
+	}
+	return SuiteConfig{
+		Postgres: true, StormMode: ModeCopy,
+		Clients:   []int{256, 1024, 2048},
+		SmallRows: 10_000, BigRows: 1_000_000, PayloadBytes: 64, Repeat: 3,
+		LiveClients: 1024, LiveRate: 100, LiveDuration: 15 * time.Second,
+		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048,
+		IdleClients: 10_000,
+		Timeout:     3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *SuiteConfig) Validate() error {
+	switch {
+	case c.ServerBin == "":
+		return fmt.Errorf("%w: ServerBin is empty", ErrConfig)
+	case len(c.Clients) == 0 || slices.Min(c.Clients) < 1:
+		return fmt.Errorf("%w: Clients must be positive", ErrConfig)
+	case c.SmallRows < 1 || c.BigRows < 1 || c.PayloadBytes < 24:
+		return fmt.Errorf("%w: SmallRows and BigRows must be positive, PayloadBytes at least 24", ErrConfig)
+	case c.SlowStalled > c.SlowClients:
+		return fmt.Errorf("%w: SlowStalled %d over SlowClients %d", ErrConfig, c.SlowStalled, c.SlowClients)
+	case c.LiveRate < 1 || c.SlowRate < 1 || c.LiveDuration <= 0:
+		return fmt.Errorf("%w: LiveRate, SlowRate and LiveDuration must be positive", ErrConfig)
+	}
+	for _, r := range c.Scenarios {
+		if !strings.ContainsRune("abcde", r) {
+			return fmt.Errorf("%w: scenario %q (want letters a-e)", ErrConfig, r)
+		}
+	}
+	return nil
+}
+
+func (c *SuiteConfig) runs(s string) bool {
+	return c.Scenarios == "" || strings.Contains(c.Scenarios, s)
+}
+
+// Results is everything one `shardtail bench` measured, by path.
+type Results struct {
+	Paths map[string]*PathResults `json:"paths"`
+}
+
+// PathResults is one path's measurements. Nil fields were not run.
+type PathResults struct {
+	Path string `json:"path"`
+	// Version is the peer's version (PostgreSQL).
+	Version string `json:"version,omitempty"`
+	// Load times the data set-up: COPY into the tables and the views
+	// catching up.
+	Load map[string]float64 `json:"load_seconds,omitempty"`
+	// Storms (a), one per N.
+	Storms []*StormResult `json:"storms,omitempty"`
+	// StormCounters are the server's counters' increase during each storm
+	// of (a), by N (shardtail only): how much work was shared.
+	StormCounters map[int]map[string]float64 `json:"storm_counters,omitempty"`
+	// Big (b).
+	Big *BigResult `json:"big,omitempty"`
+	// Live (c): fan-out under a steady writer.
+	Live *LiveResult `json:"live,omitempty"`
+	// SlowBaseline and Slow (d): the same run without and with stalled
+	// clients.
+	SlowBaseline *LiveResult `json:"slow_baseline,omitempty"`
+	Slow         *LiveResult `json:"slow,omitempty"`
+	// Memory (e).
+	Memory *MemoryResult `json:"memory,omitempty"`
+	// Problems are failures observed on this path: scenario errors, a
+	// server that exited.
+	Problems []string `json:"problems,omitempty"`
+}
+
+func (p *PathResults) problem(format string, args ...any) {
+	p.Problems = append(p.Problems, fmt.Sprintf(format, args...))
+}
+
+// BigResult is (b): one client reading a large collection. Seconds are the
+// median of Repeat runs.
+type BigResult struct {
+	Rows int `json:"rows"`
+	// Fetch10 is sending BEGIN; DECLARE; FETCH 10 on a new cursor until
+	// ten rows are in; Fetch10Rows is what the first FETCH returned.
+	Fetch10     float64 `json:"fetch10_seconds"`
+	Fetch10Rows int     `json:"fetch10_first_fetch_rows"`
+	// CopyFirstRow, CopyLastRow: statement to the first and the last
+	// snapshot row over COPY; CopyComplete to the progress row that
+	// completes the snapshot (for PostgreSQL, the end of the COPY).
+	CopyFirstRow float64 `json:"copy_first_row_seconds"`
+	CopyLastRow  float64 `json:"copy_last_row_seconds"`
+	CopyComplete float64 `json:"copy_complete_seconds"`
+	// ServerCPU is one COPY read's server CPU (median).
+	ServerCPU float64  `json:"server_cpu_seconds"`
+	Errors    []string `json:"errors,omitempty"`
+}
+
+// LiveResult is (c) or (d): subscribers under a steady writer.
+type LiveResult struct {
+	Storm *StormResult `json:"storm"`
+	// Rate is the writer's target rows/s; Written what it wrote; Writes
+	// the INSERT statements and their latency (ms).
+	Rate         int     `json:"rate"`
+	PayloadBytes int     `json:"payload_bytes"`
+	Written      int64   `json:"written"`
+	WriteLatency Dist    `json:"insert_latency_ms"`
+	WriteErrors  int     `json:"write_errors"`
+	WriterError  string  `json:"writer_error,omitempty"`
+	Delivered    float64 `json:"delivered_fraction"`
+}
+
+// MemoryResult is (e): server RSS before and with IdleClients idle
+// subscribers.
+type MemoryResult struct {
+	Storm       *StormResult `json:"storm"`
+	RSSBefore   int64        `json:"rss_before_bytes"`
+	RSSIdle     int64        `json:"rss_idle_bytes"`
+	PerClientKB float64      `json:"per_subscriber_kib"`
+}
+
+// StormCounterNames are the server counters recorded around each storm:
+// how many snapshot cursors and part fetches the storm cost, and how many
+// subscribes each path served.
+var StormCounterNames = []string{
+	"shardtail_subscribes_total",
+	"shardtail_tail_snapshot_cursors_total",
+	"shardtail_tail_snapshot_pieces_total",
+	"shardtail_tail_snapshot_bytes_total",
+	"shardtail_persist_parts_fetched_total",
+	"shardtail_persist_cas_attempts_total",
+	"shardtail_persist_cas_conflicts_total",
+}
+
+// Table and relation names. Both shardtail servers and PostgreSQL hold the
+// same rows.
+const (
+	tableSmall = "src"
+	viewSmall  = "mv"
+	tableBig   = "big"
+	viewBig    = "bigmv"
+	tableLive  = "live"
+	tableIdle  = "idle"
+)
+
+// loadWait bounds a view catching up with its input.
+const loadWait = 10 * time.Minute
+
+// Run runs the suite: each shardtail path on fresh servers, then the peer.
+func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// Both paths must run the same build even if the binary is rebuilt
+	// during the run (make build by someone else): run a private copy.
+	bin, cleanup, err := copyBinary(cfg.ServerBin)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	cfg.ServerBin = bin
+	res := &Results{Paths: map[string]*PathResults{}}
+	for _, fast := range []bool{true, false} {
+		name := PathDataflow
+		if fast {
+			name = PathFast
+		}
+		pr := &PathResults{Path: name, Load: map[string]float64{}}
+		res.Paths[name] = pr
+		if err := runPath(ctx, &cfg, fast, pr); err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			pr.problem("%v", err)
+			cfg.Status.Logf("%s path: %v", name, err)
+		}
+	}
+	if cfg.Postgres && (cfg.runs(ScenarioStorm) || cfg.runs(ScenarioBig)) {
+		pr := &PathResults{Path: PathPostgres, Load: map[string]float64{}}
+		err := runPostgres(ctx, &cfg, pr)
+		switch {
+		case errors.Is(err, ErrNoPostgres):
+			cfg.Status.Logf("peer skipped: %v", err)
+		case err != nil:
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			res.Paths[PathPostgres] = pr
+			pr.problem("%v", err)
+			cfg.Status.Logf("postgres: %v", err)
+		default:
+			res.Paths[PathPostgres] = pr
+		}
+	}
+	return res, ctx.Err()
+}
+
+// copyBinary copies the server binary into a temporary directory; cleanup
+// removes it.
+func copyBinary(src string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "shardtail-bench-bin-*")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	in, err := os.Open(src)
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("server binary: %w", err)
+	}
+	defer in.Close()
+	dst := filepath.Join(dir, "shardtail")
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err == nil {
+		_, err = io.Copy(out, in)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("copy server binary: %w", err)
+	}
+	return dst, cleanup, nil
+}
+
+// serverSession is one path's current server and what it has loaded. A
+// server that dies is noted and replaced for the next scenario.
+type serverSession struct {
+	cfg    *SuiteConfig
+	fast   bool
+	pr     *PathResults
+	srv    *Server
+	loaded map[string]bool
+}
+
+func (s *serverSession) close() {
+	if s.srv != nil {
+		if err := s.srv.Stop(); err != nil {
+			s.pr.problem("stop server: %v", err)
+		}
+		s.srv = nil
+	}
+}
+
+// ensure returns a live server holding the given data sets.
+func (s *serverSession) ensure(ctx context.Context, data ...string) (*Server, error) {
+	if s.srv != nil {
+		if dead, err := s.srv.Exited(); dead {
+			s.pr.problem("server (pid %d) exited: %s; last log lines:\n%s", s.srv.PID, exitText(err, s.srv), s.srv.LogTail(10))
+			s.srv.Stop()
+			s.srv = nil
+		}
+	}
+	if s.srv == nil {
+		s.cfg.Status.Set(s.pr.Path+": starting server", nil)
+		srv, err := StartServer(ctx, s.cfg.ServerBin, s.fast)
+		if err != nil {
+			return nil, err
+		}
+		s.srv, s.loaded = srv, map[string]bool{}
+	}
+	for _, d := range data {
+		if s.loaded[d] {
+			continue
+		}
+		if err := s.load(ctx, d); err != nil {
+			return nil, fmt.Errorf("load %s: %w", d, err)
+		}
+		s.loaded[d] = true
+	}
+	return s.srv, nil
+}
+
+// load creates and fills one data set on the current server.
+func (s *serverSession) load(ctx context.Context, name string) error {
+	url, cfg := s.srv.URL, s.cfg
+	s.cfg.Status.Set(s.pr.Path+": loading "+name, nil)
+	t0 := time.Now()
+	var table, view string
+	var rows int
+	switch name {
+	case viewSmall:
+		table, view, rows = tableSmall, viewSmall, cfg.SmallRows
+	case viewBig:
+		table, view, rows = tableBig, viewBig, cfg.BigRows
+	case tableLive:
+		return execSQL(ctx, url, "CREATE TABLE "+tableLive+" (id bigint, payload text)")
+	case tableIdle:
+		table, rows = tableIdle, 10
+	default:
+		return fmt.Errorf("unknown data set %q", name)
+	}
+	if err := execSQL(ctx, url, "CREATE TABLE "+table+" (id bigint, payload text)"); err != nil {
+		return err
+	}
+	if err := copyRows(ctx, url, table, 1, int64(rows), cfg.PayloadBytes); err != nil {
+		return err
+	}
+	s.pr.Load["copy "+table] = time.Since(t0).Seconds()
+	if view == "" {
+		return nil
+	}
+	t1 := time.Now()
+	if err := execSQL(ctx, url, "CREATE MATERIALIZED VIEW "+view+" AS SELECT * FROM "+table); err != nil {
+		return err
+	}
+	if err := waitRows(ctx, url, view, int64(rows), loadWait, cfg.Status); err != nil {
+		return err
+	}
+	s.pr.Load["view "+view] = time.Since(t1).Seconds()
+	return nil
+}
+
+// exitText says how a server exited. A clean exit that logged "shutting
+// down" means it got SIGINT or SIGTERM, which the bench sends only in Stop.
+func exitText(err error, s *Server) string {
+	if err != nil {
+		return err.Error()
+	}
+	if strings.Contains(s.LogTail(50), "shutting down") {
+		return "exit status 0 after SIGINT/SIGTERM from outside the bench"
+	}
+	return "exit status 0"
+}
+
+// check notes a server that exited, or stopped answering, during
+// scenario, and stops it so that the next scenario gets a new one.
+func (s *serverSession) check(ctx context.Context, scenario string) {
+	if s.srv == nil {
+		return
+	}
+	if dead, err := s.srv.Exited(); dead {
+		s.pr.problem("server (pid %d) exited during %s: %s; last log lines:\n%s", s.srv.PID, scenario, exitText(err, s.srv), s.srv.LogTail(10))
+		s.srv.Stop()
+		s.srv = nil
+		return
+	}
+	if err := s.srv.Healthy(ctx); err != nil && ctx.Err() == nil {
+		s.pr.problem("server (pid %d) stopped answering during %s (%v); last log lines:\n%s", s.srv.PID, scenario, err, s.srv.LogTail(10))
+		s.close()
+	}
+}
+
+func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) error {
+	ss := &serverSession{cfg: cfg, fast: fast, pr: pr}
+	defer ss.close()
+	st := cfg.Status
+	label := func(s string) string { return pr.Path + " path: " + s }
+	// step runs one measurement on a live server holding data; a failure
+	// is noted and the path goes on with the next one (on a new server if
+	// this one died). Only a cancelled run stops the path.
+	step := func(name string, data string, run func(srv *Server) error) error {
+		srv, err := ss.ensure(ctx, data)
+		if err == nil {
+			quiesce(ctx, srv.CPU(), st, label("waiting for the server to idle"))
+			err = run(srv)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			pr.problem("%s: %v", name, err)
+			st.Logf("%s %s: %v", pr.Path, name, err)
+		}
+		ss.check(ctx, name)
+		return nil
+	}
+
+	if cfg.runs(ScenarioStorm) {
+		for _, n := range cfg.Clients {
+			err := step(fmt.Sprintf("(a) the storm at N=%d", n), viewSmall, func(srv *Server) error {
+				before, _ := ScrapeCounters(ctx, srv.MetricsURL, StormCounterNames)
+				r, err := Storm(ctx, StormConfig{
+					URL: srv.URL, Clients: n, Mode: cfg.StormMode, Relation: viewSmall,
+					Timeout: cfg.Timeout, ExpectRows: cfg.SmallRows, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
+					Status: st, Label: label(fmt.Sprintf("(a) storm N=%d", n)),
+				})
+				if err != nil {
+					return err
+				}
+				if after, err := ScrapeCounters(ctx, srv.MetricsURL, StormCounterNames); err == nil && before != nil {
+					if pr.StormCounters == nil {
+						pr.StormCounters = map[int]map[string]float64{}
+					}
+					d := map[string]float64{}
+					for k, v := range after {
+						d[k] = v - before[k]
+					}
+					pr.StormCounters[n] = d
+				}
+				pr.Storms = append(pr.Storms, r)
+				if r.Aborted != "" {
+					pr.problem("(a) the storm at N=%d: %s (peak %s)", n, r.Aborted, mib(float64(r.ServerPeakRSS)))
+				}
+				st.Logf("%s (a) N=%d: storm %s, p50 %s, p95 %s, server CPU %.2fs, %d errors",
+					pr.Path, n, secs(r.StormSeconds), secs(r.Snapshot.P50), secs(r.Snapshot.P95), r.ServerCPU, r.Errors)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if cfg.runs(ScenarioBig) {
+		err := step("(b)", viewBig, func(srv *Server) error {
+			pr.Big = runBig(ctx, cfg, srv.URL, viewBig, srv.CPU(), false, label("(b) 1 client on "+viewBig))
+			st.Logf("%s (b): FETCH 10 %s, COPY first row %s, last row %s, complete %s",
+				pr.Path, secs(pr.Big.Fetch10), secs(pr.Big.CopyFirstRow), secs(pr.Big.CopyLastRow), secs(pr.Big.CopyComplete))
+			for _, e := range pr.Big.Errors {
+				pr.problem("(b): %s", e)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.runs(ScenarioLive) {
+		err := step("(c)", tableLive, func(srv *Server) error {
+			var err error
+			pr.Live, err = runLive(ctx, cfg, srv, cfg.LiveClients, 0, cfg.LiveRate, cfg.PayloadBytes, label("(c) live fan-out"))
+			if err != nil {
+				return err
+			}
+			if a := pr.Live.Storm.Aborted; a != "" {
+				pr.problem("(c): %s", a)
+			}
+			st.Logf("%s (c): %d subscribers, %d rows/s: p50 %.1f ms, p99 %.1f ms, delivered %.1f%%",
+				pr.Path, cfg.LiveClients, cfg.LiveRate, pr.Live.Storm.Latency.P50, pr.Live.Storm.Latency.P99, 100*pr.Live.Delivered)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.runs(ScenarioSlow) {
+		for _, stalled := range []int{0, cfg.SlowStalled} {
+			err := step(fmt.Sprintf("(d) with %d stalled clients", stalled), tableLive, func(srv *Server) error {
+				r, err := runLive(ctx, cfg, srv, cfg.SlowClients, stalled, cfg.SlowRate, cfg.SlowPayloadBytes,
+					label(fmt.Sprintf("(d) %d subscribers, %d stalled", cfg.SlowClients, stalled)))
+				if err != nil {
+					return err
+				}
+				if a := r.Storm.Aborted; a != "" {
+					pr.problem("(d) with %d stalled clients: %s", stalled, a)
+				}
+				if stalled == 0 {
+					pr.SlowBaseline = r
+				} else {
+					pr.Slow = r
+				}
+				st.Logf("%s (d) %d stalled: p50 %.1f ms, p99 %.1f ms", pr.Path, stalled, r.Storm.Latency.P50, r.Storm.Latency.P99)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if cfg.runs(ScenarioMemory) {
+		// A fresh server: RSS left by earlier scenarios would hide the
+		// subscribers' share.
+		ss.close()
+		err := step("(e)", tableIdle, func(srv *Server) error {
+			var err error
+			pr.Memory, err = runMemory(ctx, cfg, srv, label(fmt.Sprintf("(e) %d idle subscribers", cfg.IdleClients)))
+			if err != nil {
+				return err
+			}
+			if a := pr.Memory.Storm.Aborted; a != "" {
+				pr.problem("(e): %s", a)
+			}
+			st.Logf("%s (e): %d idle subscribers, %.1f KiB each", pr.Path, pr.Memory.Storm.Completed, pr.Memory.PerClientKB)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Quiescing: before each measurement the server must be idle, so that one
+// scenario's teardown (a dataflow path retiring thousands of pipelines) is
+// not billed to the next.
+const (
+	quiesceWindow  = time.Second
+	quiesceIdleCPU = 0.15 // CPU seconds per window: 15% of one core
+	quiesceMax     = 90 * time.Second
+)
+
+// quiesce waits until the server uses less than quiesceIdleCPU per
+// quiesceWindow, or quiesceMax passes.
+func quiesce(ctx context.Context, cpu CPUProbe, st *Status, label string) {
+	st.Set(label, nil)
+	deadline := time.Now().Add(quiesceMax)
+	prev, err := cpu.Read(ctx)
+	for err == nil && time.Now().Before(deadline) && ctx.Err() == nil {
+		sleepCtx(ctx, quiesceWindow)
+		var now float64
+		if now, err = cpu.Read(ctx); err == nil {
+			if now-prev < quiesceIdleCPU {
+				return
+			}
+			prev = now
+		}
+	}
+}
+
+// runBig measures (b) Repeat times and keeps the medians. Errors are
+// collected, not returned: a failed read leaves its numbers at -1.
+func runBig(ctx context.Context, cfg *SuiteConfig, url, rel string, cpu CPUProbe, postgres bool, label string) *BigResult {
+	br := &BigResult{Rows: cfg.BigRows}
+	var fetch, first, last, complete, cpus []float64
+	for i := range cfg.Repeat {
+		cfg.Status.Set(fmt.Sprintf("%s, run %d of %d: FETCH 10", label, i+1, cfg.Repeat), nil)
+		d, n, err := fetch10(ctx, url, rel, postgres, cfg.Timeout)
+		if err != nil {
+			br.Errors = append(br.Errors, "FETCH 10: "+err.Error())
+		} else {
+			fetch = append(fetch, d)
+			br.Fetch10Rows = n
+		}
+		mode := ModeCopy
+		if postgres {
+			mode = ModeCopyTable
+		}
+		r, err := Storm(ctx, StormConfig{URL: url, Clients: 1, Mode: mode, Relation: rel, Timeout: cfg.Timeout,
+			ExpectRows: cfg.BigRows, Server: cpu, Status: cfg.Status, Label: fmt.Sprintf("%s, run %d of %d: COPY", label, i+1, cfg.Repeat)})
+		switch {
+		case err != nil:
+			br.Errors = append(br.Errors, "COPY: "+err.Error())
+		case r.Completed != 1:
+			br.Errors = append(br.Errors, "COPY: "+strings.Join(SortedErrors(r.ErrorSamples), "; "))
+		default:
+			first = append(first, r.FirstRow.Max)
+			last = append(last, r.LastRow.Max)
+			complete = append(complete, r.Snapshot.Max)
+			cpus = append(cpus, r.ServerCPU)
+		}
+	}
+	br.Fetch10, br.CopyFirstRow, br.CopyLastRow = median(fetch), median(first), median(last)
+	br.CopyComplete, br.ServerCPU = median(complete), median(cpus)
+	return br
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return -1
+	}
+	return NewDist(xs).P50
+}
+
+// fetch10 times BEGIN; DECLARE c CURSOR FOR <query>; FETCH 10 c on a new
+// connection (connecting not timed) until ten rows are in. It returns the
+// time and how many rows the first FETCH returned.
+func fetch10(ctx context.Context, url, rel string, postgres bool, timeout time.Duration) (float64, int, error) {
+	c, err := connect(ctx, url)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close(context.Background())
+	h, err := c.Hijack()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer h.Conn.Close()
+	query := "SUBSCRIBE " + rel
+	if postgres {
+		query = "SELECT * FROM " + rel
+	}
+	fe := h.Frontend
+	start := time.Now()
+	h.Conn.SetDeadline(start.Add(timeout))
+	fe.Send(&pgproto3.Query{String: "BEGIN"})
+	fe.Send(&pgproto3.Query{String: "DECLARE c CURSOR FOR " + query})
+	fe.Send(&pgproto3.Query{String: "FETCH 10 c"})
+	if err := fe.Flush(); err != nil {
+		return 0, 0, err
+	}
+	rows, ready, firstFetch := 0, 0, -1
+	for {
+		msg, err := fe.Receive()
+		if err != nil {
+			return 0, 0, err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.DataRow:
+			rows++
+		case *pgproto3.ErrorResponse:
+			return 0, 0, fmt.Errorf("server error %s: %s", m.Code, m.Message)
+		case *pgproto3.ReadyForQuery:
+			ready++
+			if ready < 3 {
+				continue
+			}
+			if firstFetch < 0 {
+				firstFetch = rows
+			}
+			if rows >= 10 {
+				return time.Since(start).Seconds(), firstFetch, nil
+			}
+			fe.Send(&pgproto3.Query{String: fmt.Sprintf("FETCH %d c", 10-rows)})
+			if err := fe.Flush(); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+}
+
+// writerTick is how often the live writer sends an INSERT of the rows due.
+const writerTick = 10 * time.Millisecond
+
+// liveDrain is how long subscribers keep reading after the last write.
+const liveDrain = 2 * time.Second
+
+// runLive runs n subscribers on the live table (stalled of them stop
+// reading after their snapshot) while a writer inserts rate rows/s of
+// payloadBytes, each row's payload starting with its write's wall clock.
+func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, n, stalled, rate, payloadBytes int, label string) (*LiveResult, error) {
+	lr := &LiveResult{Rate: rate, PayloadBytes: payloadBytes}
+	var lats []float64
+	writer := func(ctx context.Context) error {
+		c, err := connect(ctx, srv.URL)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.Background())
+		start := time.Now()
+		t := time.NewTicker(writerTick)
+		defer t.Stop()
+		var id int64
+		var sql []byte
+		pad := payload(nil, 0, payloadBytes)
+		for time.Since(start) < cfg.LiveDuration && ctx.Err() == nil {
+			<-t.C
+			due := int64(time.Since(start).Seconds() * float64(rate))
+			if due <= id {
+				continue
+			}
+			now := time.Now()
+			ns := now.UnixNano()
+			sql = append(sql[:0], "INSERT INTO "+tableLive+" VALUES "...)
+			for ; id < due; id++ {
+				if sql[len(sql)-1] == ')' {
+					sql = append(sql, ',')
+				}
+				sql = fmt.Appendf(sql, "(%d,'%d-", id, ns)
+				sql = append(sql, pad[:max(0, payloadBytes-21)]...)
+				sql = append(sql, "')"...)
+			}
+			if _, err := c.Exec(ctx, string(sql)).ReadAll(); err != nil {
+				lr.WriteErrors++
+				if lr.WriterError == "" {
+					lr.WriterError = err.Error()
+				}
+				if c.IsClosed() {
+					return err
+				}
+				continue
+			}
+			lats = append(lats, float64(time.Since(now).Microseconds())/1000)
+			lr.Written = id
+		}
+		sleepCtx(ctx, liveDrain)
+		return nil
+	}
+	r, err := Storm(ctx, StormConfig{
+		URL: srv.URL, Clients: n, Mode: ModeCopy, Relation: tableLive, Timeout: cfg.Timeout,
+		LatencyColumn: 4, Stalled: stalled, Live: writer, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
+		Status: cfg.Status, Label: label,
+	})
+	if r == nil {
+		return nil, err
+	}
+	if err != nil && lr.WriterError == "" {
+		lr.WriterError = err.Error()
+	}
+	lr.Storm, lr.WriteLatency = r, NewDist(lats)
+	if readers := r.Completed - stalled; readers > 0 && lr.Written > 0 {
+		lr.Delivered = float64(r.LiveRows) / float64(int64(readers)*lr.Written)
+	}
+	return lr, nil
+}
+
+// memorySettle is how long idle subscribers sit before RSS is read.
+const memorySettle = 3 * time.Second
+
+// runMemory reads the server's RSS, opens IdleClients subscriptions to a
+// 10-row table, lets them idle, and reads RSS again.
+func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*MemoryResult, error) {
+	// One subscribe first, so that one-time costs (the shared tail, code
+	// paths touched) are in the baseline.
+	if _, err := Storm(ctx, StormConfig{URL: srv.URL, Clients: 1, Relation: tableIdle, Timeout: cfg.Timeout, Settle: -1}); err != nil {
+		return nil, err
+	}
+	sleepCtx(ctx, time.Second)
+	mr := &MemoryResult{}
+	var err error
+	if mr.RSSBefore, err = srv.RSS(); err != nil {
+		return nil, err
+	}
+	var rssErr error
+	r, err := Storm(ctx, StormConfig{
+		URL: srv.URL, Clients: cfg.IdleClients, Mode: ModeCopy, Relation: tableIdle, Timeout: cfg.Timeout,
+		ExpectRows: 10, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS, Status: cfg.Status, Label: label,
+		Live: func(ctx context.Context) error {
+			sleepCtx(ctx, memorySettle)
+			mr.RSSIdle, rssErr = srv.RSS()
+			return rssErr
+		},
+	})
+	if r == nil {
+		return nil, err
+	}
+	mr.Storm = r
+	if r.Completed > 0 && rssErr == nil {
+		mr.PerClientKB = float64(mr.RSSIdle-mr.RSSBefore) / 1024 / float64(r.Completed)
+	}
+	return mr, nil
+}
+
+// runPostgres loads the same rows into a throwaway PostgreSQL and runs the
+// storms as SELECT * and the large read as COPY ... TO STDOUT.
+func runPostgres(ctx context.Context, cfg *SuiteConfig, pr *PathResults) error {
+	cfg.Status.Set("postgres: initdb and start", nil)
+	pg, err := StartPostgres(ctx, slices.Max(cfg.Clients)+20)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := pg.Stop(); err != nil {
+			pr.problem("stop postgres: %v", err)
+		}
+	}()
+	pr.Version = pg.Version
+	load := func(table string, rows int) error {
+		cfg.Status.Set("postgres: loading "+table, nil)
+		t0 := time.Now()
+		if err := execSQL(ctx, pg.URL, "CREATE TABLE "+table+" (id bigint, payload text)"); err != nil {
+			return err
+		}
+		if err := copyRows(ctx, pg.URL, table, 1, int64(rows), cfg.PayloadBytes); err != nil {
+			return err
+		}
+		// Set hint bits and statistics, as a table that has been read
+		// before (shardtail's views were read while waiting for them).
+		if err := execSQL(ctx, pg.URL, "VACUUM ANALYZE "+table); err != nil {
+			return err
+		}
+		pr.Load["copy "+table] = time.Since(t0).Seconds()
+		return nil
+	}
+	if cfg.runs(ScenarioStorm) {
+		if err := load(tableSmall, cfg.SmallRows); err != nil {
+			return err
+		}
+		for _, n := range cfg.Clients {
+			quiesce(ctx, pg.CPU(), cfg.Status, "postgres: waiting for the server to idle")
+			r, err := Storm(ctx, StormConfig{
+				URL: pg.URL, Clients: n, Mode: ModeSelect, Relation: tableSmall, Timeout: cfg.Timeout,
+				ExpectRows: cfg.SmallRows, Server: pg.CPU(), Settle: time.Second,
+				ConnectConcurrency: 32, Status: cfg.Status, Label: fmt.Sprintf("postgres: (a) storm N=%d", n),
+			})
+			if err != nil {
+				return err
+			}
+			r.ServerPeakRSS = 0 // the postmaster's alone: not PostgreSQL's memory
+			pr.Storms = append(pr.Storms, r)
+			cfg.Status.Logf("postgres (a) N=%d: storm %s, p50 %s, p95 %s, server CPU %.2fs, %d errors",
+				n, secs(r.StormSeconds), secs(r.Snapshot.P50), secs(r.Snapshot.P95), r.ServerCPU, r.Errors)
+		}
+	}
+	if cfg.runs(ScenarioBig) {
+		if err := load(tableBig, cfg.BigRows); err != nil {
+			return err
+		}
+		pr.Big = runBig(ctx, cfg, pg.URL, tableBig, pg.CPU(), true, "postgres: (b) 1 client on "+tableBig)
+		cfg.Status.Logf("postgres (b): FETCH 10 %s, COPY first row %s, last row %s",
+			secs(pr.Big.Fetch10), secs(pr.Big.CopyFirstRow), secs(pr.Big.CopyLastRow))
+		for _, e := range pr.Big.Errors {
+			pr.problem("(b): %s", e)
+		}
+	}
+	return nil
+}

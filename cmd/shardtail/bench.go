@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardtail/shardtail/bench"
+)
+
+const benchUsage = `Usage: shardtail bench [flags]
+
+Runs the A/B benchmark suite end to end. For each SUBSCRIBE path (fast,
+dataflow) it starts fresh "shardtail serve" child processes on temporary data
+directories and loopback ports, loads the same rows, and runs:
+  (a) storms of N clients subscribing at once to a 10,000-row view
+  (b) one client on a 1,000,000-row view: FETCH 10, first row and whole COPY
+  (c) live fan-out latency under a steady writer
+  (d) slow-client isolation: 10% of the clients stop reading
+  (e) server memory per idle subscriber (10,000 subscribers)
+and, when PostgreSQL is installed, the same storms (SELECT *) and the same
+large read (COPY ... TO STDOUT) on a throwaway PostgreSQL. It writes
+latest.md, latest.json and PNG plots into --out. Ctrl-C stops it cleanly.
+
+Example:
+  shardtail bench                 # the full run (several minutes), into bench/results
+  shardtail bench --quick         # a small smoke run, into a temporary directory
+
+Flags:
+`
+
+func (m *Main) bench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() { fmt.Fprint(m.Stderr, benchUsage); fs.PrintDefaults() }
+	quick := fs.Bool("quick", false, "a small run (N=64, 100,000 rows) for smoke checks")
+	out := fs.String("out", "", "directory for the report (default bench/results; with --quick a temporary directory)")
+	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
+	scenarios := fs.String("scenarios", "", "scenarios to run, letters a-e (default all)")
+	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048; quick 64)")
+	mode := fs.String("mode", "copy", "how storm clients subscribe: copy, fetch or bare")
+	noPostgres := fs.Bool("no-postgres", false, "skip the PostgreSQL peer")
+	timeout := fs.Duration("timeout", 0, "per-client timeout (default 3m; quick 1m)")
+	idle := fs.Int("idle-clients", 0, "idle subscribers for (e) (default 10,000; quick 200)")
+	bigRows := fs.Int("big-rows", 0, "rows of the large view for (b) (default 1,000,000; quick 100,000)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	cfg := bench.DefaultSuite(*quick)
+	cfg.Scenarios = *scenarios
+	cfg.Postgres = !*noPostgres
+	var err error
+	if cfg.StormMode, err = bench.ParseMode(*mode); err != nil {
+		return err
+	}
+	if *clients != "" {
+		cfg.Clients = nil
+		for _, f := range strings.Split(*clients, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("bench: --clients: %w", err)
+			}
+			cfg.Clients = append(cfg.Clients, n)
+		}
+	}
+	if *timeout > 0 {
+		cfg.Timeout = *timeout
+	}
+	if *idle > 0 {
+		cfg.IdleClients = *idle
+	}
+	if *bigRows > 0 {
+		cfg.BigRows = *bigRows
+	}
+	cfg.ServerBin = *serverBin
+	if cfg.ServerBin == "" {
+		if cfg.ServerBin, err = os.Executable(); err != nil {
+			return fmt.Errorf("bench: find this binary: %w", err)
+		}
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("bench", "results")
+		if *quick {
+			dir = filepath.Join(os.TempDir(), "shardtail-bench-quick")
+		}
+	}
+	// The clients of the largest scenario, and the servers (children
+	// inherit the limit), need a descriptor each.
+	if _, err := bench.RaiseFileLimit(1 << 20); err != nil {
+		return err
+	}
+
+	st := bench.NewStatus(m.Stderr)
+	cfg.Status = st
+	rep := &bench.Report{
+		Started:  time.Now(),
+		Command:  commandLine(),
+		Machine:  bench.DescribeMachine(),
+		Versions: bench.DescribeVersions(ctx, Version),
+	}
+	res, err := bench.Run(ctx, cfg)
+	st.Close()
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(m.Stderr, "bench: interrupted; servers stopped, temporary directories removed, no report written")
+		return err
+	}
+	if res == nil {
+		return err
+	}
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.Machine.LoadEnd = bench.LoadAverage()
+	rep.Config, rep.Results = cfg, res
+	if p := res.Paths[bench.PathPostgres]; p != nil {
+		rep.Versions.Postgres = p.Version
+	}
+	if werr := bench.WriteReport(dir, rep); werr != nil {
+		return fmt.Errorf("bench: write report: %w", werr)
+	}
+	fmt.Fprintf(m.Stdout, "report: %s\n", filepath.Join(dir, bench.ReportMarkdown))
+	return err
+}
+
+// commandLine is how this process was invoked, for the report.
+func commandLine() string {
+	args := slices.Clone(os.Args)
+	for i, a := range args {
+		if strings.ContainsAny(a, " '\"$") {
+			args[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(args, " ")
+}
