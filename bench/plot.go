@@ -45,6 +45,7 @@ func plotStorms(file string, res *Results, title, ylabel string, metric func(*St
 			continue
 		}
 		var xys plotter.XYs
+		var labels []string
 		for _, s := range pr.Storms {
 			y := metric(s)
 			// A storm where no client finished has no value; a log
@@ -53,6 +54,11 @@ func plotStorms(file string, res *Results, title, ylabel string, metric func(*St
 				continue
 			}
 			xys = append(xys, plotter.XY{X: float64(s.Clients), Y: y})
+			lbl := short(y)
+			if s.Aborted != "" {
+				lbl += " (aborted: memory guard)"
+			}
+			labels = append(labels, lbl)
 			ns = append(ns, float64(s.Clients))
 			ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
 		}
@@ -68,8 +74,8 @@ func plotStorms(file string, res *Results, title, ylabel string, metric func(*St
 		points.Color, points.Shape, points.Radius = st.color, st.shape, vg.Points(4)
 		p.Add(line, points)
 		p.Legend.Add(st.label, line, points)
-		for _, xy := range xys {
-			lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{xy}, Labels: []string{short(xy.Y)}})
+		for i, xy := range xys {
+			lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{xy}, Labels: []string{labels[i]}})
 			if err == nil {
 				lbl.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(2)}
 				p.Add(lbl)
@@ -95,8 +101,9 @@ func plotStorms(file string, res *Results, title, ylabel string, metric func(*St
 		xmin, xmax = math.Min(xmin, n), math.Max(xmax, n)
 	}
 	pad := math.Max((xmax-xmin)*0.08, xmax*0.1)
-	p.X.Min, p.X.Max = math.Max(0, xmin-pad), xmax+pad*1.8
-	p.Y.Min, p.Y.Max = ymin/2, ymax*4
+	p.X.Min, p.X.Max = math.Max(0, xmin-pad), xmax+pad*3
+	// Headroom above the highest point for the legend.
+	p.Y.Min, p.Y.Max = ymin/2, ymax*12
 	return p.Save(7*vg.Inch, 4.5*vg.Inch, file)
 }
 

@@ -145,6 +145,7 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			{"server CPU per client", func(s *StormResult) float64 { return s.ServerCPUPerClientMS() }, ms},
 			{"server peak RSS", func(s *StormResult) float64 { return float64(s.ServerPeakRSS) - boolf(s.ServerPeakRSS == 0) }, mib},
 			{"client CPU (all clients)", func(s *StormResult) float64 { return s.ClientCPU }, cpuSecs},
+			{"snapshots complete", func(s *StormResult) float64 { return float64(s.Completed) }, count},
 			{"errors", func(s *StormResult) float64 { return float64(s.Errors) }, count},
 		}
 		for _, n := range cfg.Clients {
@@ -155,13 +156,14 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 				}
 				vf, vd, vp := stormValue(fast, n, m.f), stormValue(flow, n, m.f), stormValue(pg, n, m.f)
 				ratio := ""
-				if m.name != "errors" && m.name != "client CPU (all clients)" && m.name != "server peak RSS" {
+				if m.name != "errors" && m.name != "snapshots complete" && m.name != "client CPU (all clients)" && m.name != "server peak RSS" {
 					ratio = ratioText(vd, vf)
 				}
 				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", label, m.name, fmtOr(m.fmt, vf), fmtOr(m.fmt, vd), ratio, fmtOr(m.fmt, vp))
 			}
 		}
 		fmt.Fprintln(w)
+		writeAborted(w, res)
 		if plots {
 			fmt.Fprintf(w, "![statement-to-snapshot p95 against N](%s)\n![server CPU against N](%s)\n\n", PlotP95, PlotCPU)
 		}
@@ -269,6 +271,19 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 	if fast != nil && fast.Memory != nil || flow != nil && flow.Memory != nil {
 		fmt.Fprintf(w, "## (e) Memory per idle subscriber\n\n%s clients each hold `COPY (SUBSCRIBE idle WITH (PROGRESS)) TO STDOUT` on a 10-row table, on a fresh server; "+
 			"server RSS (VmRSS) is read after one warm-up subscribe and again after all have been idle for %v.\n\n", commas(cfg.IdleClients), memorySettle)
+		for _, pr := range []*PathResults{fast, flow} {
+			if pr != nil && pr.Memory != nil && pr.Memory.Storm != nil && pr.Memory.Storm.Aborted != "" {
+				m := pr.Memory
+				fmt.Fprintf(w, "**%s path: %s** (the bench's memory guard) with %s of %s subscribers in; its RSS below is that peak, and per subscriber is "+
+					"(peak − before) ÷ those subscribers.\n\n", pr.Path, m.Storm.Aborted, commas(m.Storm.Completed), commas(m.Storm.Clients))
+				if m.RSSIdle == 0 && m.Storm.ServerPeakRSS > 0 && m.Storm.Completed > 0 {
+					// A report rendered from a run before the guard
+					// filled these in.
+					m.RSSIdle = m.Storm.ServerPeakRSS
+					m.PerClientKB = float64(m.RSSIdle-m.RSSBefore) / 1024 / float64(m.Storm.Completed)
+				}
+			}
+		}
 		fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
 		mem := func(pr *PathResults, f func(*MemoryResult) float64) float64 {
 			if pr == nil || pr.Memory == nil {
@@ -391,6 +406,24 @@ func writeStormErrors(w io.Writer, res *Results) {
 	}
 	if len(lines) > 0 {
 		fmt.Fprintf(w, "Storm errors:\n\n%s\n\n", strings.Join(lines, "\n"))
+	}
+}
+
+// writeAborted explains storms cut short by the memory guard: their times
+// are of the clients that finished before it, so ratios are lower bounds.
+func writeAborted(w io.Writer, res *Results) {
+	for _, name := range reportPaths {
+		pr := res.Paths[name]
+		if pr == nil {
+			continue
+		}
+		for _, s := range pr.Storms {
+			if s.Aborted != "" {
+				fmt.Fprintf(w, "**%s path, N=%s: %s** (the bench's memory guard) after %s of the %s snapshots were complete; its times are "+
+					"those of the clients that finished before, so its ratios are lower bounds, and its errors are the clients cut off.\n\n",
+					name, commas(s.Clients), s.Aborted, commas(s.Completed), commas(s.Clients))
+			}
+		}
 	}
 }
 
@@ -557,7 +590,10 @@ func checkGoals(r *Report) []Goal {
 	}
 	times := func(x float64) string {
 		s := fmt.Sprintf("%.1f×", x)
-		if sd != nil && sd.Errors > 0 {
+		switch {
+		case sd != nil && sd.Aborted != "":
+			s = "≥ " + s + fmt.Sprintf(" (the dataflow storm was aborted at the memory guard after %s of %s snapshots)", commas(sd.Completed), commas(sd.Clients))
+		case sd != nil && sd.Errors > 0:
 			s += fmt.Sprintf(" (%d dataflow clients failed and are not in its p95)", sd.Errors)
 		}
 		return s

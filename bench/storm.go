@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -380,7 +381,11 @@ wait:
 		}
 		res.Connected++
 		if c.snapErr != nil {
-			errs.add(c.snapErr.Error())
+			if res.Aborted != "" {
+				errs.add("aborted before the snapshot was complete")
+			} else {
+				errs.add(c.snapErr.Error())
+			}
 			continue
 		}
 		res.Completed++
@@ -396,7 +401,9 @@ wait:
 		if c.done.After(last) {
 			last = c.done
 		}
-		if c.liveErr != nil {
+		if c.liveErr != nil && res.Aborted == "" {
+			// After an abort, every open connection was closed: not
+			// the client's failure.
 			errs.add("live: " + c.liveErr.Error())
 		}
 		if !c.stalled {
@@ -764,6 +771,7 @@ type errorCounter struct {
 func newErrorCounter() *errorCounter { return &errorCounter{m: map[string]int{}} }
 
 func (e *errorCounter) add(msg string) {
+	msg = normalizeError(msg)
 	if len(msg) > 200 {
 		msg = msg[:200] + "..."
 	}
@@ -794,8 +802,18 @@ func (e *errorCounter) samples() map[string]int {
 	return out
 }
 
+// tcpAddrs matches the socket addresses in net errors, which would make
+// every client's message distinct.
+var tcpAddrs = regexp.MustCompile(`tcp [0-9.:\[\]a-f]+->[0-9.:\[\]a-f]*[0-9\]]`)
+
+func normalizeError(msg string) string { return tcpAddrs.ReplaceAllString(msg, "tcp") }
+
 // SortedErrors returns error samples most frequent first.
-func SortedErrors(m map[string]int) []string {
+func SortedErrors(in map[string]int) []string {
+	m := map[string]int{}
+	for k, v := range in {
+		m[normalizeError(k)] += v
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

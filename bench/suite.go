@@ -800,6 +800,11 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 		return nil, err
 	}
 	mr.Storm = r
+	if r.Aborted != "" {
+		// Cut short by the memory guard: the peak, over the subscribers
+		// that got that far, is what there is.
+		mr.RSSIdle, rssErr = r.ServerPeakRSS, nil
+	}
 	if r.Completed > 0 && rssErr == nil {
 		mr.PerClientKB = float64(mr.RSSIdle-mr.RSSBefore) / 1024 / float64(r.Completed)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,11 +51,15 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 0, "per-client timeout (default 3m; quick 1m)")
 	idle := fs.Int("idle-clients", 0, "idle subscribers for (e) (default 10,000; quick 200)")
 	bigRows := fs.Int("big-rows", 0, "rows of the large view for (b) (default 1,000,000; quick 100,000)")
+	render := fs.String("render", "", "run nothing: re-render the report (markdown, plots) from this latest.json into its directory (or --out)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
+	}
+	if *render != "" {
+		return m.renderReport(*render, *out)
 	}
 	cfg := bench.DefaultSuite(*quick)
 	cfg.Scenarios = *scenarios
@@ -129,6 +134,29 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "report: %s\n", filepath.Join(dir, bench.ReportMarkdown))
 	return err
+}
+
+// renderReport rewrites a report from its JSON.
+func (m *Main) renderReport(file, dir string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("bench: %s: %w", file, err)
+	}
+	if rep.Results == nil {
+		return fmt.Errorf("bench: %s holds no results", file)
+	}
+	if dir == "" {
+		dir = filepath.Dir(file)
+	}
+	if err := bench.WriteReport(dir, &rep); err != nil {
+		return fmt.Errorf("bench: write report: %w", err)
+	}
+	fmt.Fprintf(m.Stdout, "report: %s\n", filepath.Join(dir, bench.ReportMarkdown))
+	return nil
 }
 
 // commandLine is how this process was invoked, for the report.
