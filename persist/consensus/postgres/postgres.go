@@ -163,9 +163,11 @@ func (c *Consensus) init(ctx context.Context) error {
 			return err
 		})
 		// A concurrent CREATE TABLE IF NOT EXISTS in another session can
-		// fail on the catalog's unique index or find the table created
-		// meanwhile; the next try sees it and does nothing.
-		if (isCode(err, codeUniqueViolation) || isCode(err, codeDuplicateTable)) && attempt < maxAttempts {
+		// fail on the catalog's unique index, on the table's row type
+		// (42710 duplicate_object: type "consensus" already exists) or find
+		// the table created meanwhile; the next try sees it and does
+		// nothing.
+		if (isCode(err, codeUniqueViolation) || isCode(err, codeDuplicateTable) || isCode(err, "42710")) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
