@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -489,5 +488,3 @@ func (c *Coordinator) runGenerator(ctx context.Context, it *Item, g *generator) 
 		}
 	}
 }
-
-var _ = strings.ToUpper

@@ -263,5 +263,3 @@ func (p *proxiedPortal) Execute(ctx context.Context) (pgwire.Result, error) {
 }
 
 func (p *proxiedPortal) Close() {}
-
-var _ = row.Schema{}

@@ -3,10 +3,8 @@ package adapter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"iter"
-	"maps"
 	"strings"
 
 	"github.com/shardtail/shardtail/persist"
@@ -429,7 +427,3 @@ var (
 	_ pgwire.Statement = (*preparedStatement)(nil)
 	_ pgwire.Portal    = (*portal)(nil)
 )
-
-var _ = maps.Clone[map[string]string]
-var _ = errors.New
-var _ = fmt.Sprint

@@ -1,13 +1,10 @@
 package adapter
 
 import (
-	"context"
 	"strconv"
 	"time"
 
-	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist/row"
-	"github.com/shardtail/shardtail/pgwire"
 )
 
 // subInfo is a running subscribe as mz_internal.mz_subscriptions shows it.
@@ -102,7 +99,3 @@ func (c *Coordinator) subscriptionRows() []row.Row {
 	}
 	return rows
 }
-
-var _ = formatter.Row{}
-var _ = context.Background
-var _ pgwire.Field

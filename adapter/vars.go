@@ -2,7 +2,6 @@ package adapter
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -297,5 +296,3 @@ func (s *Session) requireSuperuser(what string) error {
 	}
 	return errorf(codeInsufficientPriv, "permission denied: %s requires superuser", what)
 }
-
-var _ = fmt.Sprint
