@@ -29,8 +29,12 @@ type Config struct {
 	Tick time.Duration
 	// FastPath is enable_subscribe_persist_fast_path's default.
 	FastPath bool
-	// Upstream, when set, makes this a tail process (see DESIGN.md).
-	Upstream string
+	// Upstream, when set, makes this a tail process (see DESIGN.md). Its
+	// sessions connect upstream as the client's role, with the password
+	// the client logged in with (the pgwire server must then ask for it in
+	// clear text, pgwire.AuthCleartext) or else UpstreamPassword.
+	Upstream         string
+	UpstreamPassword string
 	// RequirePassword refuses roles without a password.
 	RequirePassword bool
 	// Registerer receives the adapter's metrics; nil registers nothing.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -19,8 +18,9 @@ import (
 // A tail process serves fast-path SUBSCRIBEs itself and passes every other
 // statement, on the same client session, to the upstream server over one
 // connection per session, opened when first needed. The upstream
-// connection runs as the client's role; a role that needs a password
-// upstream uses SHARDTAIL_UPSTREAM_PASSWORD. Canceling a proxied statement
+// connection runs as the client's role with the password the client logged
+// in with (a tail asks for it in clear text, see Config.Upstream), or else
+// the tail's configured UpstreamPassword. Canceling a proxied statement
 // sends a CancelRequest upstream.
 
 // upstream is a session's connection to the upstream server.
@@ -54,8 +54,9 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 	if err != nil {
 		return nil, errUpstream(addr, err)
 	}
-	if pw := os.Getenv("SHARDTAIL_UPSTREAM_PASSWORD"); pw != "" {
-		cfg.Password = pw
+	cfg.Password = s.password
+	if cfg.Password == "" {
+		cfg.Password = s.c.cfg.UpstreamPassword
 	}
 	if app, _ := s.getVar("application_name"); app != "" {
 		cfg.RuntimeParams["application_name"] = app

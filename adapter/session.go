@@ -53,8 +53,10 @@ type Session struct {
 
 	cursors map[string]*cursor
 
-	// up is the upstream connection of a tail process's session.
-	up *upstream
+	// up is the upstream connection of a tail process's session;
+	// password is what the client logged in with, passed on to it.
+	up       *upstream
+	password string
 }
 
 // pendingWrite is a write buffered in a transaction block.
@@ -64,7 +66,7 @@ type pendingWrite struct {
 }
 
 func newSession(c *Coordinator, info pgwire.ConnInfo) *Session {
-	s := &Session{c: c, id: info.ProcessID, user: info.User, vars: defaultVars(), overridden: map[string]bool{}, cursors: map[string]*cursor{}}
+	s := &Session{c: c, id: info.ProcessID, user: info.User, vars: defaultVars(), overridden: map[string]bool{}, cursors: map[string]*cursor{}, password: info.Password}
 	if s.id == 0 {
 		s.id = c.nextConnID.Add(1)
 	}

@@ -75,7 +75,11 @@ func (c *conn) authCleartext(secret scramSecret) (bool, error) {
 	if pm.Password == "" {
 		return false, nil // Postgres: "empty password returned by client"
 	}
-	return secret.verifyPassword(pm.Password), nil
+	if !secret.verifyPassword(pm.Password) {
+		return false, nil
+	}
+	c.password = pm.Password
+	return true, nil
 }
 
 // authSCRAM runs a SCRAM-SHA-256 exchange.

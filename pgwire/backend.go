@@ -50,6 +50,11 @@ type ConnInfo struct {
 	RemoteAddr net.Addr
 	TLS        bool   // the connection is encrypted
 	ProcessID  uint32 // the process id reported in BackendKeyData (pg_backend_pid)
+
+	// Password is the password the client authenticated with, when it sent
+	// it in clear text (AuthCleartext); "" otherwise. A proxy passes it on
+	// to the server behind it.
+	Password string
 }
 
 // TxStatus is the transaction status a session reports in ReadyForQuery.

@@ -54,6 +54,9 @@ type conn struct {
 
 	sess        Session
 	pid, secret uint32
+	// password is the one the client sent in clear text (AuthCleartext),
+	// kept for ConnInfo.Password.
+	password string
 
 	mu         sync.Mutex
 	stmtCancel context.CancelCauseFunc // mu: cancels the running statement; nil between statements

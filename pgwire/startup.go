@@ -193,6 +193,7 @@ func (c *conn) openSession(params map[string]string) error {
 		RemoteAddr: c.nc.RemoteAddr(),
 		TLS:        c.tls,
 		ProcessID:  c.pid,
+		Password:   c.password,
 	}
 	for k, v := range params {
 		if k != "user" && k != "database" {

@@ -34,6 +34,7 @@ type serveConfig struct {
 	Blob            string
 	Consensus       string
 	Upstream        string
+	UpstreamPass    string
 	TLSCert, TLSKey string
 	FastPath        bool
 	RequirePassword bool
@@ -65,6 +66,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Blob, "blob", "", "blob store URL: file://DIR, s3://BUCKET/PREFIX?endpoint=...&region=..., mem:// (default file://<data-dir>/blob)")
 	fs.StringVar(&cfg.Consensus, "consensus", "", "consensus URL: sqlite://FILE, postgres://..., mem:// (default sqlite://<data-dir>/consensus.db)")
 	fs.StringVar(&cfg.Upstream, "upstream", "", "HOST:PORT of the upstream server: run as a tail process")
+	fs.StringVar(&cfg.UpstreamPass, "upstream-password", "", "tail process: password for upstream connections of roles whose client sent none (the client's own password is passed through)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); enables TLS with --tls-key")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key file (PEM)")
 	fs.BoolVar(&cfg.FastPath, "subscribe-persist-fast-path", true, "serve bare SUBSCRIBE <collection> from a shared tail")
@@ -133,14 +135,15 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		return err
 	}
 	coord, err := adapter.NewCoordinator(ctx, adapter.Config{
-		Persist:         pc,
-		Consensus:       cons,
-		Tick:            cfg.Tick,
-		FastPath:        cfg.FastPath,
-		Upstream:        cfg.Upstream,
-		RequirePassword: cfg.RequirePassword,
-		Registerer:      reg,
-		Version:         Version,
+		Persist:          pc,
+		Consensus:        cons,
+		Tick:             cfg.Tick,
+		FastPath:         cfg.FastPath,
+		Upstream:         cfg.Upstream,
+		UpstreamPassword: cfg.UpstreamPass,
+		RequirePassword:  cfg.RequirePassword,
+		Registerer:       reg,
+		Version:          Version,
 	})
 	if err != nil {
 		return err
@@ -148,6 +151,12 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	defer coord.Close()
 
 	auth := pgwire.AuthSCRAM
+	if cfg.Upstream != "" {
+		// A tail passes the client's password on to the upstream, so it
+		// must see it: it asks for it in clear text (checked against the
+		// role's SCRAM verifier here). Use --tls-cert off loopback.
+		auth = pgwire.AuthCleartext
+	}
 	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth})
 	if err != nil {
 		return err
