@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardtail/shardtail/internal/coalesce"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/row"
 )
@@ -133,12 +134,20 @@ type Catalog struct {
 	state *CatalogState // mu
 	// changed is closed and replaced when the state changes.
 	changed chan struct{} // mu
+
+	// syncs batches the linearizable reads of Sync.
+	syncs *coalesce.Reads
 }
 
 // OpenCatalog loads the catalog, creating an empty one with the default
 // role on first use.
 func OpenCatalog(ctx context.Context, c persist.Consensus) (*Catalog, error) {
 	cat := &Catalog{consensus: c, changed: make(chan struct{})}
+	cat.syncs = coalesce.New(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return cat.Refresh(ctx)
+	})
 	if err := cat.Refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -186,6 +195,12 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 	c.install(seq, st)
 	return nil
 }
+
+// Sync is a linearizable Refresh: once it returns, the catalog holds every
+// change committed (by any process) before it was called. Concurrent
+// callers share consensus reads, so a storm of statements costs a few
+// reads, not one each.
+func (c *Catalog) Sync(ctx context.Context) error { return c.syncs.Do(ctx) }
 
 func (c *Catalog) install(seq persist.SeqNo, st *CatalogState) {
 	c.mu.Lock()

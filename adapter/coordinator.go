@@ -173,25 +173,29 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// catalogPoll is how often a tail process re-reads the shared catalog.
+// catalogPoll is how often a tail process re-reads the shared catalog
+// when no doorbell rings.
 const catalogPoll = 500 * time.Millisecond
 
 // followCatalog keeps a tail process's catalog current, so that a new table
-// is subscribable at once and roles can log in.
+// is subscribable at once, roles can log in, and the subscribers of a
+// dropped collection end. It re-reads the catalog when the consensus
+// doorbell rings for it (another process changed it) and at catalogPoll.
+// Statements that depend on the catalog do not wait for it: they Sync.
 func (c *Coordinator) followCatalog() {
 	defer c.wg.Done()
+	bell := c.persist.Doorbell(catalogKey)
 	t := time.NewTicker(catalogPoll)
 	defer t.Stop()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
+		case <-bell:
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-			if err := c.catalog.Refresh(ctx); err != nil && c.ctx.Err() == nil {
-				c.log.Warn("tail: refresh catalog", "err", err)
-			}
-			cancel()
+		}
+		if err := c.catalog.Sync(c.ctx); err != nil && c.ctx.Err() == nil {
+			c.log.Warn("tail: refresh catalog", "err", err)
 		}
 	}
 }
@@ -271,12 +275,14 @@ const defaultRole = "materialize"
 
 // Role implements pgwire.Backend.
 func (c *Coordinator) Role(ctx context.Context, user string) (pgwire.Role, error) {
-	r, ok := c.catalog.State().Roles[user]
-	if !ok {
-		if err := c.catalog.Refresh(ctx); err == nil {
-			r, ok = c.catalog.State().Roles[user]
+	if c.isTail() {
+		// The upstream may have just created the role or changed its
+		// password.
+		if err := c.catalog.Sync(ctx); err != nil {
+			c.log.Warn("tail: sync catalog", "err", err)
 		}
 	}
+	r, ok := c.catalog.State().Roles[user]
 	if !ok || !r.Login {
 		return pgwire.Role{}, fmt.Errorf("%w: %s", pgwire.ErrUnknownRole, user)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 
+	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
 )
 
@@ -272,6 +274,35 @@ func (s *Session) proxyExec(ctx context.Context, sqlText string) (pgwire.Result,
 		kind, fields = pgwire.ResultRows, fieldsFromUpstream(fds)
 	}
 	return newProxiedResult(u, rr, kind, fields, func() { mrr.Close() }), nil
+}
+
+// upstreamRows runs a query upstream and returns its rows, parsed as cols.
+func (s *Session) upstreamRows(ctx context.Context, query string, cols []row.Column) ([]row.Row, error) {
+	u, err := s.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := u.conn.ExecParams(ctx, query, nil, nil, nil, nil).Read()
+	if res.Err != nil {
+		return nil, upstreamError(res.Err)
+	}
+	rows := make([]row.Row, 0, len(res.Rows))
+	for _, vals := range res.Rows {
+		if len(vals) != len(cols) {
+			return nil, errorf(codeInternal, "upstream %s: %d columns, want %d", query, len(vals), len(cols))
+		}
+		r := make(row.Row, len(cols))
+		for i, v := range vals {
+			if v == nil {
+				continue
+			}
+			if r[i], err = pgrepr.ParseText(cols[i].Type, string(v)); err != nil {
+				return nil, errorf(codeInternal, "upstream %s: column %s: %v", query, cols[i].Name, err)
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
 
 // proxyCopyOut streams COPY ... TO STDOUT from upstream.

@@ -389,13 +389,13 @@ func compareOrder(keys []orderKey, a, b row.Row) int {
 // state, such as mz_internal.mz_subscriptions.
 type systemRelation struct {
 	schema row.Schema
-	rows   func(s *Session) []row.Row
+	rows   func(s *Session, ctx context.Context) ([]row.Row, error)
 }
 
 var systemRelations = map[string]systemRelation{
 	"mz_internal.mz_subscriptions": {
 		schema: row.Schema{Columns: subscriptionsColumns},
-		rows:   func(s *Session) []row.Row { return s.c.subscriptionRows() },
+		rows:   (*Session).subscriptionRows,
 	},
 }
 
@@ -434,7 +434,11 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 	return &plan{fields: fieldsOf(out.Columns), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
 		bound := m.bind(params)
 		var rows []row.Row
-		for _, r := range rel.rows(s) {
+		all, err := rel.rows(s, ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range all {
 			o, ok, err := bound.Apply(r)
 			if err != nil {
 				return nil, err

@@ -2,6 +2,8 @@ package adapter
 
 import (
 	"context"
+	"errors"
+	"io"
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist/row"
@@ -22,7 +24,16 @@ const (
 // route decides, in a tail process, where st runs: fast-path SUBSCRIBEs
 // and their cursors here; transaction control and session variables in
 // both places, so that both sides agree; everything else upstream.
-func (s *Session) route(st sql.Statement) route {
+func (s *Session) route(ctx context.Context, st sql.Statement) route {
+	if isSubscribe(st) {
+		// A SUBSCRIBE served here must see every catalog change the
+		// upstream acknowledged before it (a table dropped and created
+		// again, a GRANT). On failure the cached catalog serves: the
+		// statement then meets the storage's error itself.
+		if err := s.c.catalog.Sync(ctx); err != nil {
+			s.c.log.Warn("tail: sync catalog", "err", err)
+		}
+	}
 	switch st := st.(type) {
 	case *sql.Subscribe:
 		if s.fastPathEligible(st) {
@@ -78,27 +89,17 @@ func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
 		return false
 	}
 	it, err := s.lookup(st.Relation)
-	if err != nil {
-		// The catalog may be behind the upstream's: look again.
-		if s.c.catalog.Refresh(context.Background()) == nil {
-			it, err = s.lookup(st.Relation)
-		}
-	}
 	return err == nil && it.Kind != KindView
 }
 
 // runTail runs one statement in a tail process.
 func (s *Session) runTail(ctx context.Context, st sql.Statement, text string) (pgwire.Result, error) {
-	switch s.route(st) {
+	switch s.route(ctx, st) {
 	case routeLocal:
 		return s.run(ctx, st, nil, nil)
 	case routeBoth:
-		if s.up != nil || isUpstreamNeeded(st) {
-			res, err := s.proxyExec(ctx, text)
-			if err != nil {
-				return nil, err
-			}
-			drainResult(ctx, res)
+		if err := s.alsoUpstream(ctx, st, text); err != nil {
+			return nil, err
 		}
 		return s.run(ctx, st, nil, nil)
 	}
@@ -125,12 +126,16 @@ func isRead(st sql.Statement) bool {
 	return false
 }
 
+// isSubscribe reports whether st is a SUBSCRIBE, bare, in a cursor or in a
+// COPY.
 func isSubscribe(st sql.Statement) bool {
 	switch st := st.(type) {
 	case *sql.Subscribe:
 		return true
 	case *sql.DeclareCursor:
 		return isSubscribe(st.Query)
+	case *sql.Copy:
+		return st.Query != nil && isSubscribe(st.Query)
 	}
 	return false
 }
@@ -143,11 +148,44 @@ func isUpstreamNeeded(st sql.Statement) bool {
 	return ok
 }
 
-func drainResult(ctx context.Context, r pgwire.Result) {
-	defer r.Close()
+// alsoUpstream runs a statement that applies on both sides (transaction
+// control, SET) upstream first, when the session has an upstream
+// connection or the statement needs one; its error (a COMMIT that failed
+// there) is the statement's, except for ROLLBACK: a block the upstream
+// lost is rolled back there already.
+func (s *Session) alsoUpstream(ctx context.Context, st sql.Statement, text string) error {
+	if s.up == nil && !isUpstreamNeeded(st) {
+		return nil
+	}
+	err := s.execUpstream(ctx, text)
+	switch st.(type) {
+	case *sql.Rollback:
+		if err != nil {
+			s.c.log.Warn("tail: upstream ROLLBACK", "err", err)
+		}
+		return nil
+	case *sql.Commit:
+		if err != nil {
+			// The upstream ended its block; so does this side.
+			s.rollback()
+		}
+	}
+	return err
+}
+
+// execUpstream runs text upstream and discards its result.
+func (s *Session) execUpstream(ctx context.Context, text string) error {
+	res, err := s.proxyExec(ctx, text)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
 	for {
-		if _, err := r.Next(ctx); err != nil {
-			return
+		if _, err := res.Next(ctx); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
 		}
 	}
 }

@@ -185,25 +185,20 @@ func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) 
 	default:
 		return nil, errorf(codeSyntax, "cannot insert multiple commands into a prepared statement")
 	}
+	both := ""
 	if s.c.isTail() {
-		switch s.route(stmts[0]) {
+		switch s.route(ctx, stmts[0]) {
 		case routeUpstream:
 			return s.prepareUpstream(ctx, text, paramOIDs)
 		case routeBoth:
-			if s.up != nil || isUpstreamNeeded(stmts[0]) {
-				res, err := s.proxyExec(ctx, text)
-				if err != nil {
-					return nil, err
-				}
-				drainResult(ctx, res)
-			}
+			both = text
 		}
 	}
 	p, err := s.plan(ctx, stmts[0], paramOIDs)
 	if err != nil {
 		return nil, err
 	}
-	return &preparedStatement{s: s, stmt: stmts[0], plan: p, paramOIDs: p.paramOIDs(paramOIDs), seq: s.c.catalog.Seq()}, nil
+	return &preparedStatement{s: s, stmt: stmts[0], plan: p, paramOIDs: p.paramOIDs(paramOIDs), seq: s.c.catalog.Seq(), both: both}, nil
 }
 
 // Sync implements pgwire.Session.
@@ -302,6 +297,9 @@ type preparedStatement struct {
 	empty     bool
 	// seq is the catalog version the plan was made at.
 	seq persist.SeqNo
+	// both is the statement's text when a tail process also runs it
+	// upstream (transaction control, SET), at each execution.
+	both string
 }
 
 // replan plans the statement again when the catalog changed since it was
@@ -373,7 +371,7 @@ func (p *preparedStatement) Bind(ctx context.Context, params [][]byte, paramForm
 			return nil, err
 		}
 	}
-	return &portal{s: p.s, stmt: p.stmt, plan: p.plan, params: vals, formats: append([]int16(nil), resultFormats...)}, nil
+	return &portal{s: p.s, stmt: p.stmt, plan: p.plan, params: vals, formats: append([]int16(nil), resultFormats...), both: p.both}, nil
 }
 
 func (p *preparedStatement) Close() {}
@@ -386,6 +384,7 @@ type portal struct {
 	params  []row.Datum
 	formats []int16
 	empty   bool
+	both    string // see preparedStatement.both
 }
 
 func (p *portal) Execute(ctx context.Context) (pgwire.Result, error) {
@@ -396,7 +395,12 @@ func (p *portal) Execute(ctx context.Context) (pgwire.Result, error) {
 	if p.s.tx == txFailed && !isTxEnd(p.stmt) {
 		return nil, errInFailedTx
 	}
-	// Plan again when the catalog changed since Parse (a dropped table).
+	if p.both != "" {
+		if err := p.s.alsoUpstream(ctx, p.stmt, p.both); err != nil {
+			p.s.fail()
+			return nil, err
+		}
+	}
 	res, err := p.plan.exec(ctx, p.params, p.formats)
 	if err != nil {
 		p.s.fail()

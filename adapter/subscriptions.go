@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -73,6 +74,21 @@ var subscriptionsColumns = []row.Column{
 	{Name: "as_of", Type: row.TypeNumeric},
 	{Name: "delivered_frontier", Type: row.TypeNumeric, Nullable: true},
 	{Name: "queued_bytes", Type: row.TypeInt8, Nullable: true},
+}
+
+// subscriptionRows are mz_internal.mz_subscriptions' rows: this process's
+// subscribes and, in a tail process, the upstream's (where the subscribes
+// it proxied run).
+func (s *Session) subscriptionRows(ctx context.Context) ([]row.Row, error) {
+	rows := s.c.subscriptionRows()
+	if !s.c.isTail() {
+		return rows, nil
+	}
+	up, err := s.upstreamRows(ctx, "SELECT * FROM mz_internal.mz_subscriptions", subscriptionsColumns)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, up...), nil
 }
 
 func (c *Coordinator) subscriptionRows() []row.Row {

@@ -36,9 +36,11 @@ type Client struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	machines map[string]*machine   // mu
-	maint    map[string]*maintTask // mu
-	closed   bool                  // mu
+	machines map[string]*machine        // mu
+	maint    map[string]*maintTask      // mu
+	bells    map[string][]chan struct{} // mu: Doorbell's channels by key
+	closed   bool                       // mu
+	hasBell  bool                       // the consensus rings a doorbell
 }
 
 // NewClient returns a Client on the given location. It does not take
@@ -59,12 +61,14 @@ func NewClient(blob Blob, consensus Consensus, cfg Config) (*Client, error) {
 		cancel:    cancel,
 		machines:  map[string]*machine{},
 		maint:     map[string]*maintTask{},
+		bells:     map[string][]chan struct{}{},
 	}
 	if w, ok := consensus.(Watcher); ok {
 		ch, err := w.Watch(ctx)
 		if err != nil {
 			c.log.Warn("persist: consensus doorbell unavailable, polling only", "err", err)
 		} else {
+			c.hasBell = true
 			c.wg.Add(1)
 			go c.doorbell(ch)
 		}
@@ -89,11 +93,35 @@ func (c *Client) doorbell(ch <-chan string) {
 	for key := range ch {
 		c.mu.Lock()
 		m := c.machines[key]
+		for _, b := range c.bells[key] {
+			select {
+			case b <- struct{}{}:
+			default: // a ring is already pending
+			}
+		}
 		c.mu.Unlock()
 		if m != nil {
 			m.poke()
 		}
 	}
+}
+
+// Doorbell returns a channel that receives when the consensus key changes,
+// in this process or (with a consensus that rings across processes, as
+// PostgreSQL's LISTEN/NOTIFY) in another; rings that arrive while one is
+// pending merge. It is a hint: rings may be lost, so callers still poll.
+// It returns nil, which never receives, when the consensus has no doorbell.
+// Keys other than shards' work too (the adapter's catalog). The channel
+// stays registered for the Client's life.
+func (c *Client) Doorbell(key string) <-chan struct{} {
+	if !c.hasBell {
+		return nil
+	}
+	b := make(chan struct{}, 1)
+	c.mu.Lock()
+	c.bells[key] = append(c.bells[key], b)
+	c.mu.Unlock()
+	return b
 }
 
 // Close stops background work (compaction, GC, the doorbell) and waits for

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/shardtail/shardtail/internal/coalesce"
 )
 
 // machine is the process-wide cache and CAS loop of one shard. Every
@@ -21,24 +23,15 @@ type machine struct {
 	changed chan struct{} // mu: closed (and replaced) when state advances
 	poked   chan struct{} // mu: closed (and replaced) by a doorbell
 
-	// Linearizable refreshes are batched: a refresh that started before a
-	// caller arrived cannot serve it (it may miss a write acknowledged just
-	// before the call), so callers arriving during an in-flight read share
-	// the next one. A storm of N callers costs two consensus reads, not N.
-	rmu      sync.Mutex
-	inflight *refreshCall // rmu: the read in progress
-	next     *refreshCall // rmu: the read that starts when inflight ends
-}
-
-// refreshCall is one batched consensus read.
-type refreshCall struct {
-	done  chan struct{}
-	state *State
-	err   error
+	// refreshes batches linearizable reads of consensus (a storm of N
+	// callers costs two reads, not N).
+	refreshes *coalesce.Reads
 }
 
 func newMachine(c *Client, s *State) *machine {
-	return &machine{c: c, shard: s.ShardID, state: s, changed: make(chan struct{}), poked: make(chan struct{})}
+	m := &machine{c: c, shard: s.ShardID, state: s, changed: make(chan struct{}), poked: make(chan struct{})}
+	m.refreshes = coalesce.New(m.readConsensus)
+	return m
 }
 
 // current returns the newest known state and a channel closed when a newer
@@ -78,58 +71,30 @@ func (m *machine) pokedChan() <-chan struct{} {
 
 // refresh reads consensus for versions newer than the cached state. It is
 // linearizable: once it returns, the cache holds at least every version
-// committed before it was called. Concurrent callers share reads (see
-// machine.next).
+// committed before it was called. Concurrent callers share reads.
 func (m *machine) refresh(ctx context.Context) (*State, error) {
-	m.rmu.Lock()
-	var call *refreshCall
-	switch {
-	case m.inflight == nil:
-		call = &refreshCall{done: make(chan struct{})}
-		m.inflight = call
-		go m.runRefresh(call)
-	case m.next != nil:
-		call = m.next
-	default:
-		call = &refreshCall{done: make(chan struct{})}
-		m.next = call
-	}
-	m.rmu.Unlock()
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-call.done:
-	}
-	if call.err != nil {
-		return nil, call.err
+	if err := m.refreshes.Do(ctx); err != nil {
+		return nil, err
 	}
 	s, _ := m.current()
 	return s, nil
 }
 
-// runRefresh performs call's read, then starts the next batched read if
-// callers are waiting for one.
-func (m *machine) runRefresh(call *refreshCall) {
-	for call != nil {
-		ctx, cancel := context.WithTimeout(m.c.ctx, time.Minute)
-		s, _ := m.current()
-		n, err := m.c.versions.catchUp(ctx, s)
-		if errors.Is(err, errTruncated) {
-			n, err = m.c.versions.fetchCurrent(ctx, m.shard)
-		}
-		cancel()
-		if err == nil {
-			m.observe(n)
-		}
-		call.state, call.err = n, err
-		close(call.done)
-		m.c.metrics.refreshes.Inc()
-
-		m.rmu.Lock()
-		call, m.next = m.next, nil
-		m.inflight = call
-		m.rmu.Unlock()
+// readConsensus reads the versions newer than the cached state.
+func (m *machine) readConsensus() error {
+	ctx, cancel := context.WithTimeout(m.c.ctx, time.Minute)
+	defer cancel()
+	s, _ := m.current()
+	n, err := m.c.versions.catchUp(ctx, s)
+	if errors.Is(err, errTruncated) {
+		n, err = m.c.versions.fetchCurrent(ctx, m.shard)
 	}
+	m.c.metrics.refreshes.Inc()
+	if err != nil {
+		return err
+	}
+	m.observe(n)
+	return nil
 }
 
 // apply runs t against the newest state and commits the result by CAS,

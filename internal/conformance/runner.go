@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -76,10 +75,6 @@ func Test(t *testing.T, path string, rewrite bool) {
 	failures := 0
 	rewritten := map[*Case]string{}
 	for _, p := range Paths {
-		if reason, ok := notThroughTail[filepath.Base(path)]; ok && p.Tail {
-			t.Logf("%s: not run through a tail process: %s", path, reason)
-			continue
-		}
 		t.Run(p.Name, func(t *testing.T) {
 			results := RunMode(t, s, p.Fast, p.Tail)
 			if rewrite {
@@ -110,14 +105,6 @@ func Test(t *testing.T, path string, rewrite bool) {
 			t.Logf("%s: %d known-failure mismatches (not failing the test)", path, failures)
 		}
 	}
-}
-
-// notThroughTail lists the scripts whose cases do not all hold through a
-// tail process yet, and why; every other script must give the same output
-// through a tail as on the role-all server.
-var notThroughTail = map[string]string{
-	"errors.txt": "a table dropped upstream ends a tail's fast-path subscribers before they deliver rows written just before the drop, " +
-		"and GRANTs/drops reach the tail's catalog only at its next poll (issue 7 follow-up)",
 }
 
 // Result is one case's output in one run.
