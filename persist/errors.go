@@ -22,6 +22,21 @@ var ErrTruncateBeyondHead = errors.New("truncate beyond head")
 // effect. Every other error is determinate: it definitely did not.
 func IsIndeterminate(err error) bool { return errors.Is(err, ErrIndeterminate) }
 
+// IsPermanent reports whether a read that failed with err cannot succeed by
+// trying again: the shard or the reader is gone, the time is compacted
+// away, a part is missing or the state is corrupt. Other errors (a storage
+// outage, a timeout) may pass, and long-lived readers retry them; a caller
+// whose own context ended knows to stop without asking.
+func IsPermanent(err error) bool {
+	for _, p := range []error{ErrShardTombstoned, ErrReaderExpired, ErrSinceAdvanced, ErrClosed, ErrCorruptState,
+		ErrShardNotFound, ErrNotFound} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrShardTombstoned is returned for writes to and reads of a dropped shard.
 var ErrShardTombstoned = errors.New("shard is tombstoned")
 

@@ -179,6 +179,7 @@ type Metrics struct {
 	decodedBatches prometheus.Counter
 	shares         prometheus.Counter
 	retired        prometheus.Counter
+	storageRetries prometheus.Counter
 }
 
 func newMetrics() *Metrics {
@@ -201,13 +202,14 @@ func newMetrics() *Metrics {
 		decodedBatches: c("decoded_batches_total", "Listen batches decoded by shared tails (once per batch)."),
 		shares:         c("snapshot_cursors_total", "Shared snapshot cursors opened."),
 		retired:        c("retired_total", "Shared tails retired after idling."),
+		storageRetries: c("storage_retries_total", "Listen reads of shared tails retried after a storage error."),
 	}
 }
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.resumes, m.catchUps,
-		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired} {
+		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired, m.storageRetries} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -217,6 +219,10 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 
 // DecodedBatches is how many listen batches the shared tails decoded.
 func (m *Metrics) DecodedBatches() float64 { return counterValue(m.decodedBatches) }
+
+// StorageRetries is how many listen reads were retried after a storage
+// error.
+func (m *Metrics) StorageRetries() float64 { return counterValue(m.storageRetries) }
 
 // SnapshotPieces is how many snapshot pieces shared cursors read.
 func (m *Metrics) SnapshotPieces() float64 { return counterValue(m.snapshotPieces) }

@@ -3,6 +3,7 @@ package tail
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -76,14 +77,26 @@ func (m *Manager) newSharedTail(ctx context.Context, shard string, asOf uint64) 
 func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
 	defer close(t.done)
 	lastDowngrade := time.Time{}
+	retry := storageRetry{}
 	for {
 		updates, frontier, err := l.Next(t.ctx)
 		if err != nil {
-			if t.ctx.Err() == nil {
-				t.fail(err)
+			if t.ctx.Err() != nil {
+				return
 			}
+			if !persist.IsPermanent(err) {
+				// Storage is unreachable: subscribers keep their streams
+				// and the listen picks up where it was when it returns.
+				t.m.metrics.storageRetries.Inc()
+				if retry.wait(t.ctx, t.m.log, t.shard, err) {
+					continue
+				}
+				return
+			}
+			t.fail(err)
 			return
 		}
+		retry.reset(t.m.log, t.shard)
 		t.m.metrics.decodedBatches.Inc()
 		t.publish(updates, frontier)
 		// Let the shard compact what the tail has passed; the window and
@@ -101,6 +114,36 @@ func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
 				}
 			}
 		}
+	}
+}
+
+// storageRetry paces retries of a listen through a storage outage: backoff
+// from 100 ms to 5 s, one warning when it starts and one when it ends.
+type storageRetry struct {
+	backoff time.Duration
+	since   time.Time
+}
+
+// wait sleeps before the next try; false if ctx ended.
+func (r *storageRetry) wait(ctx context.Context, log *slog.Logger, shard string, err error) bool {
+	if r.backoff == 0 {
+		r.backoff, r.since = 100*time.Millisecond, time.Now()
+		log.Warn("tail: storage unavailable, retrying", "shard", shard, "err", err)
+	} else {
+		r.backoff = min(2*r.backoff, 5*time.Second)
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(r.backoff):
+		return true
+	}
+}
+
+func (r *storageRetry) reset(log *slog.Logger, shard string) {
+	if r.backoff != 0 {
+		log.Info("tail: storage available again", "shard", shard, "after", time.Since(r.since).Round(time.Millisecond))
+		*r = storageRetry{}
 	}
 }
 

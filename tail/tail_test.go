@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,9 +36,15 @@ type fixture struct {
 
 func newFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return newFixtureOn(t, cfg, consmem.New())
+}
+
+// newFixtureOn is newFixture on the given consensus.
+func newFixtureOn(t *testing.T, cfg Config, cons persist.Consensus) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	p, err := persist.NewClient(blobmem.New(), consmem.New(), persist.Config{PollInterval: 20 * time.Millisecond, CompactionMinInputs: -1, ReaderHeartbeat: -1})
+	p, err := persist.NewClient(blobmem.New(), cons, persist.Config{PollInterval: 20 * time.Millisecond, CompactionMinInputs: -1, ReaderHeartbeat: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,4 +368,56 @@ func TestUpToAndDrop(t *testing.T) {
 		}
 	}()
 	wg.Wait()
+}
+
+// flakyConsensus fails every operation while down, as an unreachable
+// PostgreSQL would.
+type flakyConsensus struct {
+	persist.Consensus
+	down atomic.Bool
+}
+
+var errUnreachable = errors.New("consensus unreachable (test)")
+
+func (c *flakyConsensus) Head(ctx context.Context, key string) (*persist.VersionedData, error) {
+	if c.down.Load() {
+		return nil, errUnreachable
+	}
+	return c.Consensus.Head(ctx, key)
+}
+
+func (c *flakyConsensus) Scan(ctx context.Context, key string, from persist.SeqNo, limit int) ([]persist.VersionedData, error) {
+	if c.down.Load() {
+		return nil, errUnreachable
+	}
+	return c.Consensus.Scan(ctx, key, from, limit)
+}
+
+// TestStorageOutage: while consensus is unreachable the shared tail retries
+// instead of failing its subscribers; when it returns, they go on with the
+// next write, without a gap or an error.
+func TestStorageOutage(t *testing.T) {
+	cons := &flakyConsensus{Consensus: consmem.New()}
+	f := newFixtureOn(t, Config{}, cons)
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(1, "a"))
+	before := canon(drain(t, f.ctx, s, f.upper))
+
+	cons.down.Store(true)
+	for f.m.Metrics().StorageRetries() < 2 {
+		select {
+		case <-f.ctx.Done():
+			t.Fatal("the tail never retried a read during the outage")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cons.down.Store(false)
+
+	f.write(ins(2, "b"))
+	after := canon(drain(t, f.ctx, s, f.upper))
+	got := append(before, after...)
+	want := []string{"0 progress", "1 progress", "1 [1 1 a]", "2 progress", "2 [1 2 b]", "3 progress"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("stream across the outage:\n got %q\nwant %q", got, want)
+	}
 }
