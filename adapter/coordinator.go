@@ -187,6 +187,7 @@ func (c *Coordinator) followCatalog() {
 	bell := c.persist.Doorbell(catalogKey)
 	t := time.NewTicker(catalogPoll)
 	defer t.Stop()
+	var failingSince time.Time // one warning per outage
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -194,8 +195,16 @@ func (c *Coordinator) followCatalog() {
 		case <-bell:
 		case <-t.C:
 		}
-		if err := c.catalog.Sync(c.ctx); err != nil && c.ctx.Err() == nil {
-			c.log.Warn("tail: refresh catalog", "err", err)
+		err := c.catalog.Sync(c.ctx)
+		switch {
+		case c.ctx.Err() != nil:
+			return
+		case err != nil && failingSince.IsZero():
+			failingSince = time.Now()
+			c.log.Warn("tail: cannot read the catalog, retrying", "err", err)
+		case err == nil && !failingSince.IsZero():
+			c.log.Info("tail: catalog readable again", "after", time.Since(failingSince).Round(time.Millisecond))
+			failingSince = time.Time{}
 		}
 	}
 }
