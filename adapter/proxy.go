@@ -268,12 +268,16 @@ func (s *Session) proxyExec(ctx context.Context, sqlText string) (pgwire.Result,
 		}
 		return emptyResult{}, nil
 	}
-	rr := mrr.ResultReader()
+	return newUpstreamResult(u, mrr.ResultReader(), func() { mrr.Close() }), nil
+}
+
+// newUpstreamResult streams one result of an upstream simple Query.
+func newUpstreamResult(u *upstream, rr *pgconn.ResultReader, onDone func()) *proxiedResult {
 	kind, fields := pgwire.ResultCommand, []pgwire.Field(nil)
 	if fds := rr.FieldDescriptions(); fds != nil {
 		kind, fields = pgwire.ResultRows, fieldsFromUpstream(fds)
 	}
-	return newProxiedResult(u, rr, kind, fields, func() { mrr.Close() }), nil
+	return newProxiedResult(u, rr, kind, fields, onDone)
 }
 
 // upstreamRows runs a query upstream and returns its rows, parsed as cols.

@@ -116,6 +116,38 @@ func (s *Session) runTail(ctx context.Context, st sql.Statement, text string) (p
 	return s.proxyExec(ctx, text)
 }
 
+// allUpstream reports whether every statement runs upstream only.
+func (s *Session) allUpstream(ctx context.Context, stmts []sql.Statement) bool {
+	for _, st := range stmts {
+		if _, ok := st.(*sql.Copy); ok || s.route(ctx, st) != routeUpstream {
+			return false
+		}
+	}
+	return true
+}
+
+// proxyQuery runs a multi-statement query upstream as one simple Query,
+// yielding its results in order.
+func (s *Session) proxyQuery(ctx context.Context, text string, yield func(pgwire.Result, error) bool) {
+	u, err := s.upstream(ctx)
+	if err != nil {
+		s.fail()
+		yield(nil, err)
+		return
+	}
+	mrr := u.conn.Exec(ctx, text)
+	for mrr.NextResult() {
+		if !yield(newUpstreamResult(u, mrr.ResultReader(), nil), nil) {
+			_ = mrr.Close()
+			return
+		}
+	}
+	if err := mrr.Close(); err != nil {
+		s.fail()
+		yield(nil, upstreamError(err))
+	}
+}
+
 func isRead(st sql.Statement) bool {
 	switch st := st.(type) {
 	case *sql.Select, *sql.Subscribe:

@@ -109,6 +109,11 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 			yield(nil, parseError(err))
 			return
 		}
+		if s.c.isTail() && len(stmts) > 1 && s.allUpstream(ctx, stmts) {
+			// One upstream query keeps them one implicit transaction there.
+			s.proxyQuery(ctx, text, yield)
+			return
+		}
 		// Several statements in one query run in one implicit transaction,
 		// as in PostgreSQL.
 		implicit := len(stmts) > 1 && s.tx == txIdle
