@@ -42,10 +42,20 @@ func errUpstream(addr string, err error) error {
 		Hint_: "fast-path SUBSCRIBEs are still served by this tail process"}
 }
 
+var errUpstreamLostInBlock = &Error{Code: "08006",
+	Message: "the connection to the upstream server was lost inside this transaction block, which it rolled back",
+	Hint_:   "ROLLBACK, then run the transaction again."}
+
 // upstream returns the session's upstream connection, connecting it first.
 func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 	if s.up != nil && !s.up.conn.IsClosed() {
 		return s.up, nil
+	}
+	if s.up != nil && s.inBlock() {
+		// The upstream had joined this transaction block and rolled it
+		// back when its connection was lost: a new connection must not
+		// carry on with the rest of the block as if it were whole.
+		return nil, errUpstreamLostInBlock
 	}
 	addr := s.c.cfg.Upstream
 	host, port, err := net.SplitHostPort(addr)

@@ -192,7 +192,7 @@ func (s *Session) alsoUpstream(ctx context.Context, st sql.Statement, text strin
 	err := s.execUpstream(ctx, text)
 	switch st.(type) {
 	case *sql.Rollback:
-		if err != nil {
+		if err != nil && !errors.Is(err, errUpstreamLostInBlock) {
 			s.c.log.Warn("tail: upstream ROLLBACK", "err", err)
 		}
 		return nil
