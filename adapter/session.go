@@ -311,6 +311,12 @@ type preparedStatement struct {
 // prepared (a table dropped and created again), as PostgreSQL re-plans
 // cached statements. A changed result shape is an error, as there.
 func (p *preparedStatement) replan(ctx context.Context) error {
+	if p.s.c.isTail() && isSubscribe(p.stmt) {
+		// As at Parse (Session.route): see the upstream's latest catalog.
+		if err := p.s.c.catalog.Sync(ctx); err != nil {
+			p.s.c.log.Warn("tail: sync catalog", "err", err)
+		}
+	}
 	seq := p.s.c.catalog.Seq()
 	if seq == p.seq {
 		return nil
