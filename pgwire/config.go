@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -89,7 +90,19 @@ type Config struct {
 	// Logger receives connection errors, internal errors behind XX000 and
 	// recovered panics. Nil means slog.Default().
 	Logger *slog.Logger
+
+	// PeerID and Peers let servers behind one TCP load balancer cancel each
+	// other's statements, as PgBouncer's peering does: a CancelRequest may
+	// reach a different server than the client's connection. A server with
+	// PeerID p (1 to MaxPeerID) gives its connections process ids carrying
+	// p, and forwards a CancelRequest whose process id carries another peer's
+	// id to that peer's address in Peers. 0 means no peering.
+	PeerID uint8
+	Peers  map[uint8]string
 }
+
+// MaxPeerID is the largest Config.PeerID.
+const MaxPeerID = 255
 
 // Validate reports the first field that is wrong, and why.
 func (c Config) Validate() error {
@@ -103,6 +116,17 @@ func (c Config) Validate() error {
 	}
 	if c.AuthTimeout < 0 {
 		return fmt.Errorf("pgwire config: AuthTimeout: %v is negative", c.AuthTimeout)
+	}
+	for id, addr := range c.Peers {
+		if id == 0 {
+			return fmt.Errorf("pgwire config: Peers: peer id 0 is not valid (ids are 1 to %d)", MaxPeerID)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("pgwire config: Peers: peer %d: %v", id, err)
+		}
+	}
+	if len(c.Peers) > 0 && c.PeerID == 0 {
+		return fmt.Errorf("pgwire config: Peers needs a PeerID")
 	}
 	return nil
 }

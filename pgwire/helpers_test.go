@@ -28,10 +28,16 @@ type testServer struct {
 // that it recovered no unexpected panic and closed every session it opened.
 func startServer(t *testing.T, b *fakeBackend, cfg Config) *testServer {
 	t.Helper()
+	return startServerAt(t, b, cfg, "127.0.0.1:0")
+}
+
+// startServerAt is startServer listening on addr.
+func startServerAt(t *testing.T, b *fakeBackend, cfg Config, addr string) *testServer {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger(t)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -412,3 +412,44 @@ func TestNegotiateProtocolVersion(t *testing.T) {
 	c.send(query("select 1"))
 	c.expect("RowDescription n:20:0", "DataRow 1", "CommandComplete SELECT 1", ready)
 }
+
+// TestCancelThroughPeer checks peering: a CancelRequest that reaches
+// another server behind the same load balancer is forwarded to the server
+// holding the connection, and one for an unknown peer is dropped.
+func TestCancelThroughPeer(t *testing.T) {
+	lnA, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addrA := lnA.Addr().String()
+	lnA.Close()
+	b := newFakeBackend()
+	// B knows A's address; A is started on the address B was told.
+	tsB := startServer(t, newFakeBackend(), Config{PeerID: 2, Peers: map[uint8]string{1: addrA, 2: "127.0.0.1:1"}})
+	tsA := startServerAt(t, b, Config{PeerID: 1, Peers: map[uint8]string{2: tsB.addr}}, addrA)
+
+	c := tsA.dialRaw(t)
+	if peer := c.pid >> peerShift; peer != 1 {
+		t.Fatalf("process id %#x carries peer %d, want 1", c.pid, peer)
+	}
+	c.send(query("sleep"))
+	<-b.running
+	sendCancel(t, tsB.addr, c.pid&(1<<peerShift-1)|3<<peerShift, c.secret) // peer 3: unknown, dropped
+	sendCancel(t, tsB.addr, c.pid, c.secret+1)                             // forwarded, wrong secret
+	time.Sleep(50 * time.Millisecond)
+	if _, _, ended := b.counts(); ended != 0 {
+		t.Fatal("a cancel request for another process canceled the statement")
+	}
+	sendCancel(t, tsB.addr, c.pid, c.secret)
+	c.expect("ErrorResponse ERROR 57014 canceling statement due to user request", ready)
+}
+
+func TestPeerConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Peers: map[uint8]string{1: "127.0.0.1:1"}},            // no PeerID
+		{PeerID: 1, Peers: map[uint8]string{0: "127.0.0.1:1"}}, // id 0
+		{PeerID: 1, Peers: map[uint8]string{2: "no-port"}},     // bad address
+	} {
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("%+v: valid, want an error", cfg)
+		}
+	}
+}

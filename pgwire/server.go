@@ -169,6 +169,9 @@ func (s *Server) register(c *conn) {
 		rand.Read(b[:])
 		// Keep the pid positive: clients print it as a signed int32.
 		pid := binary.BigEndian.Uint32(b[:4]) & 0x7fffffff
+		if s.cfg.PeerID != 0 {
+			pid = uint32(s.cfg.PeerID)<<peerShift | pid&(1<<peerShift-1)
+		}
 		if pid == 0 || s.byPID[pid] != nil {
 			continue
 		}
@@ -192,6 +195,10 @@ func (s *Server) forget(c *conn) {
 // the connection with that process id, if the secret key matches. Like
 // Postgres, it tells the requester nothing either way.
 func (s *Server) cancelRequest(pid, secret uint32) {
+	if peer := uint8(pid >> peerShift); s.cfg.PeerID != 0 && peer != s.cfg.PeerID {
+		s.forwardCancel(peer, pid, secret)
+		return
+	}
 	s.mu.Lock()
 	c := s.byPID[pid]
 	s.mu.Unlock()
@@ -207,6 +214,36 @@ func (s *Server) cancelRequest(pid, secret uint32) {
 		return
 	}
 	c.cancelStatement()
+}
+
+// peerShift places the peer id in the top 8 of a process id's 31 bits.
+const peerShift = 23
+
+// forwardCancel sends a CancelRequest on to the peer whose connection it is
+// for. Like the request itself, it reports nothing back.
+func (s *Server) forwardCancel(peer uint8, pid, secret uint32) {
+	addr, ok := s.cfg.Peers[peer]
+	if !ok {
+		s.log.Warn("pgwire: cancel request for an unknown peer", "peer", peer, "pid", pid)
+		return
+	}
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		s.log.Warn("pgwire: forward cancel request", "peer", peer, "addr", addr, "err", err)
+		return
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	msg := binary.BigEndian.AppendUint32(nil, 16)
+	msg = binary.BigEndian.AppendUint32(msg, cancelRequestCode)
+	msg = binary.BigEndian.AppendUint32(msg, pid)
+	msg = binary.BigEndian.AppendUint32(msg, secret)
+	if _, err := nc.Write(msg); err != nil {
+		s.log.Warn("pgwire: forward cancel request", "peer", peer, "addr", addr, "err", err)
+		return
+	}
+	// The peer closes the connection once it has acted on the request.
+	_, _ = nc.Read(make([]byte, 1))
 }
 
 // CancelProcess cancels the running statement of the connection with

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +38,8 @@ type serveConfig struct {
 	Upstream        string
 	UpstreamPass    string
 	TLSCert, TLSKey string
+	PeerID          uint
+	Peers           string
 	FastPath        bool
 	RequirePassword bool
 	Tick            time.Duration
@@ -69,6 +73,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.UpstreamPass, "upstream-password", "", "tail process: password for upstream connections of roles whose client sent none (the client's own password is passed through)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate file (PEM); enables TLS with --tls-key")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "TLS key file (PEM)")
+	fs.UintVar(&cfg.PeerID, "peer-id", 0, "this server's id (1-255) among servers behind one load balancer, for forwarding cancel requests (see --peers)")
+	fs.StringVar(&cfg.Peers, "peers", "", "ID=HOST:PORT,... of the other servers behind the load balancer: a cancel request for one of their connections is forwarded to it")
 	fs.BoolVar(&cfg.FastPath, "subscribe-persist-fast-path", true, "serve bare SUBSCRIBE <collection> from a shared tail")
 	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
 	fs.DurationVar(&cfg.Tick, "tick", adapter.DefaultTick, "how often table and source uppers advance without writes")
@@ -157,7 +163,14 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		// role's SCRAM verifier here). Use --tls-cert off loopback.
 		auth = pgwire.AuthCleartext
 	}
-	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth})
+	peers, err := parsePeers(cfg.Peers)
+	if err != nil {
+		return err
+	}
+	if cfg.PeerID > pgwire.MaxPeerID {
+		return fmt.Errorf("--peer-id %d: ids are 1 to %d", cfg.PeerID, pgwire.MaxPeerID)
+	}
+	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers})
 	if err != nil {
 		return err
 	}
@@ -204,6 +217,23 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		srv.Close()
 		return err
 	}
+}
+
+// parsePeers parses --peers: ID=HOST:PORT, comma-separated.
+func parsePeers(s string) (map[uint8]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	peers := map[uint8]string{}
+	for _, p := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
+		n, err := strconv.ParseUint(id, 10, 8)
+		if !ok || err != nil || n == 0 {
+			return nil, fmt.Errorf("--peers: %q is not ID=HOST:PORT with an id from 1 to %d", p, pgwire.MaxPeerID)
+		}
+		peers[uint8(n)] = addr
+	}
+	return peers, nil
 }
 
 // redactURL hides the password of a connection URL for logs.
