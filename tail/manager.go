@@ -220,6 +220,9 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 // DecodedBatches is how many listen batches the shared tails decoded.
 func (m *Metrics) DecodedBatches() float64 { return counterValue(m.decodedBatches) }
 
+// SnapshotCursors is how many shared snapshot cursors were opened.
+func (m *Metrics) SnapshotCursors() float64 { return counterValue(m.shares) }
+
 // StorageRetries is how many listen reads were retried after a storage
 // error.
 func (m *Metrics) StorageRetries() float64 { return counterValue(m.storageRetries) }

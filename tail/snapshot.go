@@ -33,6 +33,9 @@ type share struct {
 	err     error               // mu
 	reading bool                // mu: a subscriber is reading the next piece
 	ready   chan struct{}       // mu: closed when a piece arrives or reading ends
+	// opened is closed once cur (or err) is set: subscribers that find
+	// the share while its cursor opens wait for it.
+	opened chan struct{}
 }
 
 // piece is one chunk of a snapshot: final rows at AS OF.
@@ -117,6 +120,11 @@ func (sh *share) trim() {
 
 // idle reports whether no subscriber reads the share. sh.mu must not be held.
 func (sh *share) idle() bool {
+	select {
+	case <-sh.opened:
+	default:
+		return false // opening: its subscribers are on their way
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return len(sh.readers) == 0

@@ -231,21 +231,72 @@ func (t *SharedTail) fail(err error) {
 }
 
 // shareFor returns the shared snapshot cursor at asOf that s can join,
-// opening one if needed.
+// opening one if needed. The share is registered before its cursor opens
+// (a consensus round trip), so that a storm's subscribers arriving
+// meanwhile wait for it instead of each opening a cursor of their own.
 func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (*share, error) {
-	t.mu.Lock()
-	sh := t.shares[asOf]
-	t.mu.Unlock()
-	if sh != nil && sh.join(s) {
-		return sh, nil
+	for {
+		t.mu.Lock()
+		sh := t.shares[asOf]
+		if sh == nil {
+			sh = &share{t: t, asOf: asOf, readers: map[*Subscriber]int{}, ready: make(chan struct{}), opened: make(chan struct{})}
+			t.shares[asOf] = sh
+			t.mu.Unlock()
+			return t.openShare(ctx, sh, s)
+		}
+		t.mu.Unlock()
+		select {
+		case <-sh.opened:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if sh.join(s) {
+			return sh, nil
+		}
+		// The share failed or dropped its first pieces: replace it.
+		t.mu.Lock()
+		if t.shares[asOf] == sh {
+			delete(t.shares, asOf)
+		}
+		t.mu.Unlock()
 	}
+}
+
+// openShare opens the cursor of a share shareFor registered, and joins s.
+func (t *SharedTail) openShare(ctx context.Context, sh *share, s *Subscriber) (*share, error) {
+	cur, private, err := t.openCursor(ctx, sh.asOf)
+	sh.mu.Lock()
+	sh.cur, sh.private, sh.err = cur, private, err
+	sh.mu.Unlock()
+	close(sh.opened)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		if t.shares[sh.asOf] == sh {
+			delete(t.shares, sh.asOf)
+		}
+		return nil, err
+	}
+	sh.join(s)
+	// Finished shares kept for late joiners are superseded by a newer one.
+	for at, old := range t.shares {
+		if at < sh.asOf && old.idle() {
+			delete(t.shares, at)
+		}
+	}
+	t.m.metrics.shares.Inc()
+	return sh, nil
+}
+
+// openCursor opens a snapshot cursor at asOf on the shared snapshot reader,
+// or on a private reader (returned, to close with the cursor) when asOf is
+// older than the shared reader holds.
+func (t *SharedTail) openCursor(ctx context.Context, asOf uint64) (*persist.Cursor, *persist.Reader, error) {
 	reader, private := t.snapReader, (*persist.Reader)(nil)
 	if asOf < reader.Since() {
-		// Older than the shared snapshot reader holds: a reader of its own
-		// holds the shard's since for this cursor.
 		r, err := t.m.persist.OpenReader(ctx, t.shard, persist.ReaderOptions{Purpose: "shared tail old snapshot"})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		reader, private = r, r
 	}
@@ -254,21 +305,9 @@ func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (
 		if private != nil {
 			private.Close()
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	sh = &share{t: t, asOf: asOf, cur: cur, private: private, readers: map[*Subscriber]int{}, ready: make(chan struct{})}
-	sh.join(s)
-	t.mu.Lock()
-	t.shares[asOf] = sh
-	// Finished shares kept for late joiners are superseded by a newer one.
-	for at, old := range t.shares {
-		if at < asOf && old.idle() {
-			delete(t.shares, at)
-		}
-	}
-	t.mu.Unlock()
-	t.m.metrics.shares.Inc()
-	return sh, nil
+	return cur, private, nil
 }
 
 // leaveShare unregisters s from a share. A share that read its whole

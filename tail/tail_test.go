@@ -195,6 +195,37 @@ func TestOneListenAndSnapshotReader(t *testing.T) {
 	}
 }
 
+// TestStormSharesOneCursor: subscribers arriving at once at one AS OF share
+// one snapshot cursor, also while it is still opening.
+func TestStormSharesOneCursor(t *testing.T) {
+	f := newFixture(t, Config{})
+	for i := range 50 {
+		f.write(ins(int64(i), "a"))
+	}
+	asOf := f.upper - 1
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := f.m.Subscribe(f.ctx, Request{Shard: f.shard, AsOf: asOf, Snapshot: true,
+				Output: &formatter.Options{Relation: schema, Progress: true}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			if rows := drain(t, f.ctx, s, asOf+1); len(rows) != 52 { // progress, 50 rows, progress
+				t.Errorf("%d rows, want 52", len(rows))
+			}
+		}()
+	}
+	wg.Wait()
+	if n := f.m.Metrics().SnapshotCursors(); n != 1 {
+		t.Fatalf("%v snapshot cursors for 200 subscribers at one AS OF, want 1", n)
+	}
+}
+
 // TestSnapshotPiecesOnDemand: the first rows of a large snapshot arrive
 // after one piece is read, not the whole snapshot.
 func TestSnapshotPiecesOnDemand(t *testing.T) {
