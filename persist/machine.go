@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardtail/shardtail/internal/coalesce"
@@ -26,11 +27,15 @@ type machine struct {
 	// refreshes batches linearizable reads of consensus (a storm of N
 	// callers costs two reads, not N).
 	refreshes *coalesce.Reads
+	// lastRead is when consensus was last read (unix nanoseconds): waiters
+	// poll PollInterval after it, however short each of their waits.
+	lastRead atomic.Int64
 }
 
 func newMachine(c *Client, s *State) *machine {
 	m := &machine{c: c, shard: s.ShardID, state: s, changed: make(chan struct{}), poked: make(chan struct{})}
 	m.refreshes = coalesce.New(m.readConsensus)
+	m.lastRead.Store(time.Now().UnixNano()) // s was just loaded
 	return m
 }
 
@@ -93,8 +98,14 @@ func (m *machine) readConsensus() error {
 	if err != nil {
 		return err
 	}
+	m.lastRead.Store(time.Now().UnixNano())
 	m.observe(n)
 	return nil
+}
+
+// nextPoll is how long until the cached state is PollInterval old.
+func (m *machine) nextPoll() time.Duration {
+	return max(0, m.c.cfg.PollInterval-time.Since(time.Unix(0, m.lastRead.Load())))
 }
 
 // apply runs t against the newest state and commits the result by CAS,
@@ -161,7 +172,7 @@ func (m *machine) maybeRollup(ctx context.Context, s *State) error {
 // waitUntil blocks until cond holds for the newest state, re-reading
 // consensus at the poll interval or when the doorbell rings.
 func (m *machine) waitUntil(ctx context.Context, cond func(*State) bool) (*State, error) {
-	timer := time.NewTimer(m.c.cfg.PollInterval)
+	timer := time.NewTimer(m.nextPoll())
 	defer timer.Stop()
 	for {
 		s, changed := m.current()

@@ -316,3 +316,38 @@ func TestBatchBuilder(t *testing.T) {
 	}
 	b2.Abort(ctx)
 }
+
+// silentConsensus hides the backend's doorbell, as SQLite's has none
+// across processes: other clients see changes only by polling.
+type silentConsensus struct{ persist.Consensus }
+
+// TestShortWaitsStillPoll: a caller that waits in short slices (a reader
+// that checks something else between waits) still sees another process's
+// write within the poll interval: the poll timer runs from the last
+// consensus read, not from each wait.
+func TestShortWaitsStillPoll(t *testing.T) {
+	e := newEnv(t)
+	e.consensus = silentConsensus{e.consensus}
+	e.cfg.PollInterval = 100 * time.Millisecond
+	ctx := ctxT(t)
+	writer, waiter := e.client(), e.client()
+	shard := persist.NewShardID()
+	must(writer.CreateShard(ctx, shard, testSchema))(t)
+	must(waiter.State(ctx, shard))(t) // load the shard in the waiting process
+	w := must(writer.OpenWriter(ctx, shard))(t)
+	defer w.Close()
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(1, "a", 0, 1)}, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		_, err := waiter.WaitForUpper(wctx, shard, 0)
+		cancel()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("short waits never saw the other process's write")
+		}
+	}
+}
