@@ -173,7 +173,7 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 	var sub subscription
 	if p.st.Query == nil && p.item.Kind != KindView && s.fastPath() {
 		path = "fast"
-		ts, err := s.c.tails.Subscribe(ctx, tail.Request{Shard: src.Shard, AsOf: asOf, UpTo: upTo, Snapshot: p.snap,
+		ts, err := s.c.tails.Subscribe(ctx, tail.Request{Shard: src.Shard, AsOf: asOf, AsOfAtLeast: p.asOfAtLeast(), UpTo: upTo, Snapshot: p.snap,
 			Output: p.opts, MaxBufferedBytes: s.maxBufferedBytes()})
 		if err != nil {
 			return nil, mapPersistErr(err, p.relationName())
@@ -193,6 +193,7 @@ func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64) subs
 		Shard:            src.Shard,
 		Output:           p.opts,
 		AsOf:             asOf,
+		AsOfAtLeast:      p.asOfAtLeast(),
 		UpTo:             upTo,
 		Snapshot:         p.snap,
 		MaxBufferedBytes: s.maxBufferedBytes(),
@@ -203,6 +204,11 @@ func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64) subs
 	}
 	return dataflow.StartSubscribe(cfg)
 }
+
+// asOfAtLeast reports whether the subscribe may start later than the AS OF
+// chosen for it: the statement named no AS OF (any time after its
+// acknowledged writes will do) or AS OF AT LEAST.
+func (p *subscribePlan) asOfAtLeast() bool { return p.st.AsOf == nil || p.st.AsOf.AtLeast }
 
 // timestamps selects AS OF and UP TO (SUBSCRIBE-SPEC.md, "Timestamps").
 func (p *subscribePlan) timestamps(ctx context.Context, src *Item) (uint64, *uint64, error) {

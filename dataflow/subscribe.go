@@ -27,9 +27,13 @@ type SubscribeConfig struct {
 	MFP MFP
 	// Output is the subscribe's output shape over the relation.
 	Output   *formatter.Options
-	AsOf     uint64
-	UpTo     *uint64
-	Snapshot bool
+	AsOf uint64
+	// AsOfAtLeast lets the subscribe move AsOf forward to the since its
+	// reader holds (the statement had no AS OF, or AS OF AT LEAST): a time
+	// chosen a moment ago may have been compacted away since.
+	AsOfAtLeast bool
+	UpTo        *uint64
+	Snapshot    bool
 	// MaxBufferedBytes bounds the rows produced and not yet taken by the
 	// client: over it the subscribe fails with a *formatter.BufferError.
 	MaxBufferedBytes int64
@@ -100,17 +104,21 @@ func (s *Subscribe) run(ctx context.Context) {
 var ErrDropped = errors.New("subscribed relation was dropped")
 
 func (s *Subscribe) pipeline(ctx context.Context) error {
-	b := formatter.NewBatcher(s.cfg.Output, s.cfg.AsOf, s.cfg.UpTo)
-	if err := s.push(b.Start(), b); err != nil || b.Done() {
-		return err
-	}
 	r, err := s.cfg.Persist.OpenReader(ctx, s.cfg.Shard, persist.ReaderOptions{Purpose: s.cfg.Purpose})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	asOf := s.cfg.AsOf
+	if since := r.Since(); s.cfg.AsOfAtLeast && asOf < since && (s.cfg.UpTo == nil || since <= *s.cfg.UpTo) {
+		asOf = since
+	}
+	b := formatter.NewBatcher(s.cfg.Output, asOf, s.cfg.UpTo)
+	if err := s.push(b.Start(), b); err != nil || b.Done() {
+		return err
+	}
 	if s.cfg.Snapshot {
-		cur, err := r.Snapshot(ctx, s.cfg.AsOf)
+		cur, err := r.Snapshot(ctx, asOf)
 		if err != nil {
 			return err
 		}
@@ -149,7 +157,7 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 	if err := s.push(b.SnapshotDone(), b); err != nil || b.Done() {
 		return err
 	}
-	l, err := r.Listen(ctx, s.cfg.AsOf)
+	l, err := r.Listen(ctx, asOf)
 	if err != nil {
 		return err
 	}

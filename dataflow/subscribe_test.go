@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -143,5 +144,59 @@ func TestSubscribeBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(5 * time.Millisecond) // a slow reader: it falls behind
+	}
+}
+
+// TestSubscribeAsOfAtLeast: a subscribe whose AS OF was compacted away
+// before its reader registered starts at the reader's since when it may
+// (no AS OF in the statement, or AT LEAST), and fails otherwise.
+func TestSubscribeAsOfAtLeast(t *testing.T) {
+	ctx, p, shard, w := setup(t)
+	for i := uint64(0); i < 5; i++ {
+		if err := w.CompareAndAppend(ctx, ups(i, int64(i)), i, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy, err := p.OpenReader(ctx, shard, persist.ReaderOptions{Critical: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer policy.Close()
+	if err := policy.Downgrade(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	upTo := uint64(4)
+	start := func(atLeast bool) *Subscribe {
+		return StartSubscribe(SubscribeConfig{Persist: p, Shard: shard, AsOf: 1, AsOfAtLeast: atLeast, UpTo: &upTo, Snapshot: true,
+			Output: &formatter.Options{Relation: schema}})
+	}
+	s := start(true)
+	defer s.Close()
+	var got []string
+	for {
+		rows, err := s.Next(ctx, 0)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			got = append(got, formatRow(r))
+		}
+	}
+	if want := []string{"3 1 0", "3 1 1", "3 1 2", "3 1 3"}; !slices.Equal(got, want) {
+		t.Fatalf("AT LEAST: got %v, want the snapshot at since 3: %v", got, want)
+	}
+	exact := start(false)
+	defer exact.Close()
+	for {
+		_, err := exact.Next(ctx, 0)
+		if errors.Is(err, persist.ErrSinceAdvanced) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("exact AS OF below since: %v, want ErrSinceAdvanced", err)
+		}
 	}
 }

@@ -15,10 +15,14 @@ var ErrDropped = errors.New("subscribed collection was dropped")
 
 // Request describes one fast-path subscribe.
 type Request struct {
-	Shard    string
-	AsOf     uint64
-	UpTo     *uint64
-	Snapshot bool
+	Shard string
+	AsOf  uint64
+	// AsOfAtLeast lets the subscribe move AsOf forward to a time the tail
+	// holds (the statement had no AS OF, or AS OF AT LEAST): a time chosen
+	// a moment ago may have been compacted away since.
+	AsOfAtLeast bool
+	UpTo        *uint64
+	Snapshot    bool
 	Output   *formatter.Options
 	// MaxBufferedBytes is the queue budget: over it the subscriber is
 	// detached, not failed.
@@ -84,10 +88,15 @@ func (m *Manager) Subscribe(ctx context.Context, req Request) (*Subscriber, erro
 	if err != nil {
 		return nil, err
 	}
+	t.mu.Lock()
+	if floor := max(t.snapFloor, t.snapReader.Since()); req.AsOfAtLeast && req.AsOf < floor && (req.UpTo == nil || floor <= *req.UpTo) {
+		req.AsOf = floor
+	}
 	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), ready: make(chan struct{})}
 	s.frontier.Store(req.AsOf)
+	// Holding from here: the snapshot reader's since stays at or below
+	// req.AsOf (snapshotHold runs under t.mu too).
 	s.holding.Store(true)
-	t.mu.Lock()
 	t.subs[s] = struct{}{}
 	t.mu.Unlock()
 	m.metrics.subscribers.Inc()

@@ -37,12 +37,15 @@ type SharedTail struct {
 	frontier uint64
 	// start is the listen's AS OF + 1: nothing below it ever entered the
 	// window.
-	start   uint64
-	subs    map[*Subscriber]struct{}
-	shares  map[uint64]*share
-	err     error         // the listen failed (dropped shard, storage)
-	changed chan struct{} // closed when frontier advances or err is set
-	idleAt  time.Time     // when the last subscriber left
+	start  uint64
+	subs   map[*Subscriber]struct{}
+	shares map[uint64]*share
+	// snapFloor is the newest since the snapshot reader was told to
+	// downgrade to (the CAS may still be in flight).
+	snapFloor uint64
+	err       error         // the listen failed (dropped shard, storage)
+	changed   chan struct{} // closed when frontier advances or err is set
+	idleAt    time.Time     // when the last subscriber left
 }
 
 // newSharedTail registers the tail's two readers and starts its listen at
@@ -157,6 +160,9 @@ func (t *SharedTail) snapshotHold(limit uint64) uint64 {
 			limit = min(limit, s.req.AsOf)
 		}
 	}
+	// The downgrade about to be made: subscribers arriving meanwhile with
+	// AsOfAtLeast start at or after it.
+	t.snapFloor = max(t.snapFloor, limit)
 	return limit
 }
 

@@ -452,3 +452,43 @@ func TestStorageOutage(t *testing.T) {
 		t.Fatalf("stream across the outage:\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestAsOfAtLeast: a subscriber that may start later than its AS OF (the
+// statement had none) starts at a time the shared snapshot reader still
+// holds instead of an older one, while an exact AS OF is kept.
+func TestAsOfAtLeast(t *testing.T) {
+	f := newFixture(t, Config{DowngradeInterval: time.Millisecond})
+	old := f.upper - 1
+	first := f.subscribe(old, true, 0, nil)
+	drain(t, f.ctx, first, f.upper)
+	var floor uint64
+	for floor <= old {
+		f.write(ins(1, "a"))
+		drain(t, f.ctx, first, f.upper)
+		f.m.mu.Lock()
+		floor = f.m.tails[f.shard].snapReader.Since()
+		f.m.mu.Unlock()
+	}
+	start := func(atLeast bool) uint64 {
+		s, err := f.m.Subscribe(f.ctx, Request{Shard: f.shard, AsOf: old, AsOfAtLeast: atLeast, Snapshot: true,
+			Output: &formatter.Options{Relation: schema, Progress: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		rows, err := s.Next(f.ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rows[0].Progressed {
+			t.Fatalf("first row %+v is not the progress row at AS OF", rows[0])
+		}
+		return rows[0].Time
+	}
+	if got := start(true); got < floor {
+		t.Errorf("AT LEAST: started at %d, below the snapshot reader's since %d", got, floor)
+	}
+	if got := start(false); got != old {
+		t.Errorf("exact AS OF %d: started at %d", old, got)
+	}
+}
