@@ -33,11 +33,34 @@
 // temporary data directories and free loopback ports, with
 // --subscribe-persist-fast-path on or off, loads the same deterministic rows
 // (COPY FROM STDIN, then a materialized view it waits for), and runs the
-// scenarios a-e. A server that dies is noted in the report and replaced for
-// the next scenario. When PostgreSQL's binaries are installed, Postgres
-// starts a throwaway cluster with the same rows for the peer columns.
+// scenarios a-e. A server that dies is noted in the report and replaced
+// for the next scenario. When PostgreSQL's binaries are installed,
+// Postgres starts a throwaway cluster with the same rows for the peer
+// columns. Scenario f, below, comes last.
 // Everything takes a context: cancelling it (Ctrl-C) closes the clients,
 // stops the children and removes their directories.
+//
+// # The tail process (f)
+//
+// Scenario f runs the storms of (a) through a tail process. SharedStorage
+// starts what the processes share: by default an S3 server over loopback
+// HTTP (gofakes3, in memory, in this process) and a throwaway PostgreSQL
+// as consensus, the production shape; or one blob directory and one SQLite
+// file. On it run a role-all Server and a tail process in front of it
+// (ServerOptions.Upstream). The tables and the view are created and loaded
+// through the tail's proxy port, and each storm size runs against role all
+// directly, then against the tail, reading every process's CPU over each
+// storm (cpuSince; PostgreSQL's with its live backends, ProcTreeCPU) and
+// their counters: the fast path should cost role all nothing. The
+// dataflow-path storms SET enable_subscribe_persist_fast_path off, which
+// the tail applies to the client's upstream session too, so it proxies
+// the SUBSCRIBE and role all runs the dataflow.
+//
+//	shardtail bench --scenarios f --merge bench/results/latest.json
+//
+// measures (f) alone and merges it into an existing report (MergeTail),
+// whose other sections keep their numbers; the section then names the
+// run it came from.
 //
 // WriteReport renders a Report as latest.md, latest.json and two plots
 // (statement-to-snapshot p95 and server CPU against N).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,6 +74,43 @@ func ProcCPU(pid int) (float64, error) {
 		ticks += v
 	}
 	return float64(ticks) / clockTicks, nil
+}
+
+// ProcTreeCPU returns the CPU seconds of process pid and of its live
+// descendants, each with its reaped children: all of PostgreSQL, whose
+// long-lived backends (a consensus store's pooled connections) reach the
+// postmaster's count only when they exit. A descendant that exits between
+// the reads may be missed or counted twice; that is a few ticks at most.
+func ProcTreeCPU(pid int) (float64, error) {
+	total, err := ProcCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range procChildren(pid) {
+		if v, err := ProcTreeCPU(c); err == nil {
+			total += v
+		}
+	}
+	return total, nil
+}
+
+// procChildren returns the live children of pid, from each of its
+// threads' /proc/<pid>/task/<tid>/children.
+func procChildren(pid int) []int {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, s := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(s); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 // ProcRSS returns the resident set size of process pid in bytes (VmRSS).
@@ -180,7 +218,9 @@ func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6
 // server's pid is known, else from its /metrics. The zero probe reads
 // nothing.
 type CPUProbe struct {
-	PID        int
+	PID int
+	// Tree counts PID's live descendants too (ProcTreeCPU).
+	Tree       bool
 	MetricsURL string
 }
 
@@ -190,10 +230,44 @@ func (p CPUProbe) Enabled() bool { return p.PID > 0 || p.MetricsURL != "" }
 // Read returns the server's cumulative CPU seconds.
 func (p CPUProbe) Read(ctx context.Context) (float64, error) {
 	switch {
+	case p.PID > 0 && p.Tree:
+		return ProcTreeCPU(p.PID)
 	case p.PID > 0:
 		return ProcCPU(p.PID)
 	case p.MetricsURL != "":
 		return MetricsCPU(ctx, p.MetricsURL)
 	}
 	return 0, errors.New("no server pid or metrics URL")
+}
+
+// cpuSince reads the probes now, and returns a function that reads them
+// again and returns each one's CPU seconds in between: -1 for a probe that
+// has no source or failed.
+func cpuSince(ctx context.Context, probes ...CPUProbe) func() []float64 {
+	before := readCPU(ctx, probes)
+	return func() []float64 {
+		after := readCPU(ctx, probes)
+		for i := range after {
+			if before[i] < 0 || after[i] < 0 {
+				after[i] = -1
+			} else {
+				after[i] -= before[i]
+			}
+		}
+		return after
+	}
+}
+
+// readCPU reads each probe (-1: no source, or failed).
+func readCPU(ctx context.Context, probes []CPUProbe) []float64 {
+	out := make([]float64, len(probes))
+	for i, p := range probes {
+		out[i] = -1
+		if p.Enabled() {
+			if v, err := p.Read(ctx); err == nil {
+				out[i] = v
+			}
+		}
+	}
+	return out
 }

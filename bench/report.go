@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -315,32 +316,42 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		fmt.Fprintln(w)
 	}
 
+	// (f)
+	if res.Tail != nil {
+		writeTailSection(w, res.Tail, r.Config.StormMode)
+	}
+
 	// Problems and set-up.
 	var probs []string
+	problems := func(who string, list []string) {
+		for _, pb := range list {
+			probs = append(probs, fmt.Sprintf("- **%s**: %s", who, strings.ReplaceAll(pb, "\n", "\n  ")))
+		}
+	}
 	for _, name := range reportPaths {
 		if pr := res.Paths[name]; pr != nil {
-			for _, pb := range pr.Problems {
-				probs = append(probs, fmt.Sprintf("- **%s**: %s", name, strings.ReplaceAll(pb, "\n", "\n  ")))
-			}
+			problems(name, pr.Problems)
 		}
+	}
+	if res.Tail != nil {
+		problems("(f) tail process", res.Tail.Problems)
 	}
 	if len(probs) > 0 {
 		fmt.Fprintf(w, "## Problems observed\n\n%s\n\n", strings.Join(probs, "\n"))
 	}
 	fmt.Fprintf(w, "## Set-up times\n\n| path | step | seconds |\n|---|---|---:|\n")
+	loads := func(who string, times map[string]float64) {
+		for _, k := range slices.Sorted(maps.Keys(times)) {
+			fmt.Fprintf(w, "| %s | %s | %.2f |\n", who, k, times[k])
+		}
+	}
 	for _, name := range reportPaths {
-		pr := res.Paths[name]
-		if pr == nil {
-			continue
+		if pr := res.Paths[name]; pr != nil {
+			loads(name, pr.Load)
 		}
-		keys := make([]string, 0, len(pr.Load))
-		for k := range pr.Load {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "| %s | %s | %.2f |\n", name, k, pr.Load[k])
-		}
+	}
+	if res.Tail != nil {
+		loads("(f) through the tail", res.Tail.Load)
 	}
 	fmt.Fprintf(w, "\nThe raw numbers are in [%s](%s).\n", ReportJSON, ReportJSON)
 }
@@ -441,29 +452,47 @@ func writeStormCounters(w io.Writer, res *Results, ns []int) {
 			if c == nil {
 				continue
 			}
-			row := fmt.Sprintf("| %s | %s |", name, commas(n))
-			for _, k := range StormCounterNames {
-				if v, ok := c[k]; ok {
-					if strings.HasSuffix(k, "_bytes_total") {
-						row += " " + mib(v) + " |"
-					} else {
-						row += " " + count(v) + " |"
-					}
-				} else {
-					row += " — |"
-				}
-			}
-			rows = append(rows, row)
+			rows = append(rows, fmt.Sprintf("| %s | %s |%s", name, commas(n), counterCells(c, StormCounterNames)))
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "Server counters, increase during each storm (from its /metrics):\n\n| path | N |")
-	for _, k := range StormCounterNames {
-		fmt.Fprintf(w, " %s |", strings.TrimPrefix(strings.TrimSuffix(k, "_total"), "shardtail_"))
+	fmt.Fprintf(w, "Server counters, increase during each storm (from its /metrics):\n\n| path | N |%s\n", counterHeaders("", StormCounterNames))
+	fmt.Fprintf(w, "|---|---:|%s\n%s\n\n", strings.Repeat("---:|", len(StormCounterNames)), strings.Join(rows, "\n"))
+}
+
+// counterName is a metric's name in a table header.
+func counterName(k string) string {
+	return strings.TrimPrefix(strings.TrimSuffix(k, "_total"), "shardtail_")
+}
+
+// counterHeaders are the header cells of counter columns, each name after
+// prefix.
+func counterHeaders(prefix string, names []string) string {
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, " %s%s |", prefix, counterName(k))
 	}
-	fmt.Fprintf(w, "\n|---|---:|%s\n%s\n\n", strings.Repeat("---:|", len(StormCounterNames)), strings.Join(rows, "\n"))
+	return b.String()
+}
+
+// counterCells are the table cells of the named counters in c: bytes in
+// MiB, a dash for a counter not scraped.
+func counterCells(c map[string]float64, names []string) string {
+	var b strings.Builder
+	for _, k := range names {
+		v, ok := c[k]
+		switch {
+		case !ok:
+			b.WriteString(" — |")
+		case strings.HasSuffix(k, "_bytes_total"):
+			b.WriteString(" " + mib(v) + " |")
+		default:
+			b.WriteString(" " + count(v) + " |")
+		}
+	}
+	return b.String()
 }
 
 func anyStorms(res *Results) bool {

@@ -22,15 +22,22 @@ const serverReadyTimeout = time.Minute
 const stopTimeout = 15 * time.Second
 
 // Server is a `shardtail serve` child process on a fresh temporary data
-// directory and free loopback ports. Stop kills it and removes the
+// directory and free loopback ports: role all, or a tail process in front
+// of another Server (ServerOptions.Upstream). Stop kills it and removes the
 // directory; so does the death of this process (Pdeathsig).
 type Server struct {
 	// URL is the pgwire connection URL; MetricsURL the Prometheus endpoint.
 	URL, MetricsURL string
+	// Addr is the pgwire address (HOST:PORT), what a tail's --upstream
+	// names.
+	Addr string
 	// PID is the child's process id.
 	PID int
 	// FastPath is the --subscribe-persist-fast-path it was started with.
 	FastPath bool
+	// Upstream is the --upstream it was started with: set for a tail
+	// process.
+	Upstream string
 
 	dir     string
 	logPath string
@@ -39,10 +46,25 @@ type Server struct {
 	waitErr error
 }
 
-// StartServer starts bin serve with the fast path on or off and waits until
-// /healthz answers. The child inherits this process's RLIMIT_NOFILE, so
-// raise it first (RaiseFileLimit).
-func StartServer(ctx context.Context, bin string, fastPath bool) (*Server, error) {
+// ServerOptions configures a Server. The zero value is role all with the
+// fast path off on the embedded default storage (file blobs and SQLite in
+// the child's temporary data directory).
+type ServerOptions struct {
+	// FastPath is --subscribe-persist-fast-path.
+	FastPath bool
+	// Blob and Consensus, when set, are --blob and --consensus: storage
+	// shared with other Servers (SharedStorage).
+	Blob, Consensus string
+	// Upstream, when set, makes the child a tail process (--upstream) in
+	// front of the role-all server at this pgwire address; it must share
+	// that server's Blob and Consensus.
+	Upstream string
+}
+
+// StartServer starts bin serve and waits until /healthz answers. The child
+// inherits this process's RLIMIT_NOFILE, so raise it first
+// (RaiseFileLimit).
+func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, error) {
 	dir, err := os.MkdirTemp("", "shardtail-bench-*")
 	if err != nil {
 		return nil, fmt.Errorf("server dir: %w", err)
@@ -62,23 +84,35 @@ func StartServer(ctx context.Context, bin string, fastPath bool) (*Server, error
 		return nil, err
 	}
 	s := &Server{
-		URL:        fmt.Sprintf("postgres://materialize@127.0.0.1:%d/materialize?sslmode=disable", pg),
+		Addr:       fmt.Sprintf("127.0.0.1:%d", pg),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", hp),
-		FastPath:   fastPath,
+		FastPath:   opt.FastPath,
+		Upstream:   opt.Upstream,
 		dir:        dir,
 		logPath:    filepath.Join(dir, "server.log"),
 		exited:     make(chan struct{}),
 	}
+	s.URL = "postgres://materialize@" + s.Addr + "/materialize?sslmode=disable"
 	logFile, err := os.Create(s.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("server log: %w", err)
 	}
 	defer logFile.Close() // the child has its own descriptor
-	s.cmd = exec.Command(bin, "serve",
+	args := []string{"serve",
 		"--data-dir", filepath.Join(dir, "data"),
-		"--listen", fmt.Sprintf("127.0.0.1:%d", pg),
+		"--listen", s.Addr,
 		"--http-listen", fmt.Sprintf("127.0.0.1:%d", hp),
-		"--subscribe-persist-fast-path="+strconv.FormatBool(fastPath))
+		"--subscribe-persist-fast-path=" + strconv.FormatBool(opt.FastPath)}
+	if opt.Blob != "" {
+		args = append(args, "--blob", opt.Blob)
+	}
+	if opt.Consensus != "" {
+		args = append(args, "--consensus", opt.Consensus)
+	}
+	if opt.Upstream != "" {
+		args = append(args, "--upstream", opt.Upstream)
+	}
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a Ctrl-C at the terminal reaches only

@@ -98,6 +98,10 @@ type StormConfig struct {
 	// when the server's RSS passes it, so that a runaway server cannot
 	// exhaust a shared machine's memory. The result says so in Aborted.
 	MaxServerRSS int64
+	// GuardPIDs are more processes that MaxServerRSS applies to: the
+	// upstream that does a tail process's dataflow work. Their RSS is not
+	// reported.
+	GuardPIDs []int
 	// Settle is how long to wait after closing the connections before the
 	// last CPU reading, so that the server's teardown is counted.
 	Settle time.Duration
@@ -236,6 +240,17 @@ func Storm(parent context.Context, cfg StormConfig) (*StormResult, error) {
 	stopRSS := sampleRSS(cfg.Server.PID, &res.ServerPeakRSS, cfg.MaxServerRSS, func() {
 		abort(fmt.Errorf("%w: over %s", errRSS, mib(float64(cfg.MaxServerRSS))))
 	})
+	for _, pid := range cfg.GuardPIDs {
+		var peak int64
+		stopGuard := sampleRSS(pid, &peak, cfg.MaxServerRSS, func() {
+			abort(fmt.Errorf("%w (pid %d): over %s", errRSS, pid, mib(float64(cfg.MaxServerRSS))))
+		})
+		stopServer := stopRSS
+		stopRSS = func() { stopServer(); stopGuard() }
+	}
+	// Stopped below, before the summary; also on a cancelled return.
+	stopRSS = sync.OnceFunc(stopRSS)
+	defer stopRSS()
 
 	errs := newErrorCounter()
 	var connected, completed, failed atomic.Int64

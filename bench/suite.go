@@ -28,7 +28,11 @@ const (
 	ScenarioLive   = "c" // live fan-out latency
 	ScenarioSlow   = "d" // slow-client isolation
 	ScenarioMemory = "e" // RSS per idle subscriber
+	ScenarioTail   = "f" // the storm through a tail process
 )
+
+// scenarioLetters are every scenario, in run order.
+const scenarioLetters = "abcdef"
 
 // SuiteConfig configures `shardtail bench`. Zero fields take the full
 // run's defaults (or the quick run's, with Quick).
@@ -37,7 +41,7 @@ type SuiteConfig struct {
 	ServerBin string
 	// Quick runs a small version for smoke checks.
 	Quick bool
-	// Scenarios to run, letters a-e; empty: all.
+	// Scenarios to run, letters a-f; empty: all.
 	Scenarios string
 	// Postgres runs the peer when its binaries are installed.
 	Postgres bool
@@ -61,6 +65,14 @@ type SuiteConfig struct {
 	SlowClients, SlowStalled, SlowRate, SlowPayloadBytes int
 	// IdleClients hold idle subscriptions for the memory probe (e).
 	IdleClients int
+	// TailClients are the storm sizes of (f), each run on role all and
+	// through a tail process; TailDataflowClients the size of its
+	// dataflow-path storms (0: none).
+	TailClients         []int
+	TailDataflowClients int
+	// TailStorage is what (f)'s processes share: StorageS3 or
+	// StorageFile.
+	TailStorage string
 	// Timeout bounds each client (connect; statement to snapshot).
 	Timeout time.Duration
 	// MaxServerRSS aborts a storm whose server grows past it (a shared
@@ -85,7 +97,8 @@ func DefaultSuite(quick bool) SuiteConfig {
 			LiveClients: 32, LiveRate: 50, LiveDuration: 3 * time.Second,
 			SlowClients: 20, SlowStalled: 2, SlowRate: 50, SlowPayloadBytes: 2048,
 			IdleClients: 200,
-			Timeout:     time.Minute, MaxServerRSS: DefaultMaxServerRSS,
+			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
+			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 		}
 	}
 	return SuiteConfig{
@@ -95,7 +108,8 @@ func DefaultSuite(quick bool) SuiteConfig {
 		LiveClients: 1024, LiveRate: 100, LiveDuration: 15 * time.Second,
 		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048,
 		IdleClients: 10_000,
-		Timeout:     3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
+		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
+		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 	}
 }
 
@@ -114,8 +128,18 @@ func (c *SuiteConfig) Validate() error {
 		return fmt.Errorf("%w: LiveRate, SlowRate and LiveDuration must be positive", ErrConfig)
 	}
 	for _, r := range c.Scenarios {
-		if !strings.ContainsRune("abcde", r) {
-			return fmt.Errorf("%w: scenario %q (want letters a-e)", ErrConfig, r)
+		if !strings.ContainsRune(scenarioLetters, r) {
+			return fmt.Errorf("%w: scenario %q (want letters a-f)", ErrConfig, r)
+		}
+	}
+	if c.runs(ScenarioTail) {
+		switch {
+		case len(c.TailClients) == 0 || slices.Min(c.TailClients) < 1:
+			return fmt.Errorf("%w: TailClients must be positive", ErrConfig)
+		case c.TailDataflowClients < 0:
+			return fmt.Errorf("%w: TailDataflowClients must not be negative", ErrConfig)
+		case c.TailStorage != StorageS3 && c.TailStorage != StorageFile:
+			return fmt.Errorf("%w: TailStorage %q (want %s or %s)", ErrConfig, c.TailStorage, StorageS3, StorageFile)
 		}
 	}
 	return nil
@@ -125,9 +149,11 @@ func (c *SuiteConfig) runs(s string) bool {
 	return c.Scenarios == "" || strings.Contains(c.Scenarios, s)
 }
 
-// Results is everything one `shardtail bench` measured, by path.
+// Results is everything one `shardtail bench` measured: (a)-(e) by path,
+// and (f).
 type Results struct {
 	Paths map[string]*PathResults `json:"paths"`
+	Tail  *TailResults            `json:"tail,omitempty"`
 }
 
 // PathResults is one path's measurements. Nil fields were not run.
@@ -277,6 +303,17 @@ func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
 			res.Paths[PathPostgres] = pr
 		}
 	}
+	if cfg.runs(ScenarioTail) {
+		tr, err := runTailScenario(ctx, &cfg)
+		res.Tail = tr
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, ctx.Err()
+			}
+			tr.problem("%v", err)
+			cfg.Status.Logf("(f): %v", err)
+		}
+	}
 	return res, ctx.Err()
 }
 
@@ -339,7 +376,7 @@ func (s *serverSession) ensure(ctx context.Context, data ...string) (*Server, er
 	}
 	if s.srv == nil {
 		s.cfg.Status.Set(s.pr.Path+": starting server", nil)
-		srv, err := StartServer(ctx, s.cfg.ServerBin, s.fast)
+		srv, err := StartServer(ctx, s.cfg.ServerBin, ServerOptions{FastPath: s.fast})
 		if err != nil {
 			return nil, err
 		}
@@ -359,8 +396,15 @@ func (s *serverSession) ensure(ctx context.Context, data ...string) (*Server, er
 
 // load creates and fills one data set on the current server.
 func (s *serverSession) load(ctx context.Context, name string) error {
-	url, cfg := s.srv.URL, s.cfg
-	s.cfg.Status.Set(s.pr.Path+": loading "+name, nil)
+	return loadDataSet(ctx, s.cfg, s.srv.URL, name, s.pr.Path, s.pr.Load)
+}
+
+// loadDataSet creates and fills one data set through url, recording how
+// long each step took in times; who names the server on the status line.
+// A view is ready when a subscribe through each of readURLs (url when
+// none), in order, sees every row.
+func loadDataSet(ctx context.Context, cfg *SuiteConfig, url, name, who string, times map[string]float64, readURLs ...string) error {
+	cfg.Status.Set(who+": loading "+name, nil)
 	t0 := time.Now()
 	var table, view string
 	var rows int
@@ -382,7 +426,7 @@ func (s *serverSession) load(ctx context.Context, name string) error {
 	if err := copyRows(ctx, url, table, 1, int64(rows), cfg.PayloadBytes); err != nil {
 		return err
 	}
-	s.pr.Load["copy "+table] = time.Since(t0).Seconds()
+	times["copy "+table] = time.Since(t0).Seconds()
 	if view == "" {
 		return nil
 	}
@@ -390,10 +434,15 @@ func (s *serverSession) load(ctx context.Context, name string) error {
 	if err := execSQL(ctx, url, "CREATE MATERIALIZED VIEW "+view+" AS SELECT * FROM "+table); err != nil {
 		return err
 	}
-	if err := waitRows(ctx, url, view, int64(rows), loadWait, cfg.Status); err != nil {
-		return err
+	if len(readURLs) == 0 {
+		readURLs = []string{url}
 	}
-	s.pr.Load["view "+view] = time.Since(t1).Seconds()
+	for _, u := range readURLs {
+		if err := waitRows(ctx, u, view, int64(rows), loadWait, cfg.Status); err != nil {
+			return err
+		}
+	}
+	times["view "+view] = time.Since(t1).Seconds()
 	return nil
 }
 
@@ -455,7 +504,7 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 	if cfg.runs(ScenarioStorm) {
 		for _, n := range cfg.Clients {
 			err := step(fmt.Sprintf("(a) the storm at N=%d", n), viewSmall, func(srv *Server) error {
-				before, _ := ScrapeCounters(ctx, srv.MetricsURL, StormCounterNames)
+				counters := counterDelta(ctx, srv.MetricsURL)
 				r, err := Storm(ctx, StormConfig{
 					URL: srv.URL, Clients: n, Mode: cfg.StormMode, Relation: viewSmall,
 					Timeout: cfg.Timeout, ExpectRows: cfg.SmallRows, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
@@ -464,13 +513,9 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 				if err != nil {
 					return err
 				}
-				if after, err := ScrapeCounters(ctx, srv.MetricsURL, StormCounterNames); err == nil && before != nil {
+				if d := counters(); d != nil {
 					if pr.StormCounters == nil {
 						pr.StormCounters = map[int]map[string]float64{}
-					}
-					d := map[string]float64{}
-					for k, v := range after {
-						d[k] = v - before[k]
 					}
 					pr.StormCounters[n] = d
 				}
@@ -478,8 +523,7 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 				if r.Aborted != "" {
 					pr.problem("(a) the storm at N=%d: %s (peak %s)", n, r.Aborted, mib(float64(r.ServerPeakRSS)))
 				}
-				st.Logf("%s (a) N=%d: storm %s, p50 %s, p95 %s, server CPU %.2fs, %d errors",
-					pr.Path, n, secs(r.StormSeconds), secs(r.Snapshot.P50), secs(r.Snapshot.P95), r.ServerCPU, r.Errors)
+				st.Logf("%s (a) N=%d: %s", pr.Path, n, stormLine(r))
 				return nil
 			})
 			if err != nil {
@@ -564,6 +608,33 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		}
 	}
 	return nil
+}
+
+// stormLine summarises a storm for the log.
+func stormLine(r *StormResult) string {
+	return fmt.Sprintf("storm %s, p50 %s, p95 %s, server CPU %.2fs, %d errors",
+		secs(r.StormSeconds), secs(r.Snapshot.P50), secs(r.Snapshot.P95), r.ServerCPU, r.Errors)
+}
+
+// counterDelta scrapes StormCounterNames from a server's /metrics now, and
+// returns a function that scrapes them again and returns their increase
+// (nil when either scrape failed).
+func counterDelta(ctx context.Context, metricsURL string) func() map[string]float64 {
+	before, err := ScrapeCounters(ctx, metricsURL, StormCounterNames)
+	return func() map[string]float64 {
+		if err != nil {
+			return nil
+		}
+		after, err := ScrapeCounters(ctx, metricsURL, StormCounterNames)
+		if err != nil {
+			return nil
+		}
+		d := map[string]float64{}
+		for k, v := range after {
+			d[k] = v - before[k]
+		}
+		return d
+	}
 }
 
 // Quiescing: before each measurement the server must be idle, so that one
@@ -858,8 +929,7 @@ func runPostgres(ctx context.Context, cfg *SuiteConfig, pr *PathResults) error {
 			}
 			r.ServerPeakRSS = 0 // the postmaster's alone: not PostgreSQL's memory
 			pr.Storms = append(pr.Storms, r)
-			cfg.Status.Logf("postgres (a) N=%d: storm %s, p50 %s, p95 %s, server CPU %.2fs, %d errors",
-				n, secs(r.StormSeconds), secs(r.Snapshot.P50), secs(r.Snapshot.P95), r.ServerCPU, r.Errors)
+			cfg.Status.Logf("postgres (a) N=%d: %s", n, stormLine(r))
 		}
 	}
 	if cfg.runs(ScenarioBig) {

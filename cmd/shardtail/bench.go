@@ -27,12 +27,18 @@ directories and loopback ports, loads the same rows, and runs:
   (d) slow-client isolation: 10% of the clients stop reading
   (e) server memory per idle subscriber (10,000 subscribers)
 and, when PostgreSQL is installed, the same storms (SELECT *) and the same
-large read (COPY ... TO STDOUT) on a throwaway PostgreSQL. It writes
-latest.md, latest.json and PNG plots into --out. Ctrl-C stops it cleanly.
+large read (COPY ... TO STDOUT) on a throwaway PostgreSQL. Then
+  (f) the storms of (a) through a tail process ("serve --upstream"), next to
+      its upstream (role all) serving them directly, both on shared storage
+      (S3 over loopback HTTP and a throwaway PostgreSQL consensus)
+It writes latest.md, latest.json and PNG plots into --out. Ctrl-C stops it
+cleanly.
 
 Example:
   shardtail bench                 # the full run (several minutes), into bench/results
   shardtail bench --quick         # a small smoke run, into a temporary directory
+  shardtail bench --scenarios f --tail-clients 2048 --merge bench/results/latest.json
+                                  # (f) alone, added to the committed report
 
 Flags:
 `
@@ -44,8 +50,12 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a small run (N=64, 100,000 rows) for smoke checks")
 	out := fs.String("out", "", "directory for the report (default bench/results; with --quick a temporary directory)")
 	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
-	scenarios := fs.String("scenarios", "", "scenarios to run, letters a-e (default all)")
+	scenarios := fs.String("scenarios", "", "scenarios to run, letters a-f (default all)")
 	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048; quick 64)")
+	tailClients := fs.String("tail-clients", "", "storm sizes for (f), comma-separated (default 256,1024,2048; quick 64)")
+	tailDataflow := fs.Int("tail-dataflow-clients", -1, "size of (f)'s dataflow-path storms; 0: none (default 256; quick 32)")
+	tailStorage := fs.String("tail-storage", bench.StorageS3, "what (f)'s processes share: s3 (S3 over HTTP + PostgreSQL consensus) or file (a blob directory + one SQLite file)")
+	merge := fs.String("merge", "", "put this run's (f) into the report of this latest.json, keeping its other sections, and write it there (or to --out); needs --scenarios f")
 	mode := fs.String("mode", "copy", "how storm clients subscribe: copy, fetch or bare")
 	noPostgres := fs.Bool("no-postgres", false, "skip the PostgreSQL peer")
 	timeout := fs.Duration("timeout", 0, "per-client timeout (default 3m; quick 1m)")
@@ -61,6 +71,16 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if *render != "" {
 		return m.renderReport(*render, *out)
 	}
+	var into *bench.Report
+	if *merge != "" {
+		if *scenarios != bench.ScenarioTail {
+			return errors.New("bench: --merge needs --scenarios f")
+		}
+		var err error
+		if into, err = readReport(*merge); err != nil {
+			return err
+		}
+	}
 	cfg := bench.DefaultSuite(*quick)
 	cfg.Scenarios = *scenarios
 	cfg.Postgres = !*noPostgres
@@ -69,15 +89,19 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return err
 	}
 	if *clients != "" {
-		cfg.Clients = nil
-		for _, f := range strings.Split(*clients, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return fmt.Errorf("bench: --clients: %w", err)
-			}
-			cfg.Clients = append(cfg.Clients, n)
+		if cfg.Clients, err = parseInts(*clients); err != nil {
+			return fmt.Errorf("bench: --clients: %w", err)
 		}
 	}
+	if *tailClients != "" {
+		if cfg.TailClients, err = parseInts(*tailClients); err != nil {
+			return fmt.Errorf("bench: --tail-clients: %w", err)
+		}
+	}
+	if *tailDataflow >= 0 {
+		cfg.TailDataflowClients = *tailDataflow
+	}
+	cfg.TailStorage = *tailStorage
 	if *timeout > 0 {
 		cfg.Timeout = *timeout
 	}
@@ -94,11 +118,14 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		}
 	}
 	dir := *out
-	if dir == "" {
+	switch {
+	case dir != "":
+	case *merge != "":
+		dir = filepath.Dir(*merge)
+	case *quick:
+		dir = filepath.Join(os.TempDir(), "shardtail-bench-quick")
+	default:
 		dir = filepath.Join("bench", "results")
-		if *quick {
-			dir = filepath.Join(os.TempDir(), "shardtail-bench-quick")
-		}
 	}
 	// The clients of the largest scenario, and the servers (children
 	// inherit the limit), need a descriptor each.
@@ -129,6 +156,12 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if p := res.Paths[bench.PathPostgres]; p != nil {
 		rep.Versions.Postgres = p.Version
 	}
+	if into != nil {
+		if merr := bench.MergeTail(into, rep); merr != nil {
+			return fmt.Errorf("bench: %w", merr)
+		}
+		rep = into
+	}
 	if werr := bench.WriteReport(dir, rep); werr != nil {
 		return fmt.Errorf("bench: write report: %w", werr)
 	}
@@ -136,23 +169,45 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	return err
 }
 
-// renderReport rewrites a report from its JSON.
-func (m *Main) renderReport(file, dir string) error {
+// readReport reads a report's JSON.
+func readReport(file string) (*bench.Report, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	var rep bench.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return fmt.Errorf("bench: %s: %w", file, err)
+		return nil, fmt.Errorf("bench: %s: %w", file, err)
 	}
 	if rep.Results == nil {
-		return fmt.Errorf("bench: %s holds no results", file)
+		return nil, fmt.Errorf("bench: %s holds no results", file)
+	}
+	return &rep, nil
+}
+
+// parseInts parses a comma-separated list of integers.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// renderReport rewrites a report from its JSON.
+func (m *Main) renderReport(file, dir string) error {
+	rep, err := readReport(file)
+	if err != nil {
+		return err
 	}
 	if dir == "" {
 		dir = filepath.Dir(file)
 	}
-	if err := bench.WriteReport(dir, &rep); err != nil {
+	if err := bench.WriteReport(dir, rep); err != nil {
 		return fmt.Errorf("bench: write report: %w", err)
 	}
 	fmt.Fprintf(m.Stdout, "report: %s\n", filepath.Join(dir, bench.ReportMarkdown))
