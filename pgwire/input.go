@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/jackc/chunkreader/v2"
 	"github.com/jackc/pgproto3/v2"
 )
 
@@ -23,7 +24,14 @@ type limitReader struct {
 }
 
 func newLimitReader(r io.Reader, maxLarge int) *limitReader {
-	return &limitReader{cr: pgproto3.NewChunkReader(r), maxLarge: maxLarge, wantHeader: true}
+	// The chunk reader hands out slices of its buffer and allocates a new
+	// one when it runs out, so its size is only what an idle connection
+	// keeps: small (bigger messages get buffers of their own size).
+	cr, err := chunkreader.NewConfig(r, chunkreader.Config{MinBufLen: 1 << 10})
+	if err != nil {
+		panic(err) // a constant, valid config
+	}
+	return &limitReader{cr: cr, maxLarge: maxLarge, wantHeader: true}
 }
 
 // Next implements pgproto3.ChunkReader. Backend.Receive calls it with 5 for a
@@ -76,13 +84,51 @@ type switchReader struct{ r io.Reader }
 
 func (s *switchReader) Read(p []byte) (int, error) { return s.r.Read(p) }
 
-// Input pipe sizing: two small buffers keep an idle connection cheap (thousands
-// of SUBSCRIBE clients hardly send anything) while letting COPY FROM stream,
-// one buffer being filled while the other is consumed.
+// Input pipe sizing. An idle connection (thousands of SUBSCRIBE clients
+// hardly send anything) holds one small buffer, in its blocked read; a
+// connection receiving a stream (COPY FROM) reads into larger ones, one
+// being filled while another is consumed. Buffers come from pools shared by
+// all connections and go back as soon as they are consumed.
 const (
-	pipeBuffers    = 2
-	pipeBufferSize = 4 << 10
+	pipeBuffers = 2         // buffers in flight per connection
+	pipeMinRead = 512       // the first read's buffer, and an idle one's
+	pipeMaxRead = 128 << 10 // a streaming client's
 )
+
+// pipePools holds one pool per buffer size: pipeMinRead × 4^i.
+var pipePools [5]sync.Pool
+
+func pipePool(size int) *sync.Pool {
+	i := 0
+	for s := pipeMinRead; s < size; s *= 4 {
+		i++
+	}
+	return &pipePools[i]
+}
+
+func getPipeBuf(size int) []byte {
+	if b, ok := pipePool(size).Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, size)
+}
+
+func putPipeBuf(b []byte) {
+	b = b[:cap(b)]
+	pipePool(len(b)).Put(&b)
+}
+
+// nextReadSize grows the read buffer when a read filled it (a stream) and
+// shrinks it when reads are small again.
+func nextReadSize(size, n int) int {
+	switch {
+	case n == size && size < pipeMaxRead:
+		return size * 4
+	case n < size/4 && size > pipeMinRead:
+		return size / 4
+	}
+	return size
+}
 
 // inputPipe reads the socket on its own goroutine, so that a connection notices
 // its client disconnecting while its own goroutine is busy streaming a result
@@ -95,7 +141,7 @@ type inputPipe struct {
 	ctx    context.Context // the connection's; Read gives up when it is done
 	onErr  func(error)     // called once with the read error, from the read goroutine
 	chunks chan []byte     // filled buffers, in order; closed after a read error
-	free   chan []byte     // empty buffers, returned by the consumer
+	tokens chan struct{}   // one per buffer in flight; the consumer frees them
 	stop   chan struct{}   // closed by close
 	err    error           // the read error; written before chunks is closed
 	wg     sync.WaitGroup
@@ -112,11 +158,8 @@ func newInputPipe(ctx context.Context, nc net.Conn, onErr func(error)) *inputPip
 		ctx:    ctx,
 		onErr:  onErr,
 		chunks: make(chan []byte, pipeBuffers),
-		free:   make(chan []byte, pipeBuffers),
+		tokens: make(chan struct{}, pipeBuffers),
 		stop:   make(chan struct{}),
-	}
-	for range pipeBuffers {
-		p.free <- make([]byte, pipeBufferSize)
 	}
 	p.wg.Add(1)
 	go p.readLoop()
@@ -125,19 +168,22 @@ func newInputPipe(ctx context.Context, nc net.Conn, onErr func(error)) *inputPip
 
 func (p *inputPipe) readLoop() {
 	defer p.wg.Done()
+	size := pipeMinRead
 	for {
-		var buf []byte
 		select {
-		case buf = <-p.free:
+		case p.tokens <- struct{}{}:
 		case <-p.stop:
 			return
 		}
-		n, err := p.nc.Read(buf[:cap(buf)])
+		buf := getPipeBuf(size)
+		n, err := p.nc.Read(buf)
+		size = nextReadSize(size, n)
 		if n > 0 {
-			// Never blocks: chunks holds as many buffers as exist.
+			// Never blocks: chunks holds as many buffers as are in flight.
 			p.chunks <- buf[:n]
 		} else {
-			p.free <- buf
+			putPipeBuf(buf)
+			<-p.tokens
 		}
 		if err != nil {
 			p.err = err
@@ -154,10 +200,6 @@ func (p *inputPipe) readLoop() {
 // nothing is buffered.
 func (p *inputPipe) Read(b []byte) (int, error) {
 	for len(p.cur) == 0 {
-		if p.buf != nil {
-			p.free <- p.buf[:cap(p.buf)]
-			p.buf = nil
-		}
 		var (
 			chunk []byte
 			ok    bool
@@ -184,6 +226,13 @@ func (p *inputPipe) Read(b []byte) (int, error) {
 	}
 	n := copy(b, p.cur)
 	p.cur = p.cur[n:]
+	if len(p.cur) == 0 {
+		// Consumed: the buffer goes back at once, so that a connection
+		// waiting for its client holds none on this side.
+		putPipeBuf(p.buf)
+		p.buf = nil
+		<-p.tokens
+	}
 	return n, nil
 }
 
