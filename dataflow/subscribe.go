@@ -26,8 +26,8 @@ type SubscribeConfig struct {
 	// collection.
 	MFP MFP
 	// Output is the subscribe's output shape over the relation.
-	Output   *formatter.Options
-	AsOf uint64
+	Output *formatter.Options
+	AsOf   uint64
 	// AsOfAtLeast lets the subscribe move AsOf forward to the since its
 	// reader holds (the statement had no AS OF, or AS OF AT LEAST): a time
 	// chosen a moment ago may have been compacted away since.

@@ -23,7 +23,7 @@ type Request struct {
 	AsOfAtLeast bool
 	UpTo        *uint64
 	Snapshot    bool
-	Output   *formatter.Options
+	Output      *formatter.Options
 	// MaxBufferedBytes is the queue budget: over it the subscriber is
 	// detached, not failed.
 	MaxBufferedBytes int64
