@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"time"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/shardtail/shardtail/internal/fakes3"
 )
 
 // Kinds of SharedStorage.
@@ -41,8 +36,8 @@ type SharedStorage struct {
 	// Postgres is the consensus server of StorageS3; nil for StorageFile.
 	Postgres *Postgres
 
-	s3  *http.Server // StorageS3
-	dir string       // StorageFile
+	s3  *fakes3.Server // StorageS3
+	dir string         // StorageFile
 }
 
 // StartSharedStorage starts storage of the given kind. StorageS3 returns
@@ -65,36 +60,18 @@ func StartSharedStorage(ctx context.Context, kind string) (*SharedStorage, error
 		if err != nil {
 			return nil, err
 		}
-		s := &SharedStorage{Kind: kind, Postgres: pg, Consensus: pg.URL}
-		if err := s.startS3(); err != nil {
+		s3, err := fakes3.Start(sharedBucket)
+		if err != nil {
 			pg.Stop()
-			return nil, err
+			return nil, fmt.Errorf("s3: %w", err)
 		}
-		return s, nil
+		return &SharedStorage{
+			Kind: kind, Postgres: pg, s3: s3,
+			Blob:      s3.URL("bench"),
+			Consensus: pg.URL,
+		}, nil
 	}
 	return nil, fmt.Errorf("%w: storage %q (want %s or %s)", ErrConfig, kind, StorageS3, StorageFile)
-}
-
-// startS3 serves an in-memory S3 bucket on a free loopback port.
-func (s *SharedStorage) startS3() error {
-	backend := s3mem.New()
-	if err := backend.CreateBucket(sharedBucket); err != nil {
-		return fmt.Errorf("s3 bucket: %w", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("s3 listen: %w", err)
-	}
-	s.s3 = &http.Server{Handler: gofakes3.New(backend).Server(), ReadHeaderTimeout: 10 * time.Second}
-	go s.s3.Serve(ln)
-	q := url.Values{}
-	q.Set("endpoint", "http://"+ln.Addr().String())
-	q.Set("region", "us-east-1")
-	q.Set("path_style", "true")
-	q.Set("access_key_id", "bench")
-	q.Set("secret_access_key", "bench")
-	s.Blob = fmt.Sprintf("s3://%s/bench?%s", sharedBucket, q.Encode())
-	return nil
 }
 
 // ConsensusCPU is a probe of the consensus server's CPU time: all of

@@ -14,25 +14,20 @@
 //
 // If SHARDTAIL_TEST_POSTGRES_URL is set (CI's .ci/run starts a server and
 // sets it), databases are created on that server; its user needs CREATEDB.
-// Otherwise the first URL call of a test binary starts a throwaway cluster:
-// initdb into a new directory under os.TempDir(), then postgres listening
-// on 127.0.0.1 at a free port, with its unix socket in that directory and
-// durability off (fsync, synchronous_commit, full_page_writes) because the
-// data dies with the test. Binaries come from PATH or
-// /usr/lib/postgresql/*/bin, the newest version first.
-//
-// initdb and postgres refuse to run as root. When the tests do (as in
-// containers), both run as the "postgres" OS user, and the directory is
-// created world-traversable (0755) and owned by that user; its parents must
-// be traversable too, so os.TempDir() is used only if they are, else /tmp.
+// Otherwise the first URL call of a test binary starts a throwaway cluster
+// with internal/localpg (max_connections 200): initdb into a new directory
+// under os.TempDir() (/tmp when the tests run as root and TMPDIR is not
+// world-traversable; initdb and postgres then run as the OS user postgres),
+// postgres listening on 127.0.0.1 at a free port, durability off because
+// the data dies with the test. localpg's doc says more.
 //
 // # Lifetime
 //
 // Main runs the tests and then stops the cluster (fast shutdown, SIGKILL
 // after a timeout) and removes its directory. A test binary that does not
 // call Main, or dies, leaves that to the kernel: postgres gets SIGQUIT when
-// the thread that started it exits (Pdeathsig), and the next test binary
-// removes directories whose owner process is gone.
+// the thread that started it exits (Pdeathsig), and the next cluster
+// started on the machine removes directories whose owner process is gone.
 //
 // # Failures
 //

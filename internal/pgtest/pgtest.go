@@ -16,6 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardtail/shardtail/internal/localpg"
 )
 
 // EnvURL names the environment variable holding the URL of a PostgreSQL
@@ -25,13 +27,21 @@ const EnvURL = "SHARDTAIL_TEST_POSTGRES_URL"
 // adminTimeout bounds each CREATE or DROP DATABASE, connection included.
 const adminTimeout = time.Minute
 
+// maxConnections is the throwaway server's max_connections: room for the
+// parallel tests of a package, each with a pool.
+const maxConnections = 200
+
+// installHint ends every "cannot get PostgreSQL" message.
+const installHint = "install PostgreSQL (Debian/Ubuntu: apt-get install -y postgresql) " +
+	"or set " + EnvURL + " to the URL of a server whose user may CREATE DATABASE"
+
 var (
 	// mu guards the throwaway server across URL calls and Main.
 	mu        sync.Mutex
-	started   bool    // mu must be held.
-	serverURL string  // mu must be held. The admin URL; set once started and err is nil.
-	serverErr error   // mu must be held.
-	srv       *server // mu must be held. Nil when EnvURL is used.
+	started   bool            // mu must be held.
+	serverURL string          // mu must be held. The admin URL; set once started and err is nil.
+	serverErr error           // mu must be held.
+	srv       *localpg.Server // mu must be held. Nil when EnvURL is used.
 
 	databases atomic.Int64
 )
@@ -99,12 +109,12 @@ func findServer() (string, error) {
 		}
 		return env, nil
 	}
-	s, err := startServer()
+	s, err := localpg.Start(context.Background(), localpg.Options{MaxConnections: maxConnections})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("start a throwaway PostgreSQL: %w\n%s", err, installHint)
 	}
 	srv = s
-	return s.url, nil
+	return s.URL, nil
 }
 
 // stop stops the throwaway server, if any; URL fails afterwards.
@@ -117,7 +127,7 @@ func stop() error {
 	}
 	s := srv
 	srv = nil
-	return s.stop()
+	return s.Stop()
 }
 
 func createDatabase(admin, name string) error {

@@ -1,21 +1,18 @@
 // Package s3test gives tests an S3-compatible server over real HTTP on
-// loopback: gofakes3 behind an httptest.Server, or the server named by
-// SHARDTAIL_TEST_S3_ENDPOINT (e.g. SeaweedFS) when that is set.
+// loopback: an in-memory one (internal/fakes3) per test, or the server
+// named by SHARDTAIL_TEST_S3_ENDPOINT (e.g. SeaweedFS) when that is set.
 package s3test
 
 import (
-	"fmt"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/shardtail/shardtail/internal/fakes3"
 )
 
-// EnvEndpoint names an external S3 endpoint to use instead of gofakes3; its
+// EnvEndpoint names an external S3 endpoint to use instead of fakes3; its
 // bucket (SHARDTAIL_TEST_S3_BUCKET, default shardtail-test) must exist.
 const EnvEndpoint = "SHARDTAIL_TEST_S3_ENDPOINT"
 
@@ -28,19 +25,16 @@ func URL(t testing.TB) string {
 		bucket = "shardtail-test"
 	}
 	if endpoint == "" {
-		backend := s3mem.New()
-		if err := backend.CreateBucket(bucket); err != nil {
-			t.Fatal(err)
+		s, err := fakes3.Start(bucket)
+		if err != nil {
+			t.Fatalf("s3test: %v", err)
 		}
-		srv := httptest.NewServer(gofakes3.New(backend).Server())
-		t.Cleanup(srv.Close)
-		endpoint = srv.URL
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("s3test: close: %v", err)
+			}
+		})
+		endpoint = s.Endpoint
 	}
-	q := url.Values{}
-	q.Set("endpoint", endpoint)
-	q.Set("region", "us-east-1")
-	q.Set("path_style", "true")
-	q.Set("access_key_id", "test")
-	q.Set("secret_access_key", "test")
-	return fmt.Sprintf("s3://%s/test-%s?%s", bucket, uuid.NewString(), q.Encode())
+	return fakes3.BlobURL(endpoint, bucket, "test-"+uuid.NewString())
 }
