@@ -28,12 +28,16 @@ import (
 // upstream is a session's connection to the upstream server.
 type upstream struct {
 	conn *pgconn.PgConn
+	addr string // the upstream server's, for error messages
 	// notices collects the upstream's NoticeResponses that arrive while no
 	// result is streaming; sink, when set, receives them in order with the
 	// rows of the result in progress.
 	mu      sync.Mutex
 	notices [][]byte
 	sink    func([]byte)
+	// reading counts the results whose goroutine still reads conn (a
+	// suspended portal's); mu must be held.
+	reading int
 }
 
 // errUpstream wraps failures to reach the upstream, with a clear message.
@@ -48,7 +52,7 @@ var errUpstreamLostInBlock = &Error{Code: "08006",
 
 // upstream returns the session's upstream connection, connecting it first.
 func (s *Session) upstream(ctx context.Context) (*upstream, error) {
-	if s.up != nil && !s.up.conn.IsClosed() {
+	if s.up != nil && !s.up.lost() {
 		return s.up, nil
 	}
 	if s.up != nil && s.inBlock() {
@@ -57,15 +61,27 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 		// carry on with the rest of the block as if it were whole.
 		return nil, errUpstreamLostInBlock
 	}
+	// Lost outside a block: forget it, whether or not a new one connects,
+	// so that statements on both sides (BEGIN) run here alone while the
+	// upstream is away.
+	s.up = nil
+	if s.tx == txFailed {
+		// A new connection would run the statement outside the failed
+		// block, as if it had not failed.
+		return nil, errInFailedTx
+	}
 	addr := s.c.cfg.Upstream
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, errUpstream(addr, err)
 	}
-	cfg, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%s user=%s dbname=materialize sslmode=disable connect_timeout=10", host, port, s.user))
+	cfg, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%s dbname=materialize sslmode=disable connect_timeout=10", host, port))
 	if err != nil {
 		return nil, errUpstream(addr, err)
 	}
+	// Set, not written into the string above: a role name may hold spaces,
+	// quotes or "key=value" text.
+	cfg.User = s.user
 	cfg.Password = s.password
 	if cfg.Password == "" {
 		cfg.Password = s.c.cfg.UpstreamPassword
@@ -73,7 +89,7 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 	if app, _ := s.getVar("application_name"); app != "" {
 		cfg.RuntimeParams["application_name"] = app
 	}
-	up := &upstream{}
+	up := &upstream{addr: addr}
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		msg := pgwire.AppendNotice(nil, pgwire.Notice{Severity: n.Severity, Code: n.Code, Message: n.Message, Detail: n.Detail, Hint: n.Hint})
 		up.mu.Lock()
@@ -89,7 +105,7 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 	// Cancel a proxied statement with a CancelRequest, keeping the
 	// connection, as a direct client's cancel would.
 	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: 10 * time.Second}
+		return &cancelUpstream{conn: pc}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -114,6 +130,84 @@ func (s *Session) upstream(ctx context.Context) (*upstream, error) {
 	return up, nil
 }
 
+// hasUpstream reports whether the session has an upstream connection for
+// its statements on both sides (transaction control, SET) to go to as
+// well. A connection found lost outside a transaction block is dropped
+// first, so that BEGIN runs here alone while the upstream is away (the
+// upstream joins the block when a statement needs it); one lost inside a
+// block is kept, so that the block's statements fail with
+// errUpstreamLostInBlock until it ends.
+func (s *Session) hasUpstream() bool {
+	if s.up != nil && !s.inBlock() && s.up.lost() {
+		s.up = nil
+	}
+	return s.up != nil
+}
+
+// Timing of cancelUpstream.
+const (
+	// cancelRetry is how often a canceled statement that still runs is
+	// canceled again.
+	cancelRetry = 500 * time.Millisecond
+	// cancelSettle is how long a CancelRequest is given to reach the
+	// statement before the connection runs another one: the server may
+	// deliver it after closing the cancel connection (PostgreSQL signals
+	// the backend), and it must not cancel the next statement.
+	cancelSettle = 100 * time.Millisecond
+	// cancelGiveUp is how long a canceled statement may run on before the
+	// connection's deadline ends it, and the connection with it.
+	cancelGiveUp = 10 * time.Second
+)
+
+// cancelUpstream is the pgconn context watcher of an upstream connection:
+// when a proxied statement's context is canceled, it sends a CancelRequest
+// upstream, and sends it again every cancelRetry until the statement ends.
+// pgconn's CancelRequestContextWatcherHandler sends one only, and a
+// CancelRequest that reaches the upstream before the statement has started
+// there is lost, as in PostgreSQL (the tail forwards the client's cancel at
+// once, possibly while its statement is still on the wire); the client's
+// own retries stop at the tail, whose statement is already canceled. After
+// cancelGiveUp the connection's deadline ends the statement and the
+// connection.
+type cancelUpstream struct {
+	conn *pgconn.PgConn
+	stop chan struct{}
+	done chan struct{}
+}
+
+// HandleCancel implements ctxwatch.Handler.
+func (h *cancelUpstream) HandleCancel(context.Context) {
+	h.stop, h.done = make(chan struct{}), make(chan struct{})
+	deadline := time.Now().Add(cancelGiveUp)
+	h.conn.Conn().SetDeadline(deadline)
+	go func() {
+		defer close(h.done)
+		for {
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			h.conn.CancelRequest(ctx)
+			cancel()
+			time.Sleep(cancelSettle)
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(cancelRetry - cancelSettle):
+			}
+			if time.Now().After(deadline) {
+				<-h.stop
+				return
+			}
+		}
+	}()
+}
+
+// HandleUnwatchAfterCancel implements ctxwatch.Handler: the statement has
+// ended; no CancelRequest of it is in flight once this returns.
+func (h *cancelUpstream) HandleUnwatchAfterCancel() {
+	close(h.stop)
+	<-h.done
+	h.conn.Conn().SetDeadline(time.Time{})
+}
+
 func (u *upstream) setSink(f func([]byte)) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -128,6 +222,31 @@ func (u *upstream) takeNotices() [][]byte {
 	return n
 }
 
+// lost reports whether the connection is closed or its server has gone.
+// pgconn learns that only when it next reads, after the statement has been
+// sent and when it is too late to send it elsewhere; so an idle connection
+// is checked first, without a round trip: one whose socket has reached
+// end of file, or holds an ErrorResponse its server sent while it was idle
+// (FATAL, at shutdown), is closed here and reported lost.
+func (u *upstream) lost() bool {
+	u.mu.Lock()
+	reading := u.reading
+	u.mu.Unlock()
+	if reading > 0 {
+		// Another result is reading the connection: it is not idle, and
+		// the statement will find it busy (or closed) by itself.
+		return false
+	}
+	if u.conn.IsClosed() {
+		return true
+	}
+	if peekLost(u.conn.Conn()) {
+		u.close()
+		return true
+	}
+	return false
+}
+
 func (u *upstream) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -136,15 +255,31 @@ func (u *upstream) close() {
 
 // upstreamError turns an upstream error into the client's error, keeping
 // its SQLSTATE and fields.
-func upstreamError(err error) error {
+func upstreamError(err error) error { return upstreamErrorFrom("the upstream server", err) }
+
+// error is upstreamError naming u's server.
+func (u *upstream) error(err error) error { return upstreamErrorFrom("upstream server "+u.addr, err) }
+
+// upstreamErrorFrom turns an error of the upstream server who into the
+// client's error. A statement's error keeps its SQLSTATE and fields. The
+// loss of the connection, and a FATAL or PANIC error that ends it (57P01
+// at the upstream's shutdown), are 08006: they end the tail's connection
+// to the upstream, not the client's to the tail, and the client must not
+// take them for its own.
+func upstreamErrorFrom(who string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
+		if pe.Severity == "FATAL" || pe.Severity == "PANIC" {
+			return &Error{Code: "08006", Message: fmt.Sprintf("%s closed the connection: %s", who, pe.Message),
+				Hint_: "fast-path SUBSCRIBEs are still served by this tail process"}
+		}
 		return &Error{Code: pe.Code, Message: pe.Message, Detail_: pe.Detail, Hint_: pe.Hint}
 	}
 	if errors.Is(err, context.Canceled) {
 		return pgwire.ErrQueryCanceled
 	}
-	return &Error{Code: "08006", Message: fmt.Sprintf("upstream connection lost: %v", err)}
+	return &Error{Code: "08006", Message: fmt.Sprintf("lost the connection to %s: %v", who, err),
+		Hint_: "fast-path SUBSCRIBEs are still served by this tail process"}
 }
 
 func fieldsFromUpstream(fds []pgconn.FieldDescription) []pgwire.Field {
@@ -171,14 +306,27 @@ type proxiedResult struct {
 	onDone func()
 	closed bool
 	pre    [][]byte
+	// cancel, when set, cancels the context the upstream statement runs
+	// under, which the result owns (proxyExecParams): Next links it to
+	// the context of each call, and Close cancels a statement that has
+	// not ended.
+	cancel context.CancelFunc
 }
 
 func newProxiedResult(u *upstream, rr *pgconn.ResultReader, kind pgwire.ResultKind, fields []pgwire.Field, onDone func()) *proxiedResult {
 	r := &proxiedResult{u: u, fields: fields, kind: kind, msgs: make(chan []byte, 1024), done: make(chan struct{}), onDone: onDone,
 		pre: u.takeNotices()}
 	u.setSink(func(m []byte) { r.msgs <- m })
+	u.mu.Lock()
+	u.reading++
+	u.mu.Unlock()
 	go func() {
 		defer close(r.done)
+		defer func() {
+			u.mu.Lock()
+			u.reading--
+			u.mu.Unlock()
+		}()
 		for rr.NextRow() {
 			r.msgs <- pgwire.AppendDataRow(nil, rr.Values())
 		}
@@ -198,6 +346,9 @@ func (r *proxiedResult) Describe() pgwire.Description {
 }
 
 func (r *proxiedResult) Next(ctx context.Context) ([][]byte, error) {
+	if r.cancel != nil {
+		defer context.AfterFunc(ctx, r.cancel)()
+	}
 	if len(r.pre) > 0 {
 		pre := r.pre
 		r.pre = nil
@@ -209,7 +360,7 @@ func (r *proxiedResult) Next(ctx context.Context) ([][]byte, error) {
 		if !ok {
 			<-r.done
 			if r.err != nil {
-				return nil, upstreamError(r.err)
+				return nil, r.u.error(r.err)
 			}
 			return nil, io.EOF
 		}
@@ -224,7 +375,7 @@ func (r *proxiedResult) Next(ctx context.Context) ([][]byte, error) {
 			}
 			<-r.done
 			if r.err != nil {
-				return nil, upstreamError(r.err)
+				return nil, r.u.error(r.err)
 			}
 			return nil, pgwire.ErrQueryCanceled
 		case <-time.After(10 * time.Second):
@@ -255,6 +406,16 @@ func (r *proxiedResult) Close() {
 		return
 	}
 	r.closed = true
+	if r.cancel != nil {
+		// A portal closed before its statement ended (a suspended
+		// SUBSCRIBE): cancel it upstream. After the end this is a no-op.
+		defer r.cancel()
+		select {
+		case <-r.done:
+		default:
+			r.cancel()
+		}
+	}
 	go func() {
 		for range r.msgs {
 		}
@@ -274,11 +435,38 @@ func (s *Session) proxyExec(ctx context.Context, sqlText string) (pgwire.Result,
 	if !mrr.NextResult() {
 		err := mrr.Close()
 		if err != nil {
-			return nil, upstreamError(err)
+			return nil, u.error(err)
 		}
 		return emptyResult{}, nil
 	}
 	return newUpstreamResult(u, mrr.ResultReader(), func() { mrr.Close() }), nil
+}
+
+// proxyExecParams runs a bound extended-protocol statement upstream and
+// returns its result, for a portal's Execute. The upstream statement runs
+// under a context the result owns, not under ctx: a portal executed with a
+// row limit spans several Execute messages, and the end of the first one
+// must not cancel the statement (pgconn would send a CancelRequest
+// upstream). A cancel of ctx while the statement starts, or of any later
+// Execute while it waits for rows, cancels it upstream; so does closing
+// the portal before it ends.
+func (s *Session) proxyExecParams(ctx context.Context, text string, params [][]byte, paramOIDs []uint32,
+	paramFormats, resultFormats []int16, fields []pgwire.Field) (pgwire.Result, error) {
+	u, err := s.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	rr := u.conn.ExecParams(rctx, text, params, paramOIDs, paramFormats, resultFormats)
+	stop()
+	kind := pgwire.ResultCommand
+	if fields != nil {
+		kind = pgwire.ResultRows
+	}
+	r := newProxiedResult(u, rr, kind, fields, nil)
+	r.cancel = cancel
+	return r, nil
 }
 
 // newUpstreamResult streams one result of an upstream simple Query.
@@ -298,7 +486,7 @@ func (s *Session) upstreamRows(ctx context.Context, query string, cols []row.Col
 	}
 	res := u.conn.ExecParams(ctx, query, nil, nil, nil, nil).Read()
 	if res.Err != nil {
-		return nil, upstreamError(res.Err)
+		return nil, u.error(res.Err)
 	}
 	rows := make([]row.Row, 0, len(res.Rows))
 	for _, vals := range res.Rows {
@@ -326,7 +514,7 @@ func (s *Session) proxyCopyOut(ctx context.Context, sqlText string, fields []pgw
 		return nil, err
 	}
 	ch := make(chan []byte, 64)
-	res := &proxiedCopyOut{ch: ch, fields: fields, format: format, done: make(chan struct{})}
+	res := &proxiedCopyOut{u: u, ch: ch, fields: fields, format: format, done: make(chan struct{})}
 	cctx, cancel := context.WithCancel(ctx)
 	res.cancel = cancel
 	go func() {
@@ -343,7 +531,7 @@ func (s *Session) proxyCopyOut(ctx context.Context, sqlText string, fields []pgw
 			<-res.done
 			if res.err != nil {
 				cancel()
-				return nil, upstreamError(res.err)
+				return nil, u.error(res.err)
 			}
 		} else {
 			res.first = data
@@ -365,6 +553,7 @@ func (w chanWriter) Write(p []byte) (int, error) {
 }
 
 type proxiedCopyOut struct {
+	u      *upstream
 	first  []byte
 	ch     chan []byte
 	fields []pgwire.Field
@@ -397,7 +586,7 @@ func (r *proxiedCopyOut) Next(ctx context.Context) ([][]byte, error) {
 	if !ok {
 		<-r.done
 		if r.err != nil {
-			return nil, upstreamError(r.err)
+			return nil, r.u.error(r.err)
 		}
 		return nil, io.EOF
 	}
@@ -448,7 +637,7 @@ func (r *proxiedCopyIn) CopyIn(ctx context.Context, in io.Reader) error {
 	}
 	tag, err := u.conn.CopyFrom(ctx, in, r.sql)
 	if err != nil {
-		return upstreamError(err)
+		return u.error(err)
 	}
 	r.tag = tag.String()
 	return nil

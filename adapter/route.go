@@ -186,7 +186,7 @@ func isUpstreamNeeded(st sql.Statement) bool {
 // there) is the statement's, except for ROLLBACK: a block the upstream
 // lost is rolled back there already.
 func (s *Session) alsoUpstream(ctx context.Context, st sql.Statement, text string) error {
-	if s.up == nil && !isUpstreamNeeded(st) {
+	if !s.hasUpstream() && !isUpstreamNeeded(st) {
 		return nil
 	}
 	err := s.execUpstream(ctx, text)
@@ -320,16 +320,7 @@ type proxiedPortal struct {
 }
 
 func (p *proxiedPortal) Execute(ctx context.Context) (pgwire.Result, error) {
-	u, err := p.st.s.upstream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rr := u.conn.ExecParams(ctx, p.st.sql, p.params, p.st.paramOIDs, p.paramFormats, p.resultFormats)
-	kind := pgwire.ResultCommand
-	if p.st.fields != nil {
-		kind = pgwire.ResultRows
-	}
-	return newProxiedResult(u, rr, kind, p.st.fields, nil), nil
+	return p.st.s.proxyExecParams(ctx, p.st.sql, p.params, p.st.paramOIDs, p.paramFormats, p.resultFormats, p.st.fields)
 }
 
 func (p *proxiedPortal) Close() {}

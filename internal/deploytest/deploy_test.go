@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -64,6 +65,7 @@ func freePort(t *testing.T) string {
 type proc struct {
 	name string
 	addr string
+	args []string // after serve's --listen and --http-listen
 	cmd  *exec.Cmd
 	log  *strings.Builder
 	mu   sync.Mutex
@@ -71,33 +73,59 @@ type proc struct {
 
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, addr: freePort(t), log: &strings.Builder{}}
-	args = append([]string{"serve", "--listen", p.addr, "--http-listen", freePort(t), "--tick", "100ms"}, args...)
+	p := &proc{name: name, addr: freePort(t), args: args, log: &strings.Builder{}}
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", p.name, p.logText())
+		}
+	})
+	p.start(t)
+	return p
+}
+
+// start starts the process on p.addr and waits until it accepts
+// connections.
+func (p *proc) start(t *testing.T) {
+	t.Helper()
+	args := append([]string{"serve", "--listen", p.addr, "--http-listen", freePort(t), "--tick", "100ms"}, p.args...)
 	p.cmd = exec.Command(binary(t), args...)
 	p.cmd.Stdout = &lockedWriter{p: p}
 	p.cmd.Stderr = &lockedWriter{p: p}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s log:\n%s", p.name, p.logText())
-		}
-	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := pgconn.Connect(context.Background(), p.url())
 		if err == nil {
 			c.Close(context.Background())
-			return p
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not start: %v\n%s", name, err, p.logText())
+			t.Fatalf("%s did not start: %v\n%s", p.name, err, p.logText())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *proc) kill() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	p.cmd = nil
+}
+
+// restart kills the process and starts it again on the same address with
+// the same arguments.
+func (p *proc) restart(t *testing.T) {
+	t.Helper()
+	p.kill()
+	fmt.Fprintf(&lockedWriter{p: p}, "--- restarted ---\n")
+	p.start(t)
 }
 
 type lockedWriter struct{ p *proc }
@@ -320,6 +348,135 @@ func TestReadYourWritesAcrossProcesses(t *testing.T) {
 		exec1(t, r, "COMMIT")
 		if n < i+1 {
 			t.Fatalf("iteration %d: the tail's snapshot has %d rows, want %d (a write acknowledged upstream is missing)", i, n, i+1)
+		}
+	}
+}
+
+// connectAs opens a connection to p as user with password.
+func connectAs(t *testing.T, p *proc, user, password string) *pgconn.PgConn {
+	t.Helper()
+	c, err := pgconn.Connect(context.Background(), fmt.Sprintf("postgres://%s:%s@%s/materialize?sslmode=disable", user, password, p.addr))
+	if err != nil {
+		t.Fatalf("connect to %s as %s: %v", p.name, user, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// query runs sql and returns its rows' first column, sorted.
+func query(c *pgconn.PgConn, sql string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := c.Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, r := range res {
+		for _, row := range r.Rows {
+			out = append(out, string(row[0]))
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// wantUpstreamDown fails unless err is the tail's error for a statement
+// that needs its lost upstream: SQLSTATE class 08, naming the upstream.
+func wantUpstreamDown(t *testing.T, err error, addr, what string) {
+	t.Helper()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.Code, "08") || !strings.Contains(pe.Message, addr) {
+		t.Errorf("%s: got %v, want SQLSTATE 08006 naming the upstream %s", what, err, addr)
+	}
+}
+
+// TestUpstreamCrash: the role-all process dies (SIGKILL) under a tail. The
+// tail keeps serving the fast path: a running subscriber keeps its
+// connection and a new fast-path subscribe starts; statements that need
+// the upstream fail with 08006 naming it. The upstream restarts on the
+// same address: the same client sessions' next proxied statements work
+// again (one logged in with a password, passed through again on
+// reconnect), and the subscriber that ran through the crash sees the
+// writes made after it.
+func TestUpstreamCrash(t *testing.T) {
+	storage := []string{"--blob", s3test.URL(t), "--consensus", pgtest.URL(t)}
+	up := startProc(t, "upstream", storage...)
+	tl := startProc(t, "tail", append(storage, "--upstream", up.addr)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	admin := connect(t, up)
+	exec1(t, admin, "CREATE TABLE t (k int8 NOT NULL, v text)")
+	exec1(t, admin, "INSERT INTO t VALUES (1, 'one')")
+	exec1(t, admin, "CREATE ROLE u LOGIN PASSWORD 'pw'")
+	exec1(t, admin, "GRANT SELECT, INSERT ON t TO u")
+	admin.Close(ctx)
+
+	// u writes through the tail's proxy with its own password.
+	w := connectAs(t, tl, "u", "pw")
+	exec1(t, w, "INSERT INTO t VALUES (2, 'two')")
+	// idle uses the upstream, then stays idle through the crash.
+	idle := connect(t, tl)
+	if got, err := query(idle, "SELECT k FROM t"); err != nil || strings.Join(got, " ") != "1 2" {
+		t.Fatalf("SELECT through the tail: %q, %v", got, err)
+	}
+	sub := newStream()
+	subDone := make(chan error, 1)
+	go func() { subDone <- subscribe(ctx, tl.url(), "SUBSCRIBE t WITH (PROGRESS)", sub) }()
+	waitRows(t, sub, "2")
+
+	up.kill()
+
+	_, err := w.Exec(ctx, "INSERT INTO t VALUES (3, 'three')").ReadAll()
+	wantUpstreamDown(t, err, up.addr, "INSERT through the tail after the crash")
+	_, err = w.Exec(ctx, "SELECT k FROM t").ReadAll()
+	wantUpstreamDown(t, err, up.addr, "SELECT through the tail after the crash")
+	// A new fast-path subscribe to an existing table starts.
+	r := connect(t, tl)
+	exec1(t, r, "BEGIN")
+	exec1(t, r, "DECLARE c CURSOR FOR SUBSCRIBE t")
+	if got, err := query(r, "FETCH ALL c"); err != nil || len(got) != 2 {
+		t.Errorf("fast-path cursor during the crash: %q, %v; want the two rows", got, err)
+	}
+	exec1(t, r, "COMMIT")
+	select {
+	case err := <-subDone:
+		t.Fatalf("the running fast-path subscriber ended with the upstream: %v", err)
+	default:
+	}
+
+	up.restart(t)
+
+	exec1(t, w, "INSERT INTO t VALUES (4, 'four')")
+	if got, err := query(idle, "SELECT k FROM t"); err != nil || strings.Join(got, " ") != "1 2 4" {
+		t.Errorf("first SELECT of a session idle through the crash: %q, %v; want 1 2 4", got, err)
+	}
+	waitRows(t, sub, "4")
+	select {
+	case err := <-subDone:
+		t.Errorf("the fast-path subscriber ended: %v", err)
+	default:
+	}
+}
+
+// waitRows waits until s has a data row with key k.
+func waitRows(t *testing.T, s *stream, k string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, rows := s.state()
+		for _, r := range rows {
+			if f := strings.Fields(r); len(f) >= 3 && f[2] == k {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the subscriber has no row %s: %q", k, rows)
+		}
+		select {
+		case <-s.updated:
+		case <-time.After(time.Second):
 		}
 	}
 }

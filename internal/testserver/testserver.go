@@ -34,6 +34,10 @@ type Options struct {
 	Tail    tail.Config
 	Adapter func(*adapter.Config)
 	PGWire  pgwire.Config
+	// Listen is the pgwire address; "" means a free loopback port. A test
+	// restarts a server where clients expect it (a tail's upstream) by
+	// starting a new one on the stopped one's Addr and storage.
+	Listen string
 }
 
 // Server is a running test server.
@@ -86,8 +90,14 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 	coord.SetCanceler(srv.CancelProcess)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	listen := opts.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
+		coord.Close()
+		pc.Close()
 		t.Fatal(err)
 	}
 	s := &Server{Coordinator: coord, Persist: pc, Registry: reg, Addr: ln.Addr().String(), srv: srv, done: make(chan error, 1)}
@@ -96,7 +106,10 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
-// Stop shuts the server down (idempotent).
+// Stop shuts the server down: it closes every connection (clients get
+// FATAL 57P01), stops the coordinator and its persist client, and leaves
+// the storage as it is. It is idempotent, and runs when the test ends; a
+// test calls it earlier to take the server away mid-test.
 func (s *Server) Stop() {
 	if s.srv == nil {
 		return
