@@ -105,11 +105,12 @@ func tryQueryRows(c *pgx.Conn, q string, args ...any) ([]string, error) {
 // given default execution mode.
 func connectWith(t testing.TB, s *testserver.Server, user, password string, mode pgx.QueryExecMode) (*pgx.Conn, error) {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s@%s/materialize?sslmode=disable&connect_timeout=10", user, s.Addr))
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s/materialize?sslmode=disable&connect_timeout=10", s.Addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Password = password
+	// Set, not in the URL: a role name may hold any character.
+	cfg.User, cfg.Password = user, password
 	cfg.DefaultQueryExecMode = mode
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -682,24 +682,11 @@ func TestTailPasswordPassThrough(t *testing.T) {
 	})
 }
 
-// connectAs opens a pgx connection to s as user, whatever characters its
-// name holds.
+// connectAs opens a simple-protocol pgx connection to s as user, whatever
+// characters its name holds.
 func connectAs(t testing.TB, s *testserver.Server, user, password string) (*pgx.Conn, error) {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(fmt.Sprintf("postgres://%s/materialize?sslmode=disable&connect_timeout=10", s.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.User, cfg.Password = user, password
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	return c, nil
+	return connectWith(t, s, user, password, pgx.QueryExecModeSimpleProtocol)
 }
 
 // TestTailExtendedProtocol: through a tail, statements prepared once and
