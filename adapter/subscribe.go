@@ -452,22 +452,25 @@ func (c *cursor) close() {
 }
 
 func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
-	cur := &cursor{name: st.Name}
+	var sub *subscribePlan
+	var query *plan
 	switch q := st.Query.(type) {
 	case *sql.Subscribe:
 		p, err := s.planSubscribeStmt(q)
 		if err != nil {
 			return nil, err
 		}
-		cur.sub = p
+		sub = p
 	default:
 		p, err := s.plan(context.Background(), st.Query, nil)
 		if err != nil {
 			return nil, err
 		}
-		cur.query = p
+		query = p
 	}
 	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
+		// A new cursor each time: a prepared DECLARE may run again.
+		cur := &cursor{name: st.Name, sub: sub, query: query}
 		if !s.inBlock() {
 			return nil, errorf(codeNoActiveSQLTx, "DECLARE CURSOR can only be used in transaction blocks")
 		}

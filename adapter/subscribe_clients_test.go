@@ -154,3 +154,36 @@ const { Client } = require('pg');
 		})
 	}
 }
+
+// TestPreparedDeclareRunsAgain: with pgx's statement cache a DECLARE is
+// prepared once and executed in each transaction; every execution opens a
+// new cursor that starts from its own snapshot.
+func TestPreparedDeclareRunsAgain(t *testing.T) {
+	for _, p := range subscribePaths {
+		t.Run(p.name, func(t *testing.T) {
+			s := testserver.Start(t, testserver.Options{})
+			c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+			execAll(t, c, "CREATE TABLE t (k int8 NOT NULL)", "SET enable_subscribe_persist_fast_path = "+p.flag)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for round := int64(1); round <= 3; round++ {
+				execAll(t, c, fmt.Sprintf("INSERT INTO t VALUES (%d)", round), "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t")
+				rows, err := c.Query(ctx, "FETCH ALL c WITH (TIMEOUT '300ms')")
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for rows.Next() {
+					n++
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				if n != int(round) {
+					t.Fatalf("round %d: the cursor's snapshot has %d rows, want %d", round, n, round)
+				}
+				execAll(t, c, "COMMIT")
+			}
+		})
+	}
+}
