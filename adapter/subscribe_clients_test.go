@@ -167,8 +167,18 @@ func TestPreparedDeclareRunsAgain(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			for round := int64(1); round <= 3; round++ {
-				execAll(t, c, fmt.Sprintf("INSERT INTO t VALUES (%d)", round), "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t")
-				rows, err := c.Query(ctx, "FETCH ALL c WITH (TIMEOUT '300ms')")
+				execAll(t, c, fmt.Sprintf("INSERT INTO t VALUES (%d)", round), "BEGIN")
+				// Query, not Exec: pgx runs an Exec without arguments with
+				// the simple protocol.
+				rows, err := c.Query(ctx, "DECLARE c CURSOR FOR SUBSCRIBE t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows.Close()
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				rows, err = c.Query(ctx, "FETCH ALL c WITH (TIMEOUT '300ms')")
 				if err != nil {
 					t.Fatal(err)
 				}
