@@ -1218,3 +1218,72 @@ func TestUpdateDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionFunctionsRunAtExecute: through pgx's statement cache (prepared
+// once, executed many times) session functions take their values when the
+// statement runs: current_setting sees a later SET, and pg_cancel_backend
+// cancels when executed, with the pid as a parameter.
+func TestSessionFunctionsRunAtExecute(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, app := range []string{"first", "second"} {
+		execAll(t, c, "SET application_name = '"+app+"'")
+		var got string
+		if err := c.QueryRow(ctx, "SELECT current_setting('application_name')").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != app {
+			t.Fatalf("current_setting after SET %q: %q", app, got)
+		}
+	}
+
+	execAll(t, c, "CREATE TABLE t (k int8)")
+	cancelVia := func(pid any) *bool {
+		t.Helper()
+		var ok *bool
+		if err := c.QueryRow(ctx, "SELECT pg_cancel_backend($1)", pid).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for round := range 2 {
+		other := connect(t, s)
+		done := make(chan error, 1)
+		go func() {
+			_, err := other.Exec(ctx, "SUBSCRIBE t")
+			done <- err
+		}()
+		if err := waitFor(10*time.Second, func() error {
+			rows, err := c.Query(ctx, "SELECT id FROM mz_internal.mz_subscriptions")
+			if err != nil {
+				return err
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			rows.Close()
+			if n != 1 {
+				return fmt.Errorf("%d subscriptions running", n)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if ok := cancelVia(int32(other.PgConn().PID())); ok == nil || !*ok {
+			t.Fatalf("round %d: pg_cancel_backend of a running session: %v, want true", round, ok)
+		}
+		var pgErr *pgconn.PgError
+		if err := <-done; !errors.As(err, &pgErr) || pgErr.Code != "57014" {
+			t.Fatalf("round %d: the canceled SUBSCRIBE ended with %v, want 57014", round, err)
+		}
+	}
+	if ok := cancelVia(int32(0x7ffffffe)); ok == nil || *ok {
+		t.Fatalf("pg_cancel_backend of no session: %v, want false", ok)
+	}
+	if ok := cancelVia(nil); ok != nil {
+		t.Fatalf("pg_cancel_backend(NULL): %v, want NULL", *ok)
+	}
+}

@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -183,26 +184,36 @@ func evalCount(e sql.Expr, what string) (int64, error) {
 }
 
 // planConstSelect serves SELECT without FROM: constants and the session
-// functions drivers call on connect.
+// functions drivers call on connect. Session functions are evaluated when
+// the statement runs, each time it runs (a prepared current_setting sees
+// the current value; a prepared pg_cancel_backend cancels when executed,
+// not when prepared); the plan describes their types.
 func (s *Session) planConstSelect(sel *sql.Select, paramOIDs []uint32) (*plan, error) {
 	if sel.Where != nil || sel.GroupBy != nil || sel.OrderBy != nil {
 		return nil, errorf(codeFeatureNotSupp, "SELECT without FROM supports only a select list")
 	}
-	items := make([]sql.SelectItem, len(sel.Items))
-	for i, it := range sel.Items {
-		items[i] = sql.SelectItem{Expr: s.substituteSessionFuncs(it.Expr), Alias: it.Alias}
-		if it.Alias == "" {
-			if f, ok := it.Expr.(*sql.FuncCall); ok {
-				items[i].Alias = f.Name.Name
+	compile := func(run *sessionCall) (*mfp, []uint32, error) {
+		items := make([]sql.SelectItem, len(sel.Items))
+		for i, it := range sel.Items {
+			items[i] = sql.SelectItem{Expr: s.substituteSessionFuncs(it.Expr, run), Alias: it.Alias}
+			if it.Alias == "" {
+				if f, ok := it.Expr.(*sql.FuncCall); ok {
+					items[i].Alias = f.Name.Name
+				}
 			}
 		}
+		return compileMFP(row.Schema{}, "", nil, items, paramOIDs)
 	}
-	m, params, err := compileMFP(row.Schema{}, "", nil, items, paramOIDs)
+	m, params, err := compile(nil)
 	if err != nil {
 		return nil, err
 	}
 	cols := m.OutputSchema().Columns
 	return &plan{fields: fieldsOf(cols), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
+		m, _, err := compile(&sessionCall{params: params})
+		if err != nil {
+			return nil, err
+		}
 		r, ok, err := m.bind(params).Apply(row.Row{})
 		if err != nil {
 			return nil, err
@@ -215,14 +226,21 @@ func (s *Session) planConstSelect(sel *sql.Select, paramOIDs []uint32) (*plan, e
 	}}, nil
 }
 
+// sessionCall is the execution substituteSessionFuncs evaluates for: its
+// parameters. nil means planning: no side effects, only types.
+type sessionCall struct {
+	params []row.Datum
+}
+
 // substituteSessionFuncs replaces calls of session functions (version(),
-// current_setting('x'), pg_backend_pid(), ...) by their values.
-func (s *Session) substituteSessionFuncs(e sql.Expr) sql.Expr {
+// current_setting('x'), pg_backend_pid(), pg_cancel_backend(pid), ...) by
+// their values for run, or by values of their types when planning.
+func (s *Session) substituteSessionFuncs(e sql.Expr, run *sessionCall) sql.Expr {
 	f, ok := e.(*sql.FuncCall)
 	if !ok {
 		if c, ok := e.(*sql.Cast); ok {
 			n := *c
-			n.X = s.substituteSessionFuncs(c.X)
+			n.X = s.substituteSessionFuncs(c.X, run)
 			return &n
 		}
 		return e
@@ -244,13 +262,18 @@ func (s *Session) substituteSessionFuncs(e sql.Expr) sql.Expr {
 	case "pg_backend_pid":
 		return &sql.NumberLit{Text: strconv.FormatUint(uint64(s.id), 10)}
 	case "pg_cancel_backend":
-		// Evaluated here, at planning: it acts on another session.
+		// It acts on another session: only when the statement runs. The
+		// argument stays in the expression, so that it types a parameter
+		// ($1 is an int4) and NULL gives NULL.
 		if len(f.Args) == 1 {
-			if n, ok := f.Args[0].(*sql.NumberLit); ok {
-				if pid, err := strconv.ParseUint(n.Text, 10, 32); err == nil {
-					return &sql.BoolLit{Value: s.c.cancelBackend(uint32(pid))}
+			canceled := false
+			if run != nil {
+				if pid, ok := sessionFuncInt(f.Args[0], run.params); ok && pid >= 0 && pid <= math.MaxUint32 {
+					canceled = s.c.cancelBackend(uint32(pid))
 				}
 			}
+			isNull := &sql.IsExpr{X: &sql.Cast{X: f.Args[0], Type: sql.TypeName{Name: "int4"}}, Test: sql.IsNull}
+			return &sql.CaseExpr{Whens: []sql.When{{Cond: isNull, Result: &sql.NullLit{}}}, Else: &sql.BoolLit{Value: canceled}}
 		}
 	case "current_setting":
 		if len(f.Args) >= 1 {
@@ -262,4 +285,29 @@ func (s *Session) substituteSessionFuncs(e sql.Expr) sql.Expr {
 		}
 	}
 	return e
+}
+
+// sessionFuncInt is the integer value of a session function's argument: a
+// literal or a bound parameter.
+func sessionFuncInt(e sql.Expr, params []row.Datum) (int64, bool) {
+	switch e := e.(type) {
+	case *sql.NumberLit:
+		n, err := strconv.ParseInt(e.Text, 10, 64)
+		return n, err == nil
+	case *sql.Param:
+		if e.Index >= 1 && e.Index <= len(params) {
+			switch v := params[e.Index-1].(type) {
+			case int64:
+				return v, true
+			case int32:
+				return int64(v), true
+			case string:
+				n, err := strconv.ParseInt(v, 10, 64)
+				return n, err == nil
+			}
+		}
+	case *sql.Cast:
+		return sessionFuncInt(e.X, params)
+	}
+	return 0, false
 }
