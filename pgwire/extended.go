@@ -38,6 +38,10 @@ func (c *conn) extendedError(ctx context.Context, err error) {
 	c.reportError(ctx, err)
 	c.ignoreTillSync = true
 	c.batchFailed = true
+	// Sent at once, as PostgreSQL does: a client that sent Flush (and
+	// ignored messages, Flush included, follow until Sync) is waiting
+	// for it.
+	c.flush()
 }
 
 func (c *conn) parse(m *pgproto3.Parse) {

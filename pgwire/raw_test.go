@@ -271,6 +271,12 @@ func TestProtocolScripts(t *testing.T) {
 			{send: msgs(parseMsg("", "select 1"), flushM), want: lines(parseOK)},
 			{send: msgs(syncM), want: lines(ready)},
 		}},
+		{name: "ErrorIsFlushed", steps: []step{
+			// The error reaches a client waiting after Flush (which is
+			// itself skipped, as everything until Sync).
+			{send: msgs(parseMsg("", "select 1"), bindMsg("", "nope"), flushM), want: lines(parseOK, `ErrorResponse ERROR 26000 prepared statement "nope" does not exist`)},
+			{send: msgs(syncM), want: lines(ready)},
+		}},
 		{name: "StreamRowLimitThenClose", ended: 1, steps: []step{
 			{send: msgs(parseMsg("", "stream"), bindMsg("p", ""), execMsg("p", 5), flushM), want: concat(lines(parseOK, bindOK), rows(1, 5), lines("PortalSuspended"))},
 			{send: msgs(closeMsg('P', "p"), syncM), want: lines("CloseComplete", ready)},
