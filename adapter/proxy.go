@@ -52,6 +52,9 @@ var errUpstreamLostInBlock = &Error{Code: "08006",
 
 // upstream returns the session's upstream connection, connecting it first.
 func (s *Session) upstream(ctx context.Context) (*upstream, error) {
+	if s.up != nil && s.up.busy() {
+		return nil, errUpstreamBusy
+	}
 	if s.up != nil && !s.up.lost() {
 		return s.up, nil
 	}
@@ -228,6 +231,19 @@ func (u *upstream) takeNotices() [][]byte {
 // is checked first, without a round trip: one whose socket has reached
 // end of file, or holds an ErrorResponse its server sent while it was idle
 // (FATAL, at shutdown), is closed here and reported lost.
+// errUpstreamBusy is the error of a statement that needs the upstream
+// while a suspended portal of the session still streams from it.
+var errUpstreamBusy = &Error{Code: codeFeatureNotSupp,
+	Message: "a tail process runs one upstream statement per session at a time, and a suspended portal is still reading",
+	Hint_:   "Fetch the portal to its end or close it first."}
+
+// busy reports whether a result still reads the connection.
+func (u *upstream) busy() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.reading > 0
+}
+
 func (u *upstream) lost() bool {
 	u.mu.Lock()
 	reading := u.reading

@@ -885,6 +885,13 @@ func TestTailSuspendedPortal(t *testing.T) {
 					t.Errorf("after the INSERT: row %q, want 4", row)
 				}
 				execT(t, admin, "DELETE FROM t WHERE a = 4")
+				// Another upstream statement meanwhile gets a clear error:
+				// the session's upstream connection is streaming the portal.
+				fe.Send(&pgproto3.Parse{Name: "other", Query: "SELECT a FROM t"})
+				fe.Send(&pgproto3.Sync{})
+				if _, _, err := untilReady("a second statement"); err == nil || !strings.HasPrefix(err.Error(), "0A000 ") {
+					t.Errorf("a second upstream statement while the portal streams: %v, want 0A000", err)
+				}
 			} else if row, complete := execute("last execute"); !complete || row != "" {
 				t.Errorf("last execute: row %q, complete %v; want no row and completion", row, complete)
 			}
