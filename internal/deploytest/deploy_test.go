@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"context"
+	bin "encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -73,7 +74,13 @@ type proc struct {
 
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, addr: freePort(t), args: args, log: &strings.Builder{}}
+	return startProcAt(t, name, freePort(t), args...)
+}
+
+// startProcAt is startProc listening on addr.
+func startProcAt(t *testing.T, name, addr string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, addr: addr, args: args, log: &strings.Builder{}}
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
@@ -479,4 +486,68 @@ func waitRows(t *testing.T, s *stream, k string) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// TestCancelThroughPeer: behind a load balancer a CancelRequest may reach
+// another tail than the one running the statement; tails started with
+// --peer-id and --peers forward it, for a fast-path SUBSCRIBE the tail
+// serves and for a dataflow-path one it proxies upstream.
+func TestCancelThroughPeer(t *testing.T) {
+	storage := []string{"--blob", s3test.URL(t), "--consensus", pgtest.URL(t)}
+	up := startProc(t, "upstream", storage...)
+	addr1, addr2 := freePort(t), freePort(t)
+	peers := "--peers=1=" + addr1 + ",2=" + addr2
+	tail1 := startProcAt(t, "tail1", addr1, append(storage, "--upstream", up.addr, "--peer-id", "1", peers)...)
+	tail2 := startProcAt(t, "tail2", addr2, append(storage, "--upstream", up.addr, "--peer-id", "2", peers)...)
+	exec1(t, connect(t, tail1), "CREATE TABLE t (k int8)")
+
+	for _, path := range []string{"on", "off"} {
+		c := connect(t, tail1)
+		exec1(t, c, "SET enable_subscribe_persist_fast_path = "+path)
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Exec(context.Background(), "SUBSCRIBE t").ReadAll()
+			done <- err
+		}()
+		// Until the statement has ended, cancel it through the other tail
+		// (a CancelRequest that arrives before the statement runs does
+		// nothing, as in PostgreSQL).
+		var err error
+		deadline := time.Now().Add(30 * time.Second)
+	wait:
+		for {
+			if time.Now().After(deadline) {
+				t.Fatalf("fast path %s: cancel requests sent to the other tail did not end the SUBSCRIBE", path)
+			}
+			sendCancel(t, tail2.addr, c.PID(), c.SecretKey())
+			select {
+			case err = <-done:
+				break wait
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "57014" {
+			t.Fatalf("fast path %s: SUBSCRIBE canceled through the other tail ended with %v, want 57014", path, err)
+		}
+	}
+}
+
+// sendCancel sends a CancelRequest for (pid, secret) to addr.
+func sendCancel(t *testing.T, addr string, pid uint32, secret []byte) {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	msg := bin.BigEndian.AppendUint32(nil, uint32(12+len(secret)))
+	msg = bin.BigEndian.AppendUint32(msg, 80877102) // CancelRequest
+	msg = bin.BigEndian.AppendUint32(msg, pid)
+	msg = append(msg, secret...)
+	if _, err := nc.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	nc.Read(make([]byte, 1)) // the server closes the connection when done
 }
