@@ -5,7 +5,9 @@ import (
 	bin "encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -550,4 +552,169 @@ func sendCancel(t *testing.T, addr string, pid uint32, secret []byte) {
 	}
 	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	nc.Read(make([]byte, 1)) // the server closes the connection when done
+}
+
+// tcpProxy forwards loopback TCP connections to target until cut, which
+// closes every forwarded connection and refuses new ones until restore:
+// a network partition between a process and one of its servers.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+func startTCPProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *tcpProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		for _, pair := range [][2]net.Conn{{c, s}, {s, c}} {
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				io.Copy(pair[0], pair[1])
+				pair[0].Close()
+				pair[1].Close()
+				p.mu.Lock()
+				delete(p.conns, pair[0])
+				delete(p.conns, pair[1])
+				p.mu.Unlock()
+			}()
+		}
+	}
+}
+
+// cut closes every forwarded connection and refuses new ones.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+func (p *tcpProxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+// throughProxy returns the storage URL u (s3://...?endpoint=http://HOST:PORT
+// or postgres://...@HOST:PORT/...) with its server reached through a new
+// tcpProxy.
+func throughProxy(t *testing.T, u string) (string, *tcpProxy) {
+	t.Helper()
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsed.Scheme == "s3" {
+		q := parsed.Query()
+		ep, err := url.Parse(q.Get("endpoint"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := startTCPProxy(t, ep.Host)
+		ep.Host = p.ln.Addr().String()
+		q.Set("endpoint", ep.String())
+		parsed.RawQuery = q.Encode()
+		return parsed.String(), p
+	}
+	p := startTCPProxy(t, parsed.Host)
+	parsed.Host = p.ln.Addr().String()
+	return parsed.String(), p
+}
+
+// TestTailStorageOutage: a tail cut off from the shared storage (S3 and
+// PostgreSQL both unreachable from it) keeps its fast-path subscribers
+// connected and keeps proxying statements to the upstream, which still
+// reaches the storage; when the storage comes back the subscribers go on
+// with the writes made meanwhile, without an error, gap or duplicate.
+func TestTailStorageOutage(t *testing.T) {
+	blob, cons := s3test.URL(t), pgtest.URL(t)
+	up := startProc(t, "upstream", "--blob", blob, "--consensus", cons)
+	tailBlob, blobProxy := throughProxy(t, blob)
+	tailCons, consProxy := throughProxy(t, cons)
+	tl := startProc(t, "tail", "--blob", tailBlob, "--consensus", tailCons, "--upstream", up.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	admin := connect(t, up)
+	exec1(t, admin, "CREATE TABLE t (k int8 NOT NULL, v text)")
+	exec1(t, admin, "INSERT INTO t VALUES (1, 'one')")
+	sub := newStream()
+	subDone := make(chan error, 1)
+	go func() { subDone <- subscribe(ctx, tl.url(), "SUBSCRIBE t WITH (PROGRESS)", sub) }()
+	waitRows(t, sub, "1")
+
+	blobProxy.cut()
+	consProxy.cut()
+	// The tail still proxies what the upstream serves.
+	c := connect(t, tl)
+	exec1(t, c, "INSERT INTO t VALUES (2, 'two')")
+	if got, err := query(c, "SELECT k FROM t"); err != nil || strings.Join(got, " ") != "1 2" {
+		t.Errorf("SELECT through the tail during the outage: %q, %v; want 1 2", got, err)
+	}
+	time.Sleep(time.Second) // the tail's listen meets the outage
+	select {
+	case err := <-subDone:
+		t.Fatalf("the fast-path subscriber ended with the storage outage: %v", err)
+	default:
+	}
+
+	blobProxy.restore()
+	consProxy.restore()
+	exec1(t, c, "INSERT INTO t VALUES (3, 'three')")
+	waitRows(t, sub, "3")
+	select {
+	case err := <-subDone:
+		t.Fatalf("the fast-path subscriber ended: %v", err)
+	default:
+	}
+	_, rows := sub.state()
+	var keys []string
+	for _, r := range rows {
+		keys = append(keys, strings.Fields(r)[2])
+	}
+	if strings.Join(keys, " ") != "1 2 3" {
+		t.Errorf("rows across the outage: %q, want keys 1 2 3 once each", rows)
+	}
 }
