@@ -46,6 +46,7 @@ const (
 	codeWrongObjectType   = "42809"
 	codeInsufficientPriv  = "42501"
 	codeFeatureNotSupp    = "0A000"
+	codeSystemError       = "58000"
 	codeInvalidParamValue = "22023"
 	codeNoActiveSQLTx     = "25P01"
 	codeInvalidTxState    = "25000"

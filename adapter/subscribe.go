@@ -258,6 +258,7 @@ func errDropped(name string) *Error {
 
 // mapPersistErr turns persist errors into client errors.
 func mapPersistErr(err error, relation string) error {
+	var coded interface{ SQLState() string }
 	switch {
 	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, dataflow.ErrDropped), errors.Is(err, tail.ErrDropped):
 		return errDropped(relation)
@@ -266,6 +267,12 @@ func mapPersistErr(err error, relation string) error {
 		if errors.As(err, &se) {
 			return errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", se.AsOf, se.Since)
 		}
+	case errors.As(err, &coded), errors.Is(err, io.EOF), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case !persist.IsPermanent(err):
+		// The blob store or consensus failed (unreachable, timed out):
+		// it may pass, unlike the errors above.
+		return &Error{Code: codeSystemError, Message: fmt.Sprintf("shared storage unavailable: %v", err),
+			Hint_: "Running subscribes continue when it returns; try again."}
 	}
 	return err
 }

@@ -694,6 +694,13 @@ func TestTailStorageOutage(t *testing.T) {
 		t.Errorf("SELECT through the tail during the outage: %q, %v; want 1 2", got, err)
 	}
 	time.Sleep(time.Second) // the tail's listen meets the outage
+	// A new fast-path subscribe cannot read the shard: it fails with an
+	// error that says so (58000), and the session goes on.
+	_, err := c.Exec(ctx, "SUBSCRIBE t").ReadAll()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "58000" || !strings.Contains(pe.Message, "storage unavailable") {
+		t.Errorf("a new fast-path SUBSCRIBE during the outage: %v, want 58000 shared storage unavailable", err)
+	}
 	select {
 	case err := <-subDone:
 		t.Fatalf("the fast-path subscriber ended with the storage outage: %v", err)
