@@ -1,6 +1,9 @@
 package formatter
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // rowGroup is a slice of rows shared by many subscribers (a snapshot piece
 // or the rows of one time in a listen batch) and their encoded messages,
@@ -31,6 +34,11 @@ func (g *rowGroup) messages(w Wire) [][]byte {
 	for i, r := range g.rows {
 		buf = w.AppendMessage(buf, r)
 		ends[i] = len(buf)
+		if i == 0 && len(g.rows) > 1 {
+			// One buffer holds the group: size it from the first message
+			// (with a margin) rather than grow it by doubling.
+			buf = slices.Grow(buf, len(buf)*(len(g.rows)-1)*9/8)
+		}
 	}
 	msgs := make([][]byte, len(g.rows))
 	start := 0

@@ -168,6 +168,13 @@ type CopyEncoder struct {
 	bin      *Encoder
 	csv      pgrepr.CSVOptions
 	text     pgrepr.TextOptions
+
+	// Reused from row to row (an encoder serves one session): the row of
+	// every column, and the last mz_timestamp's text (a snapshot's rows
+	// all share one).
+	scratch row.Row
+	lastT   uint64
+	lastTD  row.Datum
 }
 
 // NewCopyEncoder returns an encoder of opts's rows in format.
@@ -217,13 +224,18 @@ func (e *CopyEncoder) AppendRow(buf []byte, r Row) []byte {
 		buf = append(buf, byte(n>>8), byte(n))
 		return e.bin.appendFields(buf, r)
 	}
-	full := make(row.Row, 0, len(e.types))
-	full = append(full, row.Numeric(uintText(r.Time)))
-	full = e.flatten(full, r)
-	if e.format == CopyCSV {
-		return pgrepr.AppendCopyCSVRow(buf, e.types, full, e.csv)
+	if e.lastTD == nil || e.lastT != r.Time {
+		e.lastT, e.lastTD = r.Time, row.Numeric(uintText(r.Time))
 	}
-	return pgrepr.AppendCopyTextRowOptions(buf, e.types, full, e.text)
+	full := e.flatten(append(e.scratch[:0], e.lastTD), r)
+	e.scratch = full
+	if e.format == CopyCSV {
+		buf = pgrepr.AppendCopyCSVRow(buf, e.types, full, e.csv)
+	} else {
+		buf = pgrepr.AppendCopyTextRowOptions(buf, e.types, full, e.text)
+	}
+	clear(full) // hold no row's values until the next
+	return buf
 }
 
 func (e *CopyEncoder) flatten(full row.Row, r Row) row.Row {

@@ -145,11 +145,14 @@ func (o *Options) Data(t uint64, updates []row.Update) []Row {
 	switch o.Envelope {
 	case EnvelopeNone:
 		out = make([]Row, 0, len(updates))
+		// One allocation holds every row's columns.
+		width := 1 + len(o.Relation.Columns)
+		slab := make([]row.Datum, 0, len(updates)*width)
 		for _, u := range updates {
-			tail := make(row.Row, 0, 1+len(u.Row))
-			tail = append(tail, u.Diff)
-			tail = append(tail, u.Row...)
-			out = append(out, Row{Time: t, Tail: tail})
+			start := len(slab)
+			slab = append(slab, u.Diff)
+			slab = append(slab, u.Row...)
+			out = append(out, Row{Time: t, Tail: slab[start:len(slab):len(slab)]})
 		}
 	default:
 		out = o.envelope(t, updates)

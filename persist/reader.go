@@ -206,6 +206,9 @@ type Cursor struct {
 	max   int
 	carry *row.Update
 	done  bool
+	// full is whether the last chunk was full: the next one likely is too,
+	// and gets room for max rows at once.
+	full bool
 }
 
 // Snapshot returns a cursor over the shard's contents at asOf: every row
@@ -240,6 +243,9 @@ func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 		return nil, io.EOF
 	}
 	var out []row.Update
+	if c.full {
+		out = make([]row.Update, 0, c.max)
+	}
 	for len(out) < c.max {
 		u, err := c.merge.next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -254,6 +260,7 @@ func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 	if len(out) == 0 {
 		return nil, io.EOF
 	}
+	c.full = len(out) == c.max
 	return out, nil
 }
 
