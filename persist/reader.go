@@ -204,7 +204,6 @@ type Cursor struct {
 	asOf  uint64
 	merge *mergeIter
 	max   int
-	carry *row.Update
 	done  bool
 	// full is whether the last chunk was full: the next one likely is too,
 	// and gets room for max rows at once.
