@@ -39,6 +39,7 @@ type Session struct {
 	// ROLLBACK.
 	savedVars       map[string]string
 	savedOverridden map[string]bool
+	varsSaved       bool
 
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
@@ -66,13 +67,15 @@ type pendingWrite struct {
 }
 
 func newSession(c *Coordinator, info pgwire.ConnInfo) *Session {
-	s := &Session{c: c, id: info.ProcessID, user: info.User, vars: defaultVars(), overridden: map[string]bool{}, cursors: map[string]*cursor{}, password: info.Password}
+	// vars, overridden and cursors stay nil until used: most sessions (idle
+	// subscribers) never set a variable.
+	s := &Session{c: c, id: info.ProcessID, user: info.User, password: info.Password}
 	if s.id == 0 {
 		s.id = c.nextConnID.Add(1)
 	}
 	for k, v := range info.Options {
 		if name := strings.ToLower(k); validateVar(name, v) == nil {
-			if _, ok := s.vars[name]; ok {
+			if _, ok := varDefaults[name]; ok {
 				s.setVar(name, v, false)
 			}
 		}
@@ -84,7 +87,7 @@ func newSession(c *Coordinator, info pgwire.ConnInfo) *Session {
 func (s *Session) Parameters() map[string]string {
 	p := map[string]string{}
 	for _, k := range reportedVars {
-		p[k] = s.vars[k]
+		p[k] = s.sessionVar(k)
 	}
 	return p
 }
@@ -278,7 +281,7 @@ func (s *Session) commit(ctx context.Context) error {
 
 // rollback discards the transaction, including the SETs made in it.
 func (s *Session) rollback() {
-	if s.savedVars != nil {
+	if s.varsSaved {
 		s.vars, s.overridden = s.savedVars, s.savedOverridden
 	}
 	s.endTx()
@@ -286,7 +289,7 @@ func (s *Session) rollback() {
 
 func (s *Session) endTx() {
 	s.tx = txIdle
-	s.savedVars, s.savedOverridden = nil, nil
+	s.savedVars, s.savedOverridden, s.varsSaved = nil, nil, false
 	s.txWrites = nil
 	s.txReads, s.upReads = 0, 0
 	s.txSubscribe, s.upSubscribe = false, false

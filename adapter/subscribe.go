@@ -489,6 +489,9 @@ func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
 				return nil, err
 			}
 		}
+		if s.cursors == nil {
+			s.cursors = map[string]*cursor{}
+		}
 		s.cursors[st.Name] = cur
 		return command("DECLARE CURSOR"), nil
 	}), nil

@@ -48,14 +48,6 @@ var varDisplayNames = map[string]string{"datestyle": "DateStyle", "timezone": "T
 // systemVars may be set with ALTER SYSTEM; their session default follows.
 var systemVars = map[string]bool{"enable_subscribe_persist_fast_path": true, "subscribe_max_buffered_bytes": true, "max_result_size": true}
 
-func defaultVars() map[string]string {
-	v := make(map[string]string, len(varDefaults))
-	for k, d := range varDefaults {
-		v[k] = d
-	}
-	return v
-}
-
 func displayName(name string) string {
 	if d, ok := varDisplayNames[name]; ok {
 		return d
@@ -84,7 +76,18 @@ func (s *Session) getVar(name string) (string, bool) {
 		}
 	}
 	v, ok := s.vars[name]
+	if !ok {
+		v, ok = varDefaults[name]
+	}
 	return v, ok
+}
+
+// sessionVar is a session variable's own value: SET, else the default.
+func (s *Session) sessionVar(name string) string {
+	if v, ok := s.vars[name]; ok {
+		return v
+	}
+	return varDefaults[name]
 }
 
 func parseBoolVar(name, v string) (bool, error) {
@@ -223,9 +226,15 @@ func (s *Session) planSet(ctx context.Context, st *sql.SetVariable) (*plan, erro
 // setVar sets (or, with reset, restores the default of) a session variable.
 func (s *Session) setVar(name, value string, reset bool) {
 	if reset {
-		s.vars[name] = varDefaults[name]
+		delete(s.vars, name)
 		delete(s.overridden, name)
 		return
+	}
+	if s.vars == nil {
+		s.vars = map[string]string{}
+	}
+	if s.overridden == nil {
+		s.overridden = map[string]bool{}
 	}
 	s.vars[name] = value
 	s.overridden[name] = true
