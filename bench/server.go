@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/shardtail/shardtail/internal/loopback"
 )
 
 // serverReadyTimeout bounds a child server's start.
@@ -75,11 +77,11 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 			os.RemoveAll(dir)
 		}
 	}()
-	pg, err := freePort()
+	pg, err := loopback.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	hp, err := freePort()
+	hp, err := loopback.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -233,14 +235,4 @@ func (s *Server) Stop() error {
 func (s *Server) kill() {
 	s.cmd.Process.Kill()
 	<-s.exited
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardtail/shardtail/internal/loopback"
 )
 
 const (
@@ -106,7 +107,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 // launch starts postgres on the cluster in dir at a free port and waits
 // until it accepts connections.
 func launch(ctx context.Context, bin, dir string, cred *syscall.Credential, opts Options) (*Server, error) {
-	port, err := freePort()
+	port, err := loopback.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -221,16 +222,6 @@ func (s *Server) kill() {
 		s.cmd.Process.Kill()
 		<-s.exited
 	}
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // readLog returns the server log, or why it cannot.
