@@ -69,19 +69,7 @@ func TestSubscribeMFPAndUpTo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got []string
-	for {
-		rows, err := s.Next(ctx, 0)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			got = append(got, formatRow(r))
-		}
-	}
+	got := drainRows(t, ctx, s)
 	want := []string{"0 1 4", "0 1 8", "2 1 24"} // keys 2, 4 doubled; then 12 at t=2; 11 and 13 are odd; t=3 is UP TO
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -89,6 +77,25 @@ func TestSubscribeMFPAndUpTo(t *testing.T) {
 	for i := range got {
 		if got[i] != want[i] {
 			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+// drainRows reads s to its end (UP TO) and returns its rows as formatRow
+// prints them.
+func drainRows(t *testing.T, ctx context.Context, s *Subscribe) []string {
+	t.Helper()
+	var got []string
+	for {
+		rows, err := s.Next(ctx, 0)
+		if errors.Is(err, io.EOF) {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			got = append(got, formatRow(r))
 		}
 	}
 }
@@ -172,19 +179,7 @@ func TestSubscribeAsOfAtLeast(t *testing.T) {
 	}
 	s := start(true)
 	defer s.Close()
-	var got []string
-	for {
-		rows, err := s.Next(ctx, 0)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			got = append(got, formatRow(r))
-		}
-	}
+	got := drainRows(t, ctx, s)
 	if want := []string{"3 1 0", "3 1 1", "3 1 2", "3 1 3"}; !slices.Equal(got, want) {
 		t.Fatalf("AT LEAST: got %v, want the snapshot at since 3: %v", got, want)
 	}
