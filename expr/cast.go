@@ -2,6 +2,7 @@ package expr
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -392,11 +393,11 @@ func toMzTimestamp(from Type) func(row.Datum) (row.Datum, error) {
 	return func(d row.Datum) (row.Datum, error) {
 		switch v := d.(type) {
 		case row.Numeric:
-			i, err := toInt(TypeInt8, v)
-			if err != nil || i.(int64) < 0 {
+			u, ok := numericToUint64(v)
+			if !ok {
 				return nil, errMzTsRange
 			}
-			return uint64(i.(int64)), nil
+			return u, nil
 		case row.Timestamp:
 			return usToMz(int64(v))
 		case row.TimestampTZ:
@@ -413,6 +414,32 @@ func toMzTimestamp(from Type) func(row.Datum) (row.Datum, error) {
 		}
 		return uint64(i), nil
 	}
+}
+
+// numericToUint64 rounds n half away from zero to an integer and reports
+// whether it is in uint64's range. Numeric is the type of a literal past
+// int8 (AS OF 18446744073709551615), so the conversion must not pass
+// through int64, which would cut mz_timestamp's range in half.
+func numericToUint64(n row.Numeric) (uint64, bool) {
+	if n == "NaN" {
+		return 0, false
+	}
+	x := numDec(n)
+	// Twenty digits hold every uint64; more cannot, and bounding the
+	// digits first keeps a literal like 1e100000 from building a huge
+	// power of ten below.
+	if !x.IsZero() && numDigits(x)+int64(x.Exponent) > 20 {
+		return 0, false
+	}
+	q := quantize(x, 0, apd.RoundHalfUp)
+	i := new(big.Int).Set(q.Coeff.MathBigInt())
+	if q.Exponent > 0 {
+		i.Mul(i, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(q.Exponent)), nil))
+	}
+	if q.Negative && i.Sign() != 0 || !i.IsUint64() {
+		return 0, false
+	}
+	return i.Uint64(), true
 }
 
 func usToMz(us int64) (row.Datum, error) {

@@ -293,6 +293,22 @@ var evalCases = []struct{ expr, want string }{
 	{"1700000000000::mz_timestamp", "1700000000000"},
 	{"'2024-01-01'::mz_timestamp", "1704067200000"},
 	{"(-1)::mz_timestamp", "ERROR 22008: mz_timestamp out of range"},
+	// mz_timestamp is a uint64: numeric and text reach its whole range.
+	{"18446744073709551615::mz_timestamp", "18446744073709551615"},
+	{"9223372036854775808::mz_timestamp", "9223372036854775808"},
+	{"18446744073709551615.4::mz_timestamp", "18446744073709551615"},
+	{"18446744073709551615.5::mz_timestamp", "ERROR 22008: mz_timestamp out of range"},
+	{"18446744073709551616::mz_timestamp", "ERROR 22008: mz_timestamp out of range"},
+	{"1e19::mz_timestamp", "10000000000000000000"},
+	{"1e20::mz_timestamp", "ERROR 22008: mz_timestamp out of range"},
+	{"(-0.4)::mz_timestamp", "0"},
+	{"(-0.5)::mz_timestamp", "ERROR 22008: mz_timestamp out of range"},
+	{"'18446744073709551615'::mz_timestamp", "18446744073709551615"},
+	{"' 18446744073709551615.0 '::mz_timestamp", "18446744073709551615"},
+	{"'18446744073709551616'::mz_timestamp", "ERROR 22008: mz_timestamp out of range"},
+	{"'18446744073709551616.0'::mz_timestamp", "ERROR 22008: mz_timestamp out of range"},
+	{"18446744073709551615::numeric::mz_timestamp::numeric", "18446744073709551615"},
+	{"18446744073709551615::mz_timestamp::text", "18446744073709551615"},
 	{"1700000000000::mz_timestamp::timestamptz", "2023-11-14 22:13:20+00"},
 
 	// Dates and times.
