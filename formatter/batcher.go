@@ -1,6 +1,10 @@
 package formatter
 
-import "github.com/shardtail/shardtail/persist/row"
+import (
+	"math"
+
+	"github.com/shardtail/shardtail/persist/row"
+)
 
 // Batcher is the SUBSCRIBE state machine shared by both paths: it turns a
 // subscription's input — the snapshot at AS OF, then listen batches each
@@ -71,7 +75,9 @@ func (b *Batcher) Snapshot(updates []row.Update) []Row {
 // AS OF + 1 is reported at once — every row below it has been sent. It
 // completes the subscribe when UP TO is AS OF + 1.
 func (b *Batcher) SnapshotDone() []Row {
-	if b.done {
+	if b.done || b.asOf == math.MaxUint64 {
+		// No time follows the largest mz_timestamp: AS OF + 1 would wrap
+		// to 0, and the subscribe only ever waits.
 		return nil
 	}
 	return b.advance(nil, b.asOf+1)
