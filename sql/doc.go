@@ -52,12 +52,13 @@
 // The statements, each a type implementing Statement:
 //
 //	SELECT ...                                              *Select
+//	VALUES (...), ... [ORDER BY] [LIMIT] [OFFSET]           *Select (Values set)
 //	SUBSCRIBE [TO] {name | (SELECT ...)} ...                *Subscribe (SUBSCRIBE-SPEC.md grammar)
-//	DECLARE c CURSOR [WITHOUT HOLD] FOR {SUBSCRIBE|SELECT}  *DeclareCursor
+//	DECLARE c CURSOR [WITHOUT HOLD] FOR {SUBSCRIBE|SELECT|VALUES}  *DeclareCursor
 //	FETCH [FORWARD|NEXT] [n|ALL] [FROM|IN] c [WITH (TIMEOUT ...)]  *Fetch
 //	CLOSE {c | ALL}                                         *CloseCursor
 //	CREATE TABLE [IF NOT EXISTS] t (col type [NOT NULL], ...) [WITH (RETAIN HISTORY ...)]  *CreateTable
-//	CREATE [MATERIALIZED] VIEW [IF NOT EXISTS] v [(cols)] AS SELECT ...  *CreateView
+//	CREATE [MATERIALIZED] VIEW [IF NOT EXISTS] v [(cols)] AS {SELECT|VALUES} ...  *CreateView
 //	CREATE SOURCE [IF NOT EXISTS] s FROM LOAD GENERATOR {COUNTER|KEY VALUE|...} [(options)]  *CreateSource
 //	DROP {TABLE|VIEW|MATERIALIZED VIEW|SOURCE|ROLE} [IF EXISTS] n, ... [CASCADE|RESTRICT]  *Drop
 //	ALTER {TABLE|VIEW|MATERIALIZED VIEW|SOURCE} n {SET|RESET} (RETAIN HISTORY ...)  *AlterObject
@@ -81,7 +82,10 @@
 // (db.schema.name), subqueries, table functions, comma lists and [INNER | LEFT
 // | RIGHT | FULL] JOIN ... {ON | USING} / CROSS JOIN, WHERE, GROUP BY, HAVING,
 // ORDER BY ... [ASC|DESC] [NULLS FIRST|LAST], LIMIT, OFFSET, and Materialize's
-// AS OF [AT LEAST]. SELECT without FROM works (SELECT version()).
+// AS OF [AT LEAST]. SELECT without FROM works (SELECT version()). A VALUES
+// list is a query wherever SELECT is (a statement, a view, FROM (VALUES ...)
+// AS x(a, b), DECLARE, COPY, SUBSCRIBE); only a subquery in FROM takes
+// column aliases.
 //
 // Not supported, failing with 0A000 and a message naming the feature: set
 // operations (UNION ...), WITH (CTEs), DISTINCT ON, window functions, FILTER,

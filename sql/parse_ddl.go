@@ -141,10 +141,10 @@ func (p *parser) parseCreateView(materialized bool) Statement {
 		s.With = p.parseWithOptions(historyOptions)
 	}
 	p.expectWords("as")
-	if !p.isWords("select") {
+	if !p.isQuery() {
 		p.unexpected()
 	}
-	s.Query = p.parseSelect()
+	s.Query = p.parseQuery()
 	return s
 }
 

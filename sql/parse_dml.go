@@ -82,8 +82,8 @@ func (p *parser) parseCopy() Statement {
 	s := &Copy{}
 	if p.acceptPunct("(") {
 		switch {
-		case p.isWords("select"):
-			s.Query = p.parseSelect()
+		case p.isQuery():
+			s.Query = p.parseQuery()
 		case p.isWords("subscribe"):
 			s.Query = p.parseSubscribe()
 		default:

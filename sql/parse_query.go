@@ -1,5 +1,40 @@
 package sql
 
+// isQuery reports whether a query starts here: SELECT or VALUES.
+func (p *parser) isQuery() bool { return p.isWords("select") || p.isWords("values") }
+
+// parseQuery parses a SELECT query or a VALUES list.
+func (p *parser) parseQuery() *Select {
+	if p.isWords("values") {
+		return p.parseValues()
+	}
+	return p.parseSelect()
+}
+
+// parseValues parses VALUES (...), (...) with an optional ORDER BY, LIMIT
+// and OFFSET.
+func (p *parser) parseValues() *Select {
+	p.enter()
+	defer p.leave()
+	p.expectWords("values")
+	s := &Select{}
+	for {
+		start := p.peek()
+		p.expectPunct("(")
+		r := p.parseExprList()
+		p.expectPunct(")")
+		if len(s.Values) > 0 && len(r) != len(s.Values[0]) {
+			p.fail(start, CodeSyntaxError, "VALUES lists must all be the same length")
+		}
+		s.Values = append(s.Values, r)
+		if !p.acceptPunct(",") {
+			break
+		}
+	}
+	p.parseQueryTail(s)
+	return s
+}
+
 // parseSelect parses a SELECT query starting at the SELECT keyword.
 func (p *parser) parseSelect() *Select {
 	p.enter()
@@ -35,6 +70,15 @@ func (p *parser) parseSelect() *Select {
 		s.Having = p.parseExpr()
 	}
 	p.unsupportedIf("WINDOW", "window")
+	p.parseQueryTail(s)
+	s.AsOf = p.parseAsOf()
+	return s
+}
+
+// parseQueryTail parses what SELECT and VALUES share after their body:
+// ORDER BY, LIMIT and OFFSET, recognizing the set operations and row
+// locking clauses shardtail does not support.
+func (p *parser) parseQueryTail(s *Select) {
 	for _, op := range []string{"union", "intersect", "except"} {
 		p.unsupportedIf("set operations (UNION, INTERSECT, EXCEPT)", op)
 	}
@@ -58,8 +102,6 @@ func (p *parser) parseSelect() *Select {
 	}
 	p.unsupportedIf("FETCH FIRST", "fetch")
 	p.unsupportedIf("FOR UPDATE/SHARE", "for")
-	s.AsOf = p.parseAsOf()
-	return s
 }
 
 // parseAsOf parses an optional AS OF [AT LEAST] expr.
@@ -216,10 +258,10 @@ func (p *parser) parseTableFactor() TableExpr {
 		p.unsupported(t, "LATERAL")
 	}
 	if p.acceptPunct("(") {
-		if p.isWords("select") {
-			d := &DerivedTable{Query: p.parseSelect()}
+		if p.isQuery() {
+			d := &DerivedTable{Query: p.parseQuery()}
 			p.expectPunct(")")
-			d.Alias = p.parseTableAlias()
+			d.Alias, d.Columns = p.parseTableAlias(true)
 			return d
 		}
 		// A parenthesized join: (a JOIN b ON ...).
@@ -233,27 +275,33 @@ func (p *parser) parseTableFactor() TableExpr {
 	name := p.parseObjectName()
 	if p.peek().isPunct("(") {
 		call := p.parseCall(name).(*FuncCall)
-		return &TableFunc{Func: call, Alias: p.parseTableAlias()}
+		alias, _ := p.parseTableAlias(false)
+		return &TableFunc{Func: call, Alias: alias}
 	}
-	return &TableName{Name: name, Alias: p.parseTableAlias()}
+	alias, _ := p.parseTableAlias(false)
+	return &TableName{Name: name, Alias: alias}
 }
 
-// parseTableAlias parses an optional [AS] alias after a FROM item. AS OF is
-// not an alias but the query's AS OF clause.
-func (p *parser) parseTableAlias() string {
+// parseTableAlias parses an optional [AS] alias after a FROM item, and
+// with columns its column list: AS x(a, b). AS OF is not an alias but the
+// query's AS OF clause.
+func (p *parser) parseTableAlias(columns bool) (string, []string) {
 	var alias string
 	switch {
 	case p.isWords("as", "of"):
-		return ""
+		return "", nil
 	case p.acceptWords("as"):
 		alias = p.parseIdent()
 	case p.isIdent():
 		alias = p.advance().text
 	default:
-		return ""
+		return "", nil
 	}
-	if p.peek().isPunct("(") {
+	if !p.peek().isPunct("(") {
+		return alias, nil
+	}
+	if !columns {
 		p.unsupported(p.peek(), "column aliases in FROM")
 	}
-	return alias
+	return alias, p.parseParenIdentList()
 }

@@ -15,10 +15,10 @@ func (p *parser) parseSubscribe() *Subscribe {
 	p.acceptWords("to")
 	s := &Subscribe{}
 	if p.acceptPunct("(") {
-		if !p.isWords("select") {
+		if !p.isQuery() {
 			p.unexpected()
 		}
-		s.Query = p.parseSelect()
+		s.Query = p.parseQuery()
 		p.expectPunct(")")
 	} else {
 		s.Relation = p.parseObjectName()
@@ -81,8 +81,8 @@ func (p *parser) parseDeclare() Statement {
 	switch {
 	case p.isWords("subscribe"):
 		s.Query = p.parseSubscribe()
-	case p.isWords("select"):
-		s.Query = p.parseSelect()
+	case p.isQuery():
+		s.Query = p.parseQuery()
 	default:
 		p.unexpected()
 	}

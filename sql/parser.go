@@ -318,7 +318,7 @@ var unsupportedStatements = map[string]string{
 	"execute": "EXECUTE", "listen": "LISTEN", "notify": "NOTIFY", "unlisten": "UNLISTEN",
 	"vacuum": "VACUUM", "analyze": "ANALYZE", "analyse": "ANALYZE", "lock": "LOCK",
 	"savepoint": "SAVEPOINT", "release": "RELEASE SAVEPOINT", "with": "WITH (common table expressions)",
-	"values": "VALUES as a statement", "table": "TABLE as a statement", "comment": "COMMENT",
+	"table": "TABLE as a statement", "comment": "COMMENT",
 	"refresh": "REFRESH", "reassign": "REASSIGN OWNED", "checkpoint": "CHECKPOINT",
 	"call": "CALL", "do": "DO", "merge": "MERGE", "cluster": "CLUSTER", "reindex": "REINDEX",
 	"move": "MOVE", "load": "LOAD", "security": "SECURITY LABEL", "import": "IMPORT FOREIGN SCHEMA",
@@ -330,6 +330,8 @@ func (p *parser) parseStatement() Statement {
 		switch t.text {
 		case "select":
 			return p.parseSelect()
+		case "values":
+			return p.parseValues()
 		case "subscribe":
 			return p.parseSubscribe()
 		case "declare":

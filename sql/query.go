@@ -7,9 +7,19 @@ package sql
 //	  [HAVING Having] [ORDER BY OrderBy] [LIMIT Limit] [OFFSET Offset] [AS OF AsOf]
 //
 // Optional parts are nil when absent; LIMIT ALL is a nil Limit.
+//
+// A VALUES list is a Select too, so that it goes wherever a query goes (a
+// statement, a view, FROM (VALUES ...), DECLARE, COPY, SUBSCRIBE):
+//
+//	VALUES (Values[0]...), (Values[1]...) [ORDER BY OrderBy] [LIMIT Limit] [OFFSET Offset]
+//
+// Values holds one slice per row, all of one length; Distinct, Items, From,
+// Where, GroupBy, Having and AsOf are empty. Its columns are named
+// column1, column2, ... as in PostgreSQL.
 type Select struct {
+	Values   [][]Expr // nil unless a VALUES list
 	Distinct bool
-	Items    []SelectItem // never empty
+	Items    []SelectItem // never empty unless Values is set
 	From     []TableExpr  // comma-separated FROM items; nil without FROM
 	Where    Expr
 	GroupBy  []Expr
@@ -59,10 +69,13 @@ type TableName struct {
 	Alias string
 }
 
-// DerivedTable is a subquery in FROM: (SELECT ...) [AS alias].
+// DerivedTable is a subquery in FROM: (SELECT ...) [AS alias [(columns)]],
+// or (VALUES ...) AS x(a, b). Columns renames the query's leading output
+// columns; nil when not written.
 type DerivedTable struct {
-	Query *Select
-	Alias string
+	Query   *Select
+	Alias   string
+	Columns []string
 }
 
 // TableFunc is a set-returning function in FROM: generate_series(1, 3) [AS alias].
@@ -119,7 +132,23 @@ func (t *DerivedTable) String() string { return render(t) }
 func (t *TableFunc) String() string    { return render(t) }
 func (t *Join) String() string         { return render(t) }
 
+// IsValues reports whether s is a VALUES list.
+func (s *Select) IsValues() bool { return s.Values != nil }
+
 func (s *Select) format(w *printer) {
+	if s.IsValues() {
+		w.WriteString("VALUES ")
+		for i, r := range s.Values {
+			if i > 0 {
+				w.WriteString(", ")
+			}
+			w.WriteByte('(')
+			w.exprList(r)
+			w.WriteByte(')')
+		}
+		s.formatTail(w)
+		return
+	}
 	w.WriteString("SELECT ")
 	if s.Distinct {
 		w.WriteString("DISTINCT ")
@@ -155,6 +184,13 @@ func (s *Select) format(w *printer) {
 		w.WriteString(" HAVING ")
 		s.Having.format(w)
 	}
+	s.formatTail(w)
+	w.asOf(s.AsOf)
+}
+
+// formatTail prints ORDER BY, LIMIT and OFFSET, which SELECT and VALUES
+// share.
+func (s *Select) formatTail(w *printer) {
 	if s.OrderBy != nil {
 		w.WriteString(" ORDER BY ")
 		w.orderItems(s.OrderBy)
@@ -167,7 +203,6 @@ func (s *Select) format(w *printer) {
 		w.WriteString(" OFFSET ")
 		s.Offset.format(w)
 	}
-	w.asOf(s.AsOf)
 }
 
 func (w *printer) orderItems(items []OrderItem) {
@@ -216,6 +251,10 @@ func (t *DerivedTable) format(w *printer) {
 	t.Query.format(w)
 	w.WriteByte(')')
 	w.alias(t.Alias)
+	if t.Columns != nil {
+		w.WriteByte(' ')
+		w.parenIdentList(t.Columns)
+	}
 }
 
 func (t *TableFunc) format(w *printer) {

@@ -82,6 +82,9 @@ func children(n Node, values bool) []Node {
 	switch n := n.(type) {
 	// Queries and FROM items.
 	case *Select:
+		for _, r := range n.Values {
+			exprs(r)
+		}
 		for _, it := range n.Items {
 			expr(it.Expr)
 		}
