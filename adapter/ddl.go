@@ -173,13 +173,22 @@ func (s *Session) planCreateView(st *sql.CreateView) (*plan, error) {
 	kind, tag := KindView, "CREATE VIEW"
 	if st.Materialized {
 		kind, tag = KindMaterializedView, "CREATE MATERIALIZED VIEW"
+		if q.input == nil {
+			// Its maintenance dataflow follows an input shard.
+			return nil, errorf(codeFeatureNotSupp, "materialized views that read no collection are not supported yet")
+		}
+	}
+	// A view of a constant (VALUES) depends on no collection.
+	var deps []uint64
+	if q.from != nil {
+		deps = []uint64{q.from.ID}
 	}
 	return s.ddlPlan(tag, func(ctx context.Context) ([][]byte, error) {
 		if _, ok := s.c.catalog.State().Items[name]; ok && st.IfNotExists {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
 		_, err := s.c.createCollection(ctx, &Item{Name: name, Kind: kind, Schema: schema, SQL: st.String(),
-			DependsOn: []uint64{q.from.ID}, Owner: s.user})
+			DependsOn: deps, Owner: s.user})
 		return nil, err
 	}), nil
 }

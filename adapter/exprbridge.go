@@ -137,6 +137,55 @@ func (m *mfp) Apply(r row.Row) (row.Row, bool, error) {
 	return r, true, nil
 }
 
+// valuesInput is a compiled VALUES list: the input of a query that reads
+// no collection (VALUES ..., FROM (VALUES ...), a view of either). Its
+// rows hold at every time and never change.
+type valuesInput struct {
+	v      *expr.Values
+	schema row.Schema // the list's columns, renamed by FROM (...) AS x(a, b)
+}
+
+// compileValues compiles a VALUES list; paramOIDs are the client's
+// declared parameter types, and the result's are the inferred ones.
+func compileValues(rows [][]sql.Expr, paramOIDs []uint32) (*valuesInput, []uint32, error) {
+	v, err := expr.CompileValues(rows, paramTypes(paramOIDs))
+	if err != nil {
+		return nil, nil, err
+	}
+	oids := make([]uint32, len(v.ParamTypes()))
+	for i, t := range v.ParamTypes() {
+		oids[i] = pgrepr.OID(t.Rep())
+	}
+	return &valuesInput{v: v, schema: v.OutputSchema()}, oids, nil
+}
+
+// rename gives the leading columns the names cols (FROM (VALUES ...) AS
+// x(a, b)); more names than columns is 42P10, as in PostgreSQL.
+func (vi *valuesInput) rename(alias string, cols []string) (*valuesInput, error) {
+	if len(cols) > len(vi.schema.Columns) {
+		return nil, errorf("42P10", "table \"%s\" has %d columns available but %d columns specified", alias, len(vi.schema.Columns), len(cols))
+	}
+	n := *vi
+	n.schema = row.Schema{Columns: append([]row.Column(nil), vi.schema.Columns...)}
+	for i, c := range cols {
+		n.schema.Columns[i].Name = c
+	}
+	return &n, nil
+}
+
+// updates evaluates the rows, as updates with diff +1 at time t.
+func (vi *valuesInput) updates(params []row.Datum, t uint64) ([]row.Update, error) {
+	rows, err := vi.v.Eval(&expr.EvalContext{Params: params, Now: uint64(time.Now().UnixMilli())})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]row.Update, len(rows))
+	for i, r := range rows {
+		out[i] = row.Update{Row: r, T: t, Diff: 1}
+	}
+	return out, nil
+}
+
 // evalTimestamp evaluates AS OF / UP TO: a constant castable to
 // mz_timestamp (epoch milliseconds).
 func evalTimestamp(e sql.Expr) (uint64, error) {

@@ -18,8 +18,13 @@ import (
 // queryPlan is a SELECT over one collection: read the input's shard,
 // apply the MFP (WHERE, select list), then ORDER BY / OFFSET / LIMIT.
 // Views are inlined: a view's query plan is composed onto its input.
+//
+// A query that reads no collection — a VALUES list, FROM (VALUES ...), or
+// a view of one — has a constant input instead: values is set, input is
+// nil, and from is nil unless the query names a view.
 type queryPlan struct {
-	input   *Item // the collection whose shard is read
+	input   *Item // the collection whose shard is read; nil with values
+	values  *valuesInput
 	from    *Item // the relation the query names (a view is inlined into input)
 	mfp     *mfp
 	orderBy []orderKey
@@ -37,8 +42,21 @@ type orderKey struct {
 
 func (q *queryPlan) schema() row.Schema { return q.mfp.OutputSchema() }
 
-// planQuery plans a SELECT with FROM over one relation.
+// planQuery plans a SELECT with FROM over one relation, or a VALUES list.
 func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, error) {
+	if sel.IsValues() {
+		vi, params, err := compileValues(sel.Values, paramOIDs)
+		if err != nil {
+			return nil, err
+		}
+		star := []sql.SelectItem{{Expr: &sql.Star{}}}
+		m, _, err := compileMFP(vi.schema, "", nil, star, nil)
+		if err != nil {
+			return nil, err
+		}
+		q := &queryPlan{values: vi, mfp: m, params: params}
+		return q, q.planTail(sel, star)
+	}
 	if len(sel.From) == 0 {
 		return nil, errorf(codeFeatureNotSupp, "SELECT without FROM cannot be used here")
 	}
@@ -54,6 +72,8 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	var input *Item
 	var alias string
 	var base *queryPlan
+	var schema row.Schema
+	var err error
 	switch from := sel.From[0].(type) {
 	case *sql.TableName:
 		it, err := s.lookup(from.Name)
@@ -72,14 +92,23 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 				return nil, err
 			}
 		}
+	case *sql.DerivedTable:
+		if !from.Query.IsValues() {
+			return nil, errorf(codeFeatureNotSupp, "subqueries in FROM are not supported yet")
+		}
+		if base, err = s.planValuesTable(from); err != nil {
+			return nil, err
+		}
+		alias = from.Alias
 	case *sql.Join:
 		return nil, errorf(codeFeatureNotSupp, "joins are not supported yet")
 	default:
 		return nil, errorf(codeFeatureNotSupp, "subqueries in FROM are not supported yet")
 	}
-	schema := input.Schema
 	if base != nil {
 		schema = base.schema()
+	} else {
+		schema = input.Schema
 	}
 	m, params, err := compileMFP(schema, alias, sel.Where, sel.Items, paramOIDs)
 	if err != nil {
@@ -87,14 +116,45 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	}
 	q := &queryPlan{input: input, from: input, mfp: m, asOf: sel.AsOf, params: params}
 	if base != nil {
-		q.input = base.input
+		q.input, q.values = base.input, base.values
 		q.mfp = composeMFP(base.mfp, m)
 	}
-	out := m.OutputSchema()
+	return q, q.planTail(sel, sel.Items)
+}
+
+// planValuesTable plans FROM (VALUES ...) [AS x(a, b)]: a constant input,
+// evaluated when the query runs. Its parameters would be numbered apart
+// from the outer query's, so they are not supported, nor is an ORDER BY
+// or LIMIT inside it.
+func (s *Session) planValuesTable(d *sql.DerivedTable) (*queryPlan, error) {
+	if d.Query.OrderBy != nil || d.Query.Limit != nil || d.Query.Offset != nil {
+		return nil, errorf(codeFeatureNotSupp, "ORDER BY, LIMIT and OFFSET in a VALUES subquery are not supported yet")
+	}
+	vi, params, err := compileValues(d.Query.Values, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(params) > 0 {
+		return nil, errorf(codeFeatureNotSupp, "parameters in a VALUES subquery are not supported yet")
+	}
+	if vi, err = vi.rename(d.Alias, d.Columns); err != nil {
+		return nil, err
+	}
+	star := []sql.SelectItem{{Expr: &sql.Star{}}}
+	m, _, err := compileMFP(vi.schema, "", nil, star, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &queryPlan{values: vi, mfp: m}, nil
+}
+
+// planTail plans ORDER BY, LIMIT and OFFSET over the query's output.
+func (q *queryPlan) planTail(sel *sql.Select, items []sql.SelectItem) error {
+	out := q.schema()
 	for _, o := range sel.OrderBy {
-		col, err := resolveOrderColumn(o.Expr, out, sel.Items)
+		col, err := resolveOrderColumn(o.Expr, out, items)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		nullsFirst := o.Desc
 		switch o.Nulls {
@@ -108,18 +168,18 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	if sel.Limit != nil {
 		n, err := evalCount(sel.Limit, "LIMIT")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		q.limit = &n
 	}
 	if sel.Offset != nil {
 		n, err := evalCount(sel.Offset, "OFFSET")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		q.offset = n
 	}
-	return q, nil
+	return nil
 }
 
 // planView plans a view's stored query. Privileges are checked on the view
@@ -220,11 +280,13 @@ func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf) (
 }
 
 func (s *Session) planSelect(ctx context.Context, sel *sql.Select, paramOIDs []uint32) (*plan, error) {
-	if len(sel.From) == 0 {
+	if len(sel.From) == 0 && !sel.IsValues() {
 		return s.planConstSelect(sel, paramOIDs)
 	}
-	if p, ok, err := s.planSystemSelect(sel); ok || err != nil {
-		return p, err
+	if !sel.IsValues() {
+		if p, ok, err := s.planSystemSelect(sel); ok || err != nil {
+			return p, err
+		}
 	}
 	q, err := s.planQuery(sel, paramOIDs)
 	if err != nil {
@@ -256,20 +318,10 @@ type querySource struct {
 // is never held whole; with ORDER BY the result is sorted in memory (top-k
 // with LIMIT).
 func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum) (*querySource, error) {
-	asOf, err := s.readTimestamp(ctx, q.input, q.asOf)
+	next, closeAll, err := s.readInput(ctx, q, params)
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "select"})
-	if err != nil {
-		return nil, mapPersistErr(err, q.input.Name)
-	}
-	cur, err := r.Snapshot(ctx, asOf)
-	if err != nil {
-		r.Close()
-		return nil, mapPersistErr(err, q.input.Name)
-	}
-	closeAll := func() { cur.Close(); r.Close() }
 	m := q.mfp.bind(params)
 	skip, remaining := q.offset, int64(-1)
 	if q.limit != nil {
@@ -279,7 +331,7 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 	// repeated rows. A negative multiplicity is an error, as in Materialize.
 	mapped := func(ctx context.Context) ([]row.Row, error) {
 		for {
-			chunk, err := cur.Next(ctx)
+			chunk, err := next(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -360,6 +412,47 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		all = all[:remaining]
 	}
 	return &querySource{next: sliceSource(all), close: func() {}}, nil
+}
+
+// readInput opens the query's input at its timestamp: the snapshot of the
+// input collection, chunk by chunk, or the rows of a constant input in one
+// chunk. close releases the reader; next returns io.EOF after the last
+// chunk.
+func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datum) (next func(context.Context) ([]row.Update, error), close func(), err error) {
+	if q.values != nil {
+		// A constant is the same at every time: AS OF is checked, not used.
+		if q.asOf != nil {
+			if _, err := evalTimestamp(q.asOf.Expr); err != nil {
+				return nil, nil, err
+			}
+		}
+		ups, err := q.values.updates(params, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(context.Context) ([]row.Update, error) {
+			if ups == nil {
+				return nil, io.EOF
+			}
+			out := ups
+			ups = nil
+			return out, nil
+		}, func() {}, nil
+	}
+	asOf, err := s.readTimestamp(ctx, q.input, q.asOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := s.c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "select"})
+	if err != nil {
+		return nil, nil, mapPersistErr(err, q.input.Name)
+	}
+	cur, err := r.Snapshot(ctx, asOf)
+	if err != nil {
+		r.Close()
+		return nil, nil, mapPersistErr(err, q.input.Name)
+	}
+	return cur.Next, func() { cur.Close(); r.Close() }, nil
 }
 
 func compareOrder(keys []orderKey, a, b row.Row) int {

@@ -149,18 +149,25 @@ func (p *subscribePlan) fields(formats []int16) []pgwire.Field {
 	return out
 }
 
-// relationName is how errors name the subscribed relation.
+// relationName is how errors name the subscribed relation; "" for a
+// query that reads no collection.
 func (p *subscribePlan) relationName() string {
-	if p.item != nil {
+	switch {
+	case p.item != nil:
 		return p.item.Name
+	case p.source != nil:
+		return p.source.Name
 	}
-	return p.source.Name
+	return ""
 }
 
 // start chooses the timestamps and starts the subscription on the fast path
 // when eligible, else on the dataflow path.
 func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 	s := p.s
+	if p.q != nil && p.q.values != nil {
+		return p.startConstant()
+	}
 	src := s.c.catalog.State().ItemByID(p.source.ID)
 	if src == nil {
 		return nil, errDropped(p.relationName())
@@ -180,17 +187,44 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 		}
 		sub = ts
 	} else {
-		sub = p.startDataflow(src, asOf, upTo)
+		sub = p.startDataflow(src, asOf, upTo, nil)
 	}
 	return s.c.trackSubscribe(s, p, src, path, asOf, sub), nil
 }
 
-// startDataflow starts the private pipeline of the dataflow path.
-func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64) subscription {
+// startConstant starts a subscribe to a query that reads no collection
+// (SUBSCRIBE (VALUES ...), a view of one) on the dataflow path with a
+// constant input. Its rows hold from the beginning of time, so every AS
+// OF is valid (there is no since); without one it reads now, like a
+// collection's latest complete time.
+func (p *subscribePlan) startConstant() (subscription, error) {
+	s := p.s
+	asOf := max(uint64(time.Now().UnixMilli()), s.c.oracle.Peek())
+	if p.st.AsOf != nil {
+		t, err := evalTimestamp(p.st.AsOf.Expr)
+		if err != nil {
+			return nil, err
+		}
+		asOf = t
+	}
+	upTo, err := p.upTo(asOf)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.q.values.updates(nil, asOf)
+	if err != nil {
+		return nil, err
+	}
+	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(nil, asOf, upTo, rows)), nil
+}
+
+// startDataflow starts the private pipeline of the dataflow path, reading
+// src, or constant when src is nil.
+func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64, constant []row.Update) subscription {
 	s := p.s
 	cfg := dataflow.SubscribeConfig{
 		Persist:          s.c.persist,
-		Shard:            src.Shard,
+		Constant:         constant,
 		Output:           p.opts,
 		AsOf:             asOf,
 		AsOfAtLeast:      p.asOfAtLeast(),
@@ -198,6 +232,9 @@ func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64) subs
 		Snapshot:         p.snap,
 		MaxBufferedBytes: s.maxBufferedBytes(),
 		Purpose:          "subscribe",
+	}
+	if src != nil {
+		cfg.Shard = src.Shard
 	}
 	if p.q != nil {
 		cfg.MFP = p.q.mfp.bind(nil)
@@ -238,18 +275,23 @@ func (p *subscribePlan) timestamps(ctx context.Context, src *Item) (uint64, *uin
 			return 0, nil, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, state.Since)
 		}
 	}
-	var upTo *uint64
-	if p.st.UpTo != nil {
-		u, err := evalTimestamp(p.st.UpTo)
-		if err != nil {
-			return 0, nil, err
-		}
-		if u < asOf {
-			return 0, nil, errorf(codeDataException, "subscription lower (\"as of\") bound is beyond its upper (\"up to\") bound: %d < %d", u, asOf)
-		}
-		upTo = &u
+	upTo, err := p.upTo(asOf)
+	return asOf, upTo, err
+}
+
+// upTo evaluates UP TO (nil without one), which must not be below asOf.
+func (p *subscribePlan) upTo(asOf uint64) (*uint64, error) {
+	if p.st.UpTo == nil {
+		return nil, nil
 	}
-	return asOf, upTo, nil
+	u, err := evalTimestamp(p.st.UpTo)
+	if err != nil {
+		return nil, err
+	}
+	if u < asOf {
+		return nil, errorf(codeDataException, "subscription lower (\"as of\") bound is beyond its upper (\"up to\") bound: %d < %d", u, asOf)
+	}
+	return &u, nil
 }
 
 func errDropped(name string) *Error {

@@ -46,8 +46,11 @@ func (t *trackedSubscription) Close() {
 }
 
 func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *Item, path string, asOf uint64, sub subscription) subscription {
-	ids := []uint64{src.ID}
-	if p.item != nil && p.item.ID != src.ID {
+	var ids []uint64
+	if src != nil {
+		ids = append(ids, src.ID)
+	}
+	if p.item != nil && (src == nil || p.item.ID != src.ID) {
 		ids = append([]uint64{p.item.ID}, ids...)
 	}
 	c.mu.Lock()

@@ -21,7 +21,13 @@ type MFP interface {
 // SubscribeConfig describes one dataflow-path subscribe.
 type SubscribeConfig struct {
 	Persist *persist.Client
-	Shard   string
+	// Shard is the collection read; "" for a constant input.
+	Shard string
+	// Constant, with no Shard, is the input instead of a shard: the rows
+	// of a query that reads no collection (VALUES), as updates at AsOf.
+	// They hold at every time and never change, so the subscribe sends
+	// them as its snapshot and then only waits (or completes at UP TO).
+	Constant []row.Update
 	// MFP maps the shard's rows to the subscribed relation; nil for a bare
 	// collection.
 	MFP MFP
@@ -104,6 +110,9 @@ func (s *Subscribe) run(ctx context.Context) {
 var ErrDropped = errors.New("subscribed relation was dropped")
 
 func (s *Subscribe) pipeline(ctx context.Context) error {
+	if s.cfg.Shard == "" {
+		return s.constant(ctx)
+	}
 	r, err := s.cfg.Persist.OpenReader(ctx, s.cfg.Shard, persist.ReaderOptions{Purpose: s.cfg.Purpose})
 	if err != nil {
 		return err
@@ -182,6 +191,33 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// constant serves a constant input: the snapshot at AS OF; then, as
+// nothing ever changes, completion at UP TO (every time below it is
+// complete already) or, without UP TO, a wait until closed.
+func (s *Subscribe) constant(ctx context.Context) error {
+	b := formatter.NewBatcher(s.cfg.Output, s.cfg.AsOf, s.cfg.UpTo)
+	if err := s.push(b.Start(), b); err != nil || b.Done() {
+		return err
+	}
+	if s.cfg.Snapshot {
+		mapped, err := s.apply(s.cfg.Constant)
+		if err != nil {
+			return err
+		}
+		if err := s.push(b.Snapshot(row.Consolidate(mapped)), b); err != nil {
+			return err
+		}
+	}
+	if err := s.push(b.SnapshotDone(), b); err != nil || b.Done() {
+		return err
+	}
+	if s.cfg.UpTo != nil {
+		return s.push(b.Batch(nil, *s.cfg.UpTo), b)
+	}
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 func (s *Subscribe) apply(updates []row.Update) ([]row.Update, error) {
