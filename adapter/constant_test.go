@@ -168,6 +168,13 @@ func TestConstantViewSubscribe(t *testing.T) {
 		_, err := rawRows(ctx, c, "SUBSCRIBE v AS OF 18446744073709551615 UP TO 1")
 		wantCode(t, err, "22000", "constant view UP TO < AS OF")
 
+		// A cursor's errors surface at its first FETCH: the view is gone.
+		d := connect(t, s)
+		execAll(t, d, "CREATE VIEW gone AS VALUES (1)", "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE gone")
+		execAll(t, c, "DROP VIEW gone")
+		_, err = fetchErr(ctx, d, "FETCH c")
+		wantCode(t, err, "42704", "FETCH from a dropped constant view")
+
 		// w reads v: v cannot be dropped alone.
 		_, err = c.Exec(ctx, "DROP VIEW v")
 		wantCode(t, err, "2BP01", "DROP VIEW v with a dependent")

@@ -199,6 +199,9 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 // collection's latest complete time.
 func (p *subscribePlan) startConstant() (subscription, error) {
 	s := p.s
+	if p.item != nil && s.c.catalog.State().ItemByID(p.item.ID) == nil {
+		return nil, errDropped(p.relationName())
+	}
 	asOf := max(uint64(time.Now().UnixMilli()), s.c.oracle.Peek())
 	if p.st.AsOf != nil {
 		t, err := evalTimestamp(p.st.AsOf.Expr)
