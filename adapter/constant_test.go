@@ -93,6 +93,22 @@ func TestValuesQueries(t *testing.T) {
 		wantRows(t, "VALUES ($1)", queryRows(t, c, "SELECT * FROM (VALUES (1)) AS x(a) WHERE a = $1", 1), []string{"1"})
 	}
 	c := connect(t, s)
+	ctx := context.Background()
+	// A cursor over VALUES, and COPY of one.
+	execAll(t, c, "BEGIN", "DECLARE v CURSOR FOR VALUES (1, 'a'), (2, 'b')")
+	got, err := rawRows(ctx, c, "FETCH ALL v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "FETCH ALL from a VALUES cursor", got, []string{"1 a", "2 b"})
+	execAll(t, c, "COMMIT")
+	var buf strings.Builder
+	if _, err := c.PgConn().CopyTo(ctx, &buf, "COPY (VALUES (1, 'a'), (2, NULL)) TO STDOUT"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1\ta\n2\t\\N\n"; buf.String() != want {
+		t.Errorf("COPY (VALUES ...): got %q, want %q", buf.String(), want)
+	}
 	for _, tc := range []struct{ q, code string }{
 		{"VALUES (1), ('x')", "22P02"},
 		{"VALUES (1), (true)", "42804"},
