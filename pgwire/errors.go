@@ -102,6 +102,11 @@ var (
 	// over its size limit; the connection is closed.
 	ErrMessageTooLarge = Errorf("08P01", "message too large").in(ErrProtocolViolation)
 
+	// ErrTooManyConnections is the FATAL 53300 a connection gets, after its
+	// startup message, when the server already holds Config.MaxConnections
+	// connections: Postgres's answer past max_connections.
+	ErrTooManyConnections = Errorf("53300", "sorry, too many clients already")
+
 	// ErrCopyFailed is the family of errors a COPY FROM STDIN reader returns
 	// when the client sends CopyFail (57014 "COPY from stdin failed: <msg>").
 	ErrCopyFailed = Errorf("57014", "COPY from stdin failed")
