@@ -98,6 +98,9 @@ type Config struct {
 	// process needs. 0 means no limit.
 	MaxConnections int
 
+	// AuthThrottle slows password guessing from one address; see its doc.
+	AuthThrottle AuthThrottle
+
 	// Logger receives connection errors, internal errors behind XX000 and
 	// recovered panics. Nil means slog.Default().
 	Logger *slog.Logger
@@ -130,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.AuthTimeout < 0 {
 		return fmt.Errorf("pgwire config: AuthTimeout: %v is negative", c.AuthTimeout)
+	}
+	if t := c.AuthThrottle; t.Free < 0 || t.Delay < 0 || t.MaxDelay < 0 || t.Forget < 0 {
+		return fmt.Errorf("pgwire config: AuthThrottle: negative field in %+v", t)
 	}
 	for id, addr := range c.Peers {
 		if id == 0 {

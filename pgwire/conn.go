@@ -124,7 +124,8 @@ func (c *conn) serve() error {
 		// connection holds a descriptor from the reserve meanwhile.
 		timeout = c.srv.refuseTimeout
 	}
-	c.raw.SetDeadline(time.Now().Add(timeout))
+	deadline := time.Now().Add(timeout)
+	c.raw.SetDeadline(deadline)
 	params, err := c.startup()
 	if err != nil {
 		return c.failStartup(err)
@@ -135,7 +136,7 @@ func (c *conn) serve() error {
 	if c.refused {
 		return c.failStartup(ErrTooManyConnections)
 	}
-	if err := c.authenticate(params["user"]); err != nil {
+	if err := c.authenticate(params["user"], deadline); err != nil {
 		if errors.Is(err, ErrAuthFailed) {
 			c.log.Info("pgwire: authentication failed", "user", params["user"])
 		}

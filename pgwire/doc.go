@@ -18,7 +18,8 @@
 //     and holds its SCRAM-SHA-256 verifier (NewSCRAMVerifier). Config.Auth
 //     picks SCRAM-SHA-256 (default) or a cleartext password for such roles,
 //     or trust for everyone. An unknown role fails exactly like a wrong
-//     password (28P01), after a full exchange.
+//     password (28P01), after a full exchange. Config.AuthThrottle delays
+//     the password attempts of an address that failed too often.
 //  3. AuthenticationOk, Backend.OpenSession, then ParameterStatus (pgwire's
 //     defaults, server_version "9.5.0" as Materialize reports, overridden by
 //     Session.Parameters), BackendKeyData and ReadyForQuery.

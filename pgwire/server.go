@@ -28,6 +28,8 @@ type Server struct {
 	// would.
 	mockSalt []byte
 
+	throttle *throttle // of password logins, by address
+
 	// refuseTimeout is refuseTimeout; tests lengthen it.
 	refuseTimeout time.Duration
 
@@ -63,6 +65,7 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 		log:           cfg.Logger,
 		mockSalt:      salt,
 		refuseTimeout: refuseTimeout,
+		throttle:      newThrottle(cfg.AuthThrottle, cfg.Logger),
 		listeners:     make(map[net.Listener]struct{}),
 		conns:         make(map[*conn]struct{}),
 		byPID:         make(map[uint32]*conn),
