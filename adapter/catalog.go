@@ -56,6 +56,10 @@ type Role struct {
 	Superuser bool   `json:"superuser"`
 	// Verifier is the SCRAM-SHA-256 verifier of the password, or empty.
 	Verifier string `json:"verifier,omitempty"`
+	// ConnLimit is the CONNECTION LIMIT: the sessions the role may hold at
+	// once in one process, unless it is a superuser. Nil means no limit
+	// (CONNECTION LIMIT -1, and roles written before the limit existed).
+	ConnLimit *int `json:"conn_limit,omitempty"`
 }
 
 // CatalogState is one version of the catalog: small, and written whole.

@@ -69,6 +69,7 @@ type Coordinator struct {
 	mu        sync.Mutex
 	dataflows map[uint64]*dataflowHandle // mu: running MVs and sources by item id
 	sessions  map[uint32]*Session        // mu: by connection id
+	userConns map[string]int             // mu: sessions by role, for CONNECTION LIMIT
 	subs      map[uint64]*subInfo        // mu: running subscribes by id
 	nextSubID uint64                     // mu
 
@@ -125,6 +126,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		cancel:    cancel,
 		dataflows: map[uint64]*dataflowHandle{},
 		sessions:  map[uint32]*Session{},
+		userConns: map[string]int{},
 		subs:      map[uint64]*subInfo{},
 	}
 	if cfg.Registerer != nil {
@@ -313,8 +315,17 @@ func (c *Coordinator) OpenSession(ctx context.Context, info pgwire.ConnInfo) (pg
 	if db != "materialize" {
 		return nil, errorf("3D000", "database %q does not exist", db)
 	}
+	// CONNECTION LIMIT, checked after authentication as Postgres does, and
+	// not for superusers. Counting under mu makes the limit exact, where
+	// Postgres's is approximate.
+	role := c.catalog.State().Roles[info.User]
 	s := newSession(c, info)
 	c.mu.Lock()
+	if role != nil && role.ConnLimit != nil && !role.Superuser && c.userConns[info.User] >= *role.ConnLimit {
+		c.mu.Unlock()
+		return nil, errorf(codeTooManyConns, "too many connections for role \"%s\"", info.User)
+	}
+	c.userConns[info.User]++
 	c.sessions[s.id] = s
 	c.mu.Unlock()
 	c.metrics.sessions.Inc()
@@ -324,6 +335,9 @@ func (c *Coordinator) OpenSession(ctx context.Context, info pgwire.ConnInfo) (pg
 func (c *Coordinator) forgetSession(s *Session) {
 	c.mu.Lock()
 	delete(c.sessions, s.id)
+	if c.userConns[s.user]--; c.userConns[s.user] <= 0 {
+		delete(c.userConns, s.user)
+	}
 	c.mu.Unlock()
 	c.metrics.sessions.Dec()
 }

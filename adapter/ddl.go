@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -468,11 +469,31 @@ func applyRoleOptions(r *Role, opts []sql.Option) error {
 				return errorf(codeInvalidParamValue, "PASSWORD requires a string")
 			}
 			r.Verifier = pgwire.NewSCRAMVerifier(pw)
+		case "CONNECTION LIMIT":
+			if err := setConnLimit(r, o); err != nil {
+				return err
+			}
 		case "INHERIT", "NOINHERIT", "CREATEDB", "NOCREATEDB", "CREATEROLE", "NOCREATEROLE":
 		default:
 			return errorf(codeFeatureNotSupp, "role option %s not supported", o.Name)
 		}
 	}
+	return nil
+}
+
+// setConnLimit applies CONNECTION LIMIT n: -1 lifts the limit, as in
+// Postgres, and anything below is refused with Postgres's message.
+func setConnLimit(r *Role, o sql.Option) error {
+	text, _ := sql.ValueText(o.Value)
+	n, err := strconv.Atoi(text)
+	if err != nil || n < -1 {
+		return errorf(codeInvalidParamValue, "invalid connection limit: %s", text)
+	}
+	if n == -1 {
+		r.ConnLimit = nil
+		return nil
+	}
+	r.ConnLimit = &n
 	return nil
 }
 

@@ -56,6 +56,7 @@ const (
 	codeInternal          = "XX000"
 	codeDataException     = "22000"
 	codeOutOfMemory       = "53200"
+	codeTooManyConns      = "53300"
 	codeNotNullViolation  = "23502"
 	codeUndefinedParam    = "42704"
 	codeCantChangeRuntime = "55P02"

@@ -1,17 +1,20 @@
 package pgwire
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgproto3/v2"
 )
 
-// authenticate runs the authentication exchange for user. It returns nil when
-// the user may log in, and otherwise the error to send (FATAL).
-func (c *conn) authenticate(user string) error {
+// authenticate runs the authentication exchange for user, which must end
+// by deadline. It returns nil when the user may log in, and otherwise the
+// error to send (FATAL).
+func (c *conn) authenticate(user string, deadline time.Time) error {
 	if user == "" {
 		return Errorf("28000", "no PostgreSQL user name specified in startup packet")
 	}
@@ -39,20 +42,48 @@ func (c *conn) authenticate(user string) error {
 		secret = c.srv.mockSecret(user)
 	}
 
-	var ok bool
-	switch method {
-	case AuthCleartext:
-		ok, err = c.authCleartext(secret)
-	default:
-		ok, err = c.authSCRAM(secret)
-	}
+	ok, err := c.throttled(deadline, func() (bool, error) {
+		exchange := c.authSCRAM
+		if method == AuthCleartext {
+			exchange = c.authCleartext
+		}
+		ok, err := exchange(secret)
+		return ok && !unknown && verr == nil, err
+	})
 	if err != nil {
 		return err
 	}
-	if !ok || unknown || verr != nil {
+	if !ok {
 		return authFailed(user)
 	}
 	return nil
+}
+
+// throttled runs the password exchange under the throttle of the client's
+// address: it first waits as long as the throttle says, then reports the
+// outcome. An exchange that ends in an error (the client left or broke the
+// protocol) learnt nothing and is not a failure.
+func (c *conn) throttled(deadline time.Time, exchange func() (bool, error)) (bool, error) {
+	key := throttleKey(c.raw.RemoteAddr())
+	wait, allowed := c.srv.throttle.begin(key, time.Now(), deadline)
+	if !allowed {
+		return false, ErrAuthThrottled
+	}
+	var ok bool
+	var err error
+	defer func() { c.srv.throttle.end(key, err == nil && !ok, time.Now()) }()
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-c.ctx.Done():
+			err = context.Cause(c.ctx)
+			return false, err
+		}
+	}
+	ok, err = exchange()
+	return ok, err
 }
 
 // authCleartext asks for the password in clear text and checks it.

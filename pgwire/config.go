@@ -87,6 +87,20 @@ type Config struct {
 	// TLS handshake included. 0 means DefaultAuthTimeout.
 	AuthTimeout time.Duration
 
+	// MaxConnections bounds the connections the server holds at once,
+	// counting those still in startup or authentication, as Postgres's
+	// max_connections does. Past it a new connection is read up to its
+	// startup message (for at most a second) and refused with FATAL 53300
+	// "sorry, too many clients already", instead of waiting in the accept
+	// queue; a CancelRequest is still served. Refusals in progress are
+	// bounded too (maxRefusing): beyond them a connection is closed at once,
+	// so that a flood of clients cannot take the descriptors the rest of the
+	// process needs. 0 means no limit.
+	MaxConnections int
+
+	// AuthThrottle slows password guessing from one address; see its doc.
+	AuthThrottle AuthThrottle
+
 	// Logger receives connection errors, internal errors behind XX000 and
 	// recovered panics. Nil means slog.Default().
 	Logger *slog.Logger
@@ -114,8 +128,14 @@ func (c Config) Validate() error {
 	if c.MaxMessageSize != 0 && c.MaxMessageSize < minMaxMessageSize {
 		return fmt.Errorf("pgwire config: MaxMessageSize: %d is below the minimum of %d bytes", c.MaxMessageSize, minMaxMessageSize)
 	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("pgwire config: MaxConnections: %d is negative", c.MaxConnections)
+	}
 	if c.AuthTimeout < 0 {
 		return fmt.Errorf("pgwire config: AuthTimeout: %v is negative", c.AuthTimeout)
+	}
+	if t := c.AuthThrottle; t.Free < 0 || t.Delay < 0 || t.MaxDelay < 0 || t.Forget < 0 {
+		return fmt.Errorf("pgwire config: AuthThrottle: negative field in %+v", t)
 	}
 	for id, addr := range c.Peers {
 		if id == 0 {

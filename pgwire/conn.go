@@ -40,6 +40,7 @@ type conn struct {
 	raw     net.Conn // the accepted socket
 	nc      net.Conn // raw, or the TLS connection over it
 	tls     bool
+	refused bool            // over Config.MaxConnections: refused after the startup message
 	ctx     context.Context // canceled by Close, a disconnect, or the end of the connection
 	cancel  context.CancelCauseFunc
 	unwatch func() bool // stops the deadline-setting AfterFunc on ctx
@@ -117,7 +118,14 @@ func (s *Server) serveConn(c *conn) {
 
 // serve runs the connection: startup, authentication, then the message loop.
 func (c *conn) serve() error {
-	c.raw.SetDeadline(time.Now().Add(c.srv.cfg.AuthTimeout))
+	timeout := c.srv.cfg.AuthTimeout
+	if c.refused {
+		// A refused client gets a second to send its startup message: the
+		// connection holds a descriptor from the reserve meanwhile.
+		timeout = c.srv.refuseTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	c.raw.SetDeadline(deadline)
 	params, err := c.startup()
 	if err != nil {
 		return c.failStartup(err)
@@ -125,7 +133,10 @@ func (c *conn) serve() error {
 	if params == nil {
 		return nil // a CancelRequest: no reply
 	}
-	if err := c.authenticate(params["user"]); err != nil {
+	if c.refused {
+		return c.failStartup(ErrTooManyConnections)
+	}
+	if err := c.authenticate(params["user"], deadline); err != nil {
 		if errors.Is(err, ErrAuthFailed) {
 			c.log.Info("pgwire: authentication failed", "user", params["user"])
 		}

@@ -18,7 +18,8 @@
 //     and holds its SCRAM-SHA-256 verifier (NewSCRAMVerifier). Config.Auth
 //     picks SCRAM-SHA-256 (default) or a cleartext password for such roles,
 //     or trust for everyone. An unknown role fails exactly like a wrong
-//     password (28P01), after a full exchange.
+//     password (28P01), after a full exchange. Config.AuthThrottle delays
+//     the password attempts of an address that failed too often.
 //  3. AuthenticationOk, Backend.OpenSession, then ParameterStatus (pgwire's
 //     defaults, server_version "9.5.0" as Materialize reports, overridden by
 //     Session.Parameters), BackendKeyData and ReadyForQuery.
@@ -142,4 +143,13 @@
 // SASL messages to 64 KiB; every other message to 10000 bytes, as in
 // Postgres. pgproto3/v2 has no limit of its own and allocates a body before
 // reading it, so the limit is checked on the header, before any allocation.
+//
+// Config.MaxConnections bounds the connections held at once, those in startup
+// included. Past it a connection is accepted anyway (so that its client does
+// not hang in the accept queue), read up to its startup message within a
+// second and refused with FATAL 53300 "sorry, too many clients already", as
+// Postgres does; CancelRequests are still served. At most maxRefusing
+// refusals run at once; beyond that a connection is closed without a word.
+// The descriptors spent on clients thus stay bounded, and storage keeps its
+// own. Accept errors such as EMFILE are retried with a capped backoff.
 package pgwire

@@ -102,6 +102,15 @@ var (
 	// over its size limit; the connection is closed.
 	ErrMessageTooLarge = Errorf("08P01", "message too large").in(ErrProtocolViolation)
 
+	// ErrTooManyConnections is the FATAL 53300 a connection gets, after its
+	// startup message, when the server already holds Config.MaxConnections
+	// connections: Postgres's answer past max_connections.
+	ErrTooManyConnections = Errorf("53300", "sorry, too many clients already")
+
+	// ErrAuthThrottled is the FATAL an authentication attempt gets when the
+	// wait AuthThrottle imposes on its address would outlast AuthTimeout.
+	ErrAuthThrottled = Errorf("28000", "too many failed authentication attempts from this address; try again later")
+
 	// ErrCopyFailed is the family of errors a COPY FROM STDIN reader returns
 	// when the client sends CopyFail (57014 "COPY from stdin failed: <msg>").
 	ErrCopyFailed = Errorf("57014", "COPY from stdin failed")

@@ -28,10 +28,18 @@ type Server struct {
 	// would.
 	mockSalt []byte
 
+	throttle *throttle // of password logins, by address
+
+	// refuseTimeout is refuseTimeout; tests lengthen it.
+	refuseTimeout time.Duration
+
 	mu        sync.Mutex
 	closed    bool                      // mu
 	listeners map[net.Listener]struct{} // mu: listeners of running Serve calls
 	conns     map[*conn]struct{}        // mu: every live connection
+	admitted  int                       // mu: connections in conns counted against MaxConnections
+	refusing  int                       // mu: connections in conns being refused (conn.refused)
+	refusals  refusalLog                // mu
 	byPID     map[uint32]*conn          // mu: connections that have sent BackendKeyData
 
 	wg sync.WaitGroup // connection goroutines
@@ -52,13 +60,15 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 	salt := make([]byte, 32)
 	rand.Read(salt)
 	return &Server{
-		backend:   backend,
-		cfg:       cfg,
-		log:       cfg.Logger,
-		mockSalt:  salt,
-		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[*conn]struct{}),
-		byPID:     make(map[uint32]*conn),
+		backend:       backend,
+		cfg:           cfg,
+		log:           cfg.Logger,
+		mockSalt:      salt,
+		refuseTimeout: refuseTimeout,
+		throttle:      newThrottle(cfg.AuthThrottle, cfg.Logger),
+		listeners:     make(map[net.Listener]struct{}),
+		conns:         make(map[*conn]struct{}),
+		byPID:         make(map[uint32]*conn),
 	}, nil
 }
 
@@ -119,15 +129,23 @@ func temporaryAcceptError(err error) bool {
 		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ECONNRESET)
 }
 
-// startConn registers and starts the goroutine of a new connection.
+// startConn registers and starts the goroutine of a new connection, or
+// closes it at once when the server is closed or already refusing as many
+// connections as it may (see admit).
 func (s *Server) startConn(ctx context.Context, nc net.Conn) {
-	c := newConn(s, ctx, nc)
 	s.mu.Lock()
-	if s.closed {
+	verdict := s.admit()
+	if s.closed || verdict == admitDrop {
 		s.mu.Unlock()
 		nc.Close()
-		c.cancel(ErrServerClosed)
 		return
+	}
+	c := newConn(s, ctx, nc)
+	c.refused = verdict == admitRefuse
+	if c.refused {
+		s.refusing++
+	} else {
+		s.admitted++
 	}
 	// Add under mu, before Close can see closed, so Close's Wait covers it.
 	s.wg.Add(1)
@@ -186,6 +204,11 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	if c.refused {
+		s.refusing--
+	} else {
+		s.admitted--
+	}
 	if c.pid != 0 && s.byPID[c.pid] == c {
 		delete(s.byPID, c.pid)
 	}

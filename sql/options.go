@@ -7,7 +7,8 @@ import (
 
 // Option is one named option of a WITH (...) list or similar: SUBSCRIBE's
 // SNAPSHOT and PROGRESS, FETCH's TIMEOUT, COPY's FORMAT and HEADER, a load
-// generator's TICK INTERVAL, RETAIN HISTORY, a role's LOGIN or PASSWORD.
+// generator's TICK INTERVAL, RETAIN HISTORY, a role's LOGIN, PASSWORD or
+// CONNECTION LIMIT.
 //
 // Each statement accepts a fixed set of names (an unknown one is a syntax
 // error, `option "x" not recognized`) and keeps the options in written order,
@@ -162,6 +163,7 @@ const (
 	valueNone                        // nothing (role flags)
 	valueFor                         // [=] FOR expr (RETAIN HISTORY)
 	valuePassword                    // a string or NULL (PASSWORD)
+	valueInteger                     // a signed integer constant (CONNECTION LIMIT)
 )
 
 // optionSpec is one option name a statement accepts.
@@ -193,5 +195,5 @@ var (
 	roleOptions = append(specs(valueNone,
 		"LOGIN", "NOLOGIN", "SUPERUSER", "NOSUPERUSER", "INHERIT", "NOINHERIT",
 		"CREATEDB", "NOCREATEDB", "CREATEROLE", "NOCREATEROLE", "CREATECLUSTER",
-		"NOCREATECLUSTER"), specs(valuePassword, "PASSWORD")...)
+		"NOCREATECLUSTER"), append(specs(valuePassword, "PASSWORD"), specs(valueInteger, "CONNECTION LIMIT")...)...)
 )

@@ -421,6 +421,16 @@ func (p *parser) parseOption(specs []optionSpec) Option {
 		default:
 			p.unexpected()
 		}
+	case valueInteger:
+		// Postgres's SignedIconst: a NumberLit, with its sign.
+		sign := ""
+		if p.acceptOp("-") {
+			sign = "-"
+		}
+		if t := p.peek(); t.kind != tokNumber || !(&NumberLit{Text: t.text}).IsInteger() {
+			p.unexpected()
+		}
+		o.Value = &NumberLit{Text: sign + p.advance().text}
 	case valueOptional:
 		eq := p.acceptOp("=")
 		if !eq && (p.peek().isPunct(",") || p.peek().isPunct(")")) {

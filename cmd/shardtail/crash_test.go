@@ -268,10 +268,22 @@ type binaryServer struct {
 // waits until it is ready.
 func startBinary(t *testing.T, bin, dataDir string) *binaryServer {
 	t.Helper()
+	return startBinaryShell(t, "", bin, dataDir)
+}
+
+// startBinaryShell is startBinary run by sh -c after the shell commands
+// prelude (e.g. "ulimit -n 400;"), when it is not empty.
+func startBinaryShell(t *testing.T, prelude, bin, dataDir string) *binaryServer {
+	t.Helper()
 	for attempt := 0; ; attempt++ {
 		pg, httpPort := freePort(t), freePort(t)
 		s := &binaryServer{addr: "127.0.0.1:" + pg, stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-		s.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", "127.0.0.1:"+httpPort, "--tick", "100ms")
+		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", "127.0.0.1:" + httpPort, "--tick", "100ms"}
+		s.cmd = exec.Command(bin, args...)
+		if prelude != "" {
+			// sh execs the server, so the process killed is the server.
+			s.cmd = exec.Command("sh", append([]string{"-c", prelude + ` exec "$0" "$@"`, bin}, args...)...)
+		}
 		s.cmd.Stderr = s.stderr
 		stdout, err := s.cmd.StdoutPipe()
 		if err != nil {

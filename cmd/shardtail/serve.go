@@ -43,6 +43,7 @@ type serveConfig struct {
 	FastPath        bool
 	RequirePassword bool
 	Tick            time.Duration
+	MaxConnections  int
 }
 
 const serveUsage = `Usage: shardtail serve [flags]
@@ -77,6 +78,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Peers, "peers", "", "ID=HOST:PORT,... of the other servers behind the load balancer: a cancel request for one of their connections is forwarded to it")
 	fs.BoolVar(&cfg.FastPath, "subscribe-persist-fast-path", true, "serve bare SUBSCRIBE <collection> from a shared tail")
 	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most client connections at once; past it a client gets FATAL 53300 (0: derived from RLIMIT_NOFILE, raised to its hard limit, less a reserve of max(256, 10%) descriptors for storage)")
 	fs.DurationVar(&cfg.Tick, "tick", adapter.DefaultTick, "how often table and source uppers advance without writes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -170,7 +172,11 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if cfg.PeerID > pgwire.MaxPeerID {
 		return fmt.Errorf("--peer-id %d: ids are 1 to %d", cfg.PeerID, pgwire.MaxPeerID)
 	}
-	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers})
+	maxConns, err := maxConnections(cfg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns})
 	if err != nil {
 		return err
 	}
@@ -202,7 +208,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	defer hs.Close()
 
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	log.Info("shardtail serving", "pgwire", ln.Addr().String(), "http", hln.Addr().String(), "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus))
+	log.Info("shardtail serving", "pgwire", ln.Addr().String(), "http", hln.Addr().String(), "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns)
 	fmt.Fprintf(m.Stdout, "shardtail %s is ready. Connect with:\n  psql -h %s -p %s -U materialize materialize\n", Version, host, port)
 
 	errc := make(chan error, 1)
