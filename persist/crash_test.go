@@ -215,6 +215,11 @@ func TestCrashSafety(t *testing.T) {
 		swept := must(c.Sweep(ctx, shard))(t)
 		live := must(persist.LiveKeys(ctx, c, shard))(t)
 		after := partKeys(t, c.Blob(), shard)
+		for key := range before {
+			if !after[key] && live[key] {
+				t.Fatalf("round %d: the sweep deleted part %s, which a live version references", round, key)
+			}
+		}
 		for key := range live {
 			delete(after, key)
 		}
