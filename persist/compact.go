@@ -20,6 +20,10 @@ type maintTask struct {
 	mu      sync.Mutex
 	running bool // mu
 	again   bool // mu
+
+	// swept and nextSweepMs rate-limit the sweep of orphaned blobs; run.
+	swept       bool
+	nextSweepMs int64
 }
 
 // afterAppend schedules background maintenance of shard when the client
@@ -80,6 +84,9 @@ type MaintenanceReport struct {
 	Compactions    int
 	BlobsDeleted   int
 	TruncatedTo    SeqNo
+	// BlobsSwept counts the orphaned blobs the sweep deleted (see Sweep);
+	// Maintain sweeps at most every Config.SweepInterval.
+	BlobsSwept int
 }
 
 // Maintain runs one round of shard maintenance: it expires readers and
@@ -119,6 +126,10 @@ func (c *Client) Maintain(ctx context.Context, shard string) (MaintenanceReport,
 	rep.BlobsDeleted, rep.TruncatedTo, err = c.gc(ctx, m)
 	if err != nil {
 		return rep, fmt.Errorf("gc: %w", err)
+	}
+	rep.BlobsSwept, err = c.maybeSweep(ctx, m, t)
+	if err != nil {
+		return rep, fmt.Errorf("sweep: %w", err)
 	}
 	return rep, nil
 }
@@ -174,6 +185,7 @@ func (c *Client) compactOnce(ctx context.Context, m *machine) (bool, error) {
 	}
 	inputs := s.Batches[start:end]
 	since := s.Since
+	started := c.cfg.Now()
 	parts, err := c.mergeParts(ctx, s.ShardID, s.Schema, inputs, since)
 	if err != nil {
 		return false, err
@@ -183,7 +195,7 @@ func (c *Client) compactOnce(ctx context.Context, m *machine) (bool, error) {
 	for i, b := range inputs {
 		ids[i] = b.ID
 	}
-	_, err = m.apply(ctx, applyMerge(ids, out))
+	_, err = m.apply(ctx, c.commitUploads(started, applyMerge(ids, out)))
 	if errors.Is(err, errMergeStale) {
 		// A concurrent change replaced an input. If it was this merge
 		// committing before an indeterminate error, our parts are live.

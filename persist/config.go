@@ -15,6 +15,8 @@ const (
 	DefaultPartTargetBytes     = 8 << 20
 	DefaultSnapshotChunkRows   = 8192
 	DefaultCompactionMinInputs = 8
+	DefaultOrphanGrace         = 1 * time.Hour
+	DefaultSweepInterval       = 30 * time.Minute
 )
 
 // Config tunes a Client. The zero value of a field means its default, except
@@ -43,6 +45,17 @@ type Config struct {
 	// CompactionMinInputs is how many batches accumulate before background
 	// compaction merges them. Negative disables background compaction.
 	CompactionMinInputs int
+	// OrphanGrace is how old an unreferenced blob must be before the sweep
+	// deletes it as the orphan of a write that never committed (a crash
+	// between upload and CAS). Uploads are refused a commit after half of
+	// it (ErrUploadExpired), so the sweep never deletes a blob that a
+	// write in flight, in any process, could still commit.
+	OrphanGrace time.Duration
+	// SweepInterval is how often background maintenance sweeps a shard's
+	// orphaned blobs; the first maintenance of a shard after the process
+	// starts sweeps too. Negative disables the background sweep
+	// (Client.Sweep still works).
+	SweepInterval time.Duration
 	// Now returns the wall clock in milliseconds; tests replace it to drive
 	// lease expiry. nil means time.Now.
 	Now func() int64
@@ -73,6 +86,12 @@ func (c Config) withDefaults() Config {
 	if c.CompactionMinInputs == 0 {
 		c.CompactionMinInputs = DefaultCompactionMinInputs
 	}
+	if c.OrphanGrace == 0 {
+		c.OrphanGrace = DefaultOrphanGrace
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
 	if c.Now == nil {
 		c.Now = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -92,6 +111,8 @@ func (c Config) Validate() error {
 		return errors.New("persist config: PartTargetBytes must not be negative")
 	case c.SnapshotChunkRows < 0:
 		return errors.New("persist config: SnapshotChunkRows must not be negative")
+	case c.OrphanGrace < 0:
+		return errors.New("persist config: OrphanGrace must not be negative")
 	}
 	if c.ReaderHeartbeat > 0 && c.ReaderLease > 0 && c.ReaderHeartbeat >= c.ReaderLease {
 		return fmt.Errorf("persist config: ReaderHeartbeat (%v) must be shorter than ReaderLease (%v)", c.ReaderHeartbeat, c.ReaderLease)

@@ -80,5 +80,10 @@
 // O(log n) times), and garbage-collects: it deletes parts that only versions
 // before the oldest reader hold reference, truncates consensus below the
 // newest rollup at or before that hold, and deletes older rollups. Nothing a
-// live reader may still fetch is ever deleted.
+// live reader may still fetch is ever deleted. Every Config.SweepInterval it
+// also sweeps orphans (sweep.go): blobs under the shard that no state
+// version in consensus references and that are older than
+// Config.OrphanGrace, left by a process that died between uploading and
+// committing. Uploads may commit only within half the grace, so the sweep
+// never deletes what a write in flight could still commit.
 package persist

@@ -51,6 +51,14 @@ var ErrSinceAdvanced = errors.New("as_of is before the shard's since")
 // ErrClosed is returned by operations on a closed Client, Reader or Writer.
 var ErrClosed = errors.New("closed")
 
+// ErrUploadExpired is returned by an append (and kept by compaction and
+// rollups) whose blobs were uploaded more than half of Config.OrphanGrace
+// before the commit: by then the sweep may take them for orphans, so they
+// must not be committed. The error also matches ErrIndeterminate, because an
+// earlier attempt of the same append may have committed; retrying the call
+// is safe.
+var ErrUploadExpired = errors.New("uploaded blobs are too old to commit")
+
 // errMergeStale means a compaction's inputs changed before it committed; the
 // output is discarded.
 var errMergeStale = errors.New("merge inputs changed")

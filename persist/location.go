@@ -3,6 +3,7 @@ package persist
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // SeqNo is the version number of one entry in a Consensus log. The first
@@ -54,6 +55,11 @@ type Consensus interface {
 type BlobMeta struct {
 	Key  string
 	Size int64
+	// Modified is when the object was last Set, by the store's clock (a
+	// file's mtime, S3's LastModified, to the second). The sweep of orphaned
+	// blobs compares it with a grace period, so it must never be later than
+	// the Set really was by more than the clocks' skew.
+	Modified time.Time
 }
 
 // Blob is a key-value store of immutable objects; in production an object
@@ -68,7 +74,10 @@ type BlobMeta struct {
 //     (or no value). Set of the same key with the same bytes is idempotent.
 //   - Delete of a missing key is not an error; it reports whether the key
 //     existed.
-//   - List calls fn for every key with the prefix, in no particular order.
+//   - List calls fn for every key with the prefix, in no particular order,
+//     with its size and a non-zero modification time no earlier than the
+//     start of the Set that wrote it (minus a store's rounding to the
+//     second).
 //   - Every operation is linearizable: a Get after a Set returned sees it.
 type Blob interface {
 	Get(ctx context.Context, key string) ([]byte, error)

@@ -161,11 +161,12 @@ func (m *machine) maybeRollup(ctx context.Context, s *State) error {
 	if int(s.SeqNo-latest) < m.c.cfg.RollupEvery {
 		return nil
 	}
+	started := m.c.cfg.Now()
 	key, err := m.c.versions.writeRollup(ctx, s)
 	if err != nil {
 		return err
 	}
-	_, err = m.apply(ctx, addRollup(s.SeqNo, key))
+	_, err = m.apply(ctx, m.c.commitUploads(started, addRollup(s.SeqNo, key)))
 	return err
 }
 

@@ -19,6 +19,7 @@ type Metrics struct {
 	partsFetched prometheus.Counter
 	compactions  prometheus.Counter
 	blobsDeleted prometheus.Counter
+	blobsSwept   prometheus.Counter
 	refreshes    prometheus.Counter
 
 	// lastCASBytes is the size of the most recent committed diff, for tests
@@ -42,6 +43,7 @@ func newMetrics() *Metrics {
 		partsFetched: c("parts_fetched_total", "Parts fetched from blob."),
 		compactions:  c("compactions_total", "Compactions committed."),
 		blobsDeleted: c("blobs_deleted_total", "Blobs deleted by garbage collection."),
+		blobsSwept:   c("blobs_swept_total", "Orphaned blobs (uploaded by a write that never committed) deleted by the sweep."),
 		refreshes:    c("state_refreshes_total", "Linearizable reads of shard state from consensus (batched across callers)."),
 	}
 }
@@ -49,7 +51,7 @@ func newMetrics() *Metrics {
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.casAttempts, m.casConflicts, m.casErrors, m.casBytes,
-		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted, m.refreshes} {
+		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted, m.blobsSwept, m.refreshes} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -64,6 +66,15 @@ func (m *Metrics) LastCASBytes() int64 { return m.lastCASBytes.Load() }
 func (m *Metrics) StateRefreshes() float64 {
 	var d dto.Metric
 	if err := m.refreshes.Write(&d); err != nil {
+		return 0
+	}
+	return d.GetCounter().GetValue()
+}
+
+// BlobsSwept is the number of orphaned blobs the sweep has deleted so far.
+func (m *Metrics) BlobsSwept() float64 {
+	var d dto.Metric
+	if err := m.blobsSwept.Write(&d); err != nil {
 		return 0
 	}
 	return d.GetCounter().GetValue()

@@ -64,7 +64,9 @@ func (w *Writer) Schema() row.Schema {
 // On a mismatch it returns an *UpperMismatchError carrying the shard's
 // current upper. An error for which IsIndeterminate holds means the append
 // may have committed: retrying the same call with the same arguments is
-// safe, because the writer recognizes its own committed append.
+// safe, because the writer recognizes its own committed append. An append
+// whose parts took more than half of Config.OrphanGrace to commit fails with
+// ErrUploadExpired (also indeterminate).
 func (w *Writer) CompareAndAppend(ctx context.Context, updates []row.Update, expectedUpper, newUpper uint64) error {
 	if newUpper <= expectedUpper {
 		return fmt.Errorf("compare and append: new upper %d must be above expected upper %d", newUpper, expectedUpper)
@@ -88,13 +90,18 @@ func (w *Writer) CompareAndAppend(ctx context.Context, updates []row.Update, exp
 			return &UpperMismatchError{Expected: expectedUpper, Current: s.Upper}
 		}
 	}
+	started := w.c.cfg.Now()
 	parts, err := w.writeParts(ctx, s.ShardID, s.Schema, slices.Clone(updates))
 	if err != nil {
 		return err
 	}
 	var result appendResult
 	b := Batch{Lower: expectedUpper, Upper: newUpper, Parts: parts}
-	_, err = w.m.apply(ctx, compareAndAppend(b, w.id, token, w.c.cfg.Now(), w.c.cfg.WriterLease.Milliseconds(), &result))
+	commit := compareAndAppend(b, w.id, token, w.c.cfg.Now(), w.c.cfg.WriterLease.Milliseconds(), &result)
+	if len(parts) > 0 {
+		commit = w.c.commitUploads(started, commit)
+	}
+	_, err = w.m.apply(ctx, commit)
 	if err != nil {
 		var mismatch *UpperMismatchError
 		if errors.As(err, &mismatch) || errors.Is(err, ErrShardTombstoned) {
@@ -242,6 +249,9 @@ type BatchBuilder struct {
 	size   int
 	parts  []Part
 	starts []int
+	// startedMs is when the first part was uploaded: Append must commit
+	// within half of Config.OrphanGrace of it (ErrUploadExpired).
+	startedMs int64
 }
 
 // NewBatch starts a batch of updates for w's shard.
@@ -277,6 +287,9 @@ func (b *BatchBuilder) flush(ctx context.Context) error {
 		return nil
 	}
 	s, _ := b.w.m.current()
+	if len(b.parts) == 0 {
+		b.startedMs = b.w.c.cfg.Now()
+	}
 	parts, err := b.w.writeParts(ctx, s.ShardID, b.schema, b.buf)
 	if err != nil {
 		return err
@@ -313,7 +326,11 @@ func (b *BatchBuilder) Append(ctx context.Context, ts, expectedUpper uint64) err
 	token, _ := b.w.token(expectedUpper, ts+1)
 	var result appendResult
 	batch := Batch{Lower: expectedUpper, Upper: ts + 1, Parts: parts, RunStarts: b.starts}
-	_, err := b.w.m.apply(ctx, compareAndAppend(batch, b.w.id, token, b.w.c.cfg.Now(), b.w.c.cfg.WriterLease.Milliseconds(), &result))
+	commit := compareAndAppend(batch, b.w.id, token, b.w.c.cfg.Now(), b.w.c.cfg.WriterLease.Milliseconds(), &result)
+	if len(parts) > 0 {
+		commit = b.w.c.commitUploads(b.startedMs, commit)
+	}
+	_, err := b.w.m.apply(ctx, commit)
 	if err != nil {
 		var mismatch *UpperMismatchError
 		if errors.As(err, &mismatch) || errors.Is(err, ErrShardTombstoned) {

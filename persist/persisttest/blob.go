@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/shardtail/shardtail/persist"
 )
@@ -154,6 +155,33 @@ func TestBlob(t *testing.T, newBlob func(t *testing.T) persist.Blob) {
 			}
 			if !maps.Equal(got, want) {
 				t.Errorf("List(%q): got %v, want %v", tc.prefix, got, want)
+			}
+		}
+	})
+
+	t.Run("ListModified", func(t *testing.T) {
+		// The sweep of orphaned blobs deletes only what was set longer ago
+		// than a grace period, so List must date every key: never zero,
+		// never before the Set began (S3 rounds down to the second), and not
+		// absurdly late either (it is the store's clock, on this machine in
+		// tests; a minute covers a slow server).
+		b := blobOpen(t, newBlob)
+		before := time.Now().Truncate(time.Second).Add(-time.Second)
+		blobMustSet(t, b, "m/1", []byte("one"))
+		blobMustSet(t, b, "m/2/x", []byte("two"))
+		after := time.Now().Add(time.Minute)
+		got := map[string]time.Time{}
+		err := b.List(t.Context(), "m/", func(m persist.BlobMeta) error {
+			got[m.Key] = m.Modified
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		for _, key := range []string{"m/1", "m/2/x"} {
+			mod, ok := got[key]
+			if !ok || mod.Before(before) || mod.After(after) {
+				t.Errorf("List: key %q: got Modified %v (listed %v), want within [%v, %v]", key, mod, ok, before, after)
 			}
 		}
 	})

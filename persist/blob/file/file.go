@@ -222,7 +222,7 @@ func (b *Blob) List(ctx context.Context, prefix string, fn func(persist.BlobMeta
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := fn(persist.BlobMeta{Key: key, Size: info.Size()}); err != nil {
+		if err := fn(persist.BlobMeta{Key: key, Size: info.Size(), Modified: info.ModTime()}); err != nil {
 			fnErr = err
 			return errStop
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob/internal/blobkey"
@@ -13,14 +14,20 @@ import (
 // Blob is an in-memory persist.Blob. The zero value is not usable; call New.
 type Blob struct {
 	mu      sync.RWMutex
-	objects map[string][]byte // guarded by mu; values are never mutated
+	objects map[string]object // guarded by mu
+}
+
+// object is a stored value and when it was set.
+type object struct {
+	value    []byte // never mutated
+	modified time.Time
 }
 
 var _ persist.Blob = (*Blob)(nil)
 
 // New returns an empty in-memory Blob.
 func New() *Blob {
-	return &Blob{objects: make(map[string][]byte)}
+	return &Blob{objects: make(map[string]object)}
 }
 
 // Get returns a copy of the value stored at key, or persist.ErrNotFound.
@@ -29,23 +36,23 @@ func (b *Blob) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	b.mu.RLock()
-	value, ok := b.objects[key]
+	obj, ok := b.objects[key]
 	b.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("mem blob: get %s: %w", key, persist.ErrNotFound)
 	}
 	// Stored values are never mutated, so the copy can be made unlocked.
-	return append([]byte{}, value...), nil
+	return append([]byte{}, obj.value...), nil
 }
 
-// Set stores a copy of value at key.
+// Set stores a copy of value at key, modified now.
 func (b *Blob) Set(ctx context.Context, key string, value []byte) error {
 	if err := check(ctx, "set", key); err != nil {
 		return err
 	}
 	value = append([]byte{}, value...)
 	b.mu.Lock()
-	b.objects[key] = value
+	b.objects[key] = object{value: value, modified: time.Now()}
 	b.mu.Unlock()
 	return nil
 }
@@ -74,9 +81,9 @@ func (b *Blob) List(ctx context.Context, prefix string, fn func(persist.BlobMeta
 	}
 	var metas []persist.BlobMeta
 	b.mu.RLock()
-	for key, value := range b.objects {
+	for key, obj := range b.objects {
 		if strings.HasPrefix(key, prefix) {
-			metas = append(metas, persist.BlobMeta{Key: key, Size: int64(len(value))})
+			metas = append(metas, persist.BlobMeta{Key: key, Size: int64(len(obj.value)), Modified: obj.modified})
 		}
 	}
 	b.mu.RUnlock()

@@ -212,7 +212,8 @@ func (b *Blob) List(ctx context.Context, prefix string, fn func(persist.BlobMeta
 			if !ok {
 				continue // cannot happen with a conforming server
 			}
-			if err := fn(persist.BlobMeta{Key: key, Size: aws.ToInt64(obj.Size)}); err != nil {
+			meta := persist.BlobMeta{Key: key, Size: aws.ToInt64(obj.Size), Modified: aws.ToTime(obj.LastModified)}
+			if err := fn(meta); err != nil {
 				return err
 			}
 		}
