@@ -281,7 +281,7 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		for {
 			chunk, err := cur.Next(ctx)
 			if err != nil {
-				return nil, err
+				return nil, mapPersistErr(err, q.input.Name)
 			}
 			var out []row.Row
 			var ups []row.Update
