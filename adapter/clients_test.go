@@ -682,6 +682,8 @@ func TestErrorCodes(t *testing.T) {
 		{name: "Join", stmt: "SELECT * FROM t, m", code: "0A000"},
 		{name: "Aggregate", stmt: "SELECT a FROM t GROUP BY a", code: "0A000"},
 		{name: "Syntax", stmt: "SELEC 1", code: "42601"},
+		// A 1 MB name is refused before it reaches the catalog.
+		{name: "NameTooLong", stmt: "CREATE TABLE " + strings.Repeat("n", 1<<20) + " (a int)", code: "42601"},
 		{name: "DDLInTransaction", stmt: "BEGIN; CREATE TABLE tx (a int)", code: "25000"},
 	} {
 		for _, m := range execModes[:2] {

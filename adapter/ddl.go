@@ -102,11 +102,11 @@ func (s *Session) ddlPlan(tag string, f func(ctx context.Context) ([][]byte, err
 		s.c.ddl.Lock()
 		defer s.c.ddl.Unlock()
 		if err := s.c.catalog.Refresh(ctx); err != nil {
-			return nil, err
+			return nil, storageError(err)
 		}
 		msgs, err := f(ctx)
 		if err != nil {
-			return nil, err
+			return nil, storageError(err)
 		}
 		return command(tag, msgs...), nil
 	})

@@ -1,7 +1,12 @@
 package adapter
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+
+	"github.com/shardtail/shardtail/persist"
 )
 
 // Error is a client-visible SQL error with its SQLSTATE.
@@ -54,6 +59,7 @@ const (
 	codeReadOnlyTx        = "25006"
 	codeDependentObjects  = "2BP01"
 	codeInternal          = "XX000"
+	codeDataCorrupted     = "XX001"
 	codeDataException     = "22000"
 	codeOutOfMemory       = "53200"
 	codeTooManyConns      = "53300"
@@ -81,3 +87,37 @@ func errReadOnly(it *Item) *Error {
 
 // qualified returns Materialize's fully qualified name of an item.
 func qualified(name string) string { return "materialize.public." + name }
+
+// storageError gives a storage fault one SQLSTATE whatever the statement
+// met it (SELECT, SUBSCRIBE on either path, INSERT, COPY, DDL):
+//
+//   - XX001 "data corrupted" for a part that is missing or does not decode,
+//     with the part's key in DETAIL, and for shard or catalog state that
+//     does not decode: reading again will not help;
+//   - 58000 "shared storage unavailable" for a blob store or consensus that
+//     failed or is unreachable: it may pass.
+//
+// Errors that already carry a SQLSTATE, end-of-stream and the caller's own
+// cancellation pass through unchanged, and so do persist's other permanent
+// errors (a dropped shard, an expired reader), which callers map with more
+// context (mapPersistErr).
+func storageError(err error) error {
+	var coded interface{ SQLState() string }
+	var part *persist.PartError
+	switch {
+	case err == nil, errors.As(err, &coded), errors.Is(err, io.EOF),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &part):
+		return &Error{Code: codeDataCorrupted, Message: "data corrupted", Detail_: part.Error(),
+			Hint_: "A part of the collection's data is gone or damaged in the blob store; restore it from a backup."}
+	case errors.Is(err, persist.ErrCorruptState):
+		return &Error{Code: codeDataCorrupted, Message: "data corrupted", Detail_: err.Error()}
+	case !persist.IsPermanent(err):
+		// The blob store or consensus failed (unreachable, timed out):
+		// it may pass, unlike the errors above.
+		return &Error{Code: codeSystemError, Message: fmt.Sprintf("shared storage unavailable: %v", err),
+			Hint_: "Running subscribes continue when it returns; try again."}
+	}
+	return err
+}

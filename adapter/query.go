@@ -333,7 +333,7 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		for {
 			chunk, err := next(ctx)
 			if err != nil {
-				return nil, err
+				return nil, mapPersistErr(err, q.input.Name)
 			}
 			var out []row.Row
 			var ups []row.Update

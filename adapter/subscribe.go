@@ -301,9 +301,10 @@ func errDropped(name string) *Error {
 	return errorf(codeUndefinedObject, "relation '%s' was dropped", qualified(name))
 }
 
-// mapPersistErr turns persist errors into client errors.
+// mapPersistErr turns persist errors from reading or writing relation
+// into client errors: the relation's own conditions (dropped, compacted
+// past), then storage faults as storageError maps them for every statement.
 func mapPersistErr(err error, relation string) error {
-	var coded interface{ SQLState() string }
 	switch {
 	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, dataflow.ErrDropped), errors.Is(err, tail.ErrDropped):
 		return errDropped(relation)
@@ -312,14 +313,8 @@ func mapPersistErr(err error, relation string) error {
 		if errors.As(err, &se) {
 			return errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", se.AsOf, se.Since)
 		}
-	case errors.As(err, &coded), errors.Is(err, io.EOF), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-	case !persist.IsPermanent(err):
-		// The blob store or consensus failed (unreachable, timed out):
-		// it may pass, unlike the errors above.
-		return &Error{Code: codeSystemError, Message: fmt.Sprintf("shared storage unavailable: %v", err),
-			Hint_: "Running subscribes continue when it returns; try again."}
 	}
-	return err
+	return storageError(err)
 }
 
 // subscribeNotice is the NOTICE a bare SUBSCRIBE sends after

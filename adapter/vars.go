@@ -23,6 +23,7 @@ var varDefaults = map[string]string{
 	"extra_float_digits":                 "3",
 	"integer_datetimes":                  "on",
 	"intervalstyle":                      "postgres",
+	"max_identifier_length":              strconv.Itoa(sql.MaxIdentifierLength),
 	"max_result_size":                    "1GB",
 	"search_path":                        "public",
 	"server_encoding":                    "UTF8",
@@ -157,7 +158,7 @@ func validateVar(name, value string) error {
 		if n, err := parseBytes(value); err != nil || n < 0 {
 			return errorf(codeInvalidParamValue, "invalid value for parameter %q: %q", name, value)
 		}
-	case "server_version", "server_version_num", "server_encoding", "integer_datetimes_ro", "mz_version", "is_superuser":
+	case "server_version", "server_version_num", "server_encoding", "integer_datetimes_ro", "mz_version", "is_superuser", "max_identifier_length":
 		return errorf(codeCantChangeRuntime, "parameter %q cannot be changed", name)
 	case "client_encoding":
 		if u := strings.ToUpper(strings.ReplaceAll(value, "-", "")); u != "UTF8" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/shardtail/shardtail/persist/mapdiff"
 	"github.com/shardtail/shardtail/persist/row"
 )
 
@@ -47,9 +48,9 @@ func diffStates(old, new *State) *stateDiff {
 		s := new.Schema
 		d.Schema = &s
 	}
-	d.ReadersSet, d.ReadersDel = diffMap(old.Readers, new.Readers)
-	d.WritersSet, d.WritersDel = diffMap(old.Writers, new.Writers)
-	d.RollupsSet, d.RollupsDel = diffMap(old.Rollups, new.Rollups)
+	d.ReadersSet, d.ReadersDel = mapdiff.Diff(old.Readers, new.Readers)
+	d.WritersSet, d.WritersDel = mapdiff.Diff(old.Writers, new.Writers)
+	d.RollupsSet, d.RollupsDel = mapdiff.Diff(old.Rollups, new.Rollups)
 
 	oldIDs := make(map[uint64]bool, len(old.Batches))
 	for _, b := range old.Batches {
@@ -69,23 +70,6 @@ func diffStates(old, new *State) *stateDiff {
 	return d
 }
 
-func diffMap[K comparable, V comparable](old, new map[K]V) (set map[K]V, del []K) {
-	for k, v := range new {
-		if ov, ok := old[k]; !ok || ov != v {
-			if set == nil {
-				set = make(map[K]V)
-			}
-			set[k] = v
-		}
-	}
-	for k := range old {
-		if _, ok := new[k]; !ok {
-			del = append(del, k)
-		}
-	}
-	return set, del
-}
-
 // applyDiff returns the state after d. It fails when d does not follow s.
 func applyDiff(s *State, d *stateDiff) (*State, error) {
 	if d.From != s.SeqNo || d.To != s.SeqNo+1 {
@@ -97,9 +81,9 @@ func applyDiff(s *State, d *stateDiff) (*State, error) {
 	if d.Schema != nil {
 		n.Schema = *d.Schema
 	}
-	applyMap(n.Readers, d.ReadersSet, d.ReadersDel)
-	applyMap(n.Writers, d.WritersSet, d.WritersDel)
-	applyMap(n.Rollups, d.RollupsSet, d.RollupsDel)
+	mapdiff.Apply(n.Readers, d.ReadersSet, d.ReadersDel)
+	mapdiff.Apply(n.Writers, d.WritersSet, d.WritersDel)
+	mapdiff.Apply(n.Rollups, d.RollupsSet, d.RollupsDel)
 	if len(d.BatchesDel) > 0 {
 		n.Batches = slices.DeleteFunc(n.Batches, func(b *Batch) bool {
 			_, found := slices.BinarySearch(d.BatchesDel, b.ID)
@@ -122,13 +106,4 @@ func applyDiff(s *State, d *stateDiff) (*State, error) {
 		return nil, fmt.Errorf("%w: after diff %s: %v", ErrCorruptState, d.To, err)
 	}
 	return n, nil
-}
-
-func applyMap[K comparable, V any](m map[K]V, set map[K]V, del []K) {
-	for _, k := range del {
-		delete(m, k)
-	}
-	for k, v := range set {
-		m[k] = v
-	}
 }

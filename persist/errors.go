@@ -91,3 +91,24 @@ var ErrCorruptState = errors.New("corrupt shard state")
 
 // ErrShardNotFound is returned when a shard has no state in consensus.
 var ErrShardNotFound = errors.New("shard not found")
+
+// PartError is returned by reads when a part that the shard's state
+// references is missing from blob or does not decode (a failed checksum, a
+// truncated or foreign object): the shard's data is corrupt. Key names the
+// part, for the operator. errors.Is(err, ErrCorruptState) holds, so
+// IsPermanent does too: reading again will not help.
+type PartError struct {
+	Key string
+	// Err is ErrNotFound for a missing part, or the decoder's error.
+	Err error
+}
+
+func (e *PartError) Error() string {
+	if errors.Is(e.Err, ErrNotFound) {
+		return fmt.Sprintf("part %s referenced by state is missing", e.Key)
+	}
+	return fmt.Sprintf("decode part %s: %v", e.Key, e.Err)
+}
+
+// Unwrap makes errors.Is hold for ErrCorruptState and for Err's chain.
+func (e *PartError) Unwrap() []error { return []error{ErrCorruptState, e.Err} }

@@ -65,7 +65,7 @@ func (r *runIter) advance(ctx context.Context) error {
 				continue
 			}
 			if !errors.Is(err, io.EOF) {
-				return fmt.Errorf("decode part %s: %w", r.parts[r.next-1].Key, err)
+				return partDecodeError(r.parts[r.next-1].Key, err)
 			}
 			r.reader = nil
 		}
@@ -82,7 +82,7 @@ func (r *runIter) advance(ctx context.Context) error {
 			return err
 		}
 		if r.reader, err = codec.NewPartReader(r.schema, data); err != nil {
-			return fmt.Errorf("decode part %s: %w", p.Key, err)
+			return partDecodeError(p.Key, err)
 		}
 	}
 }
@@ -92,7 +92,7 @@ func (r *runIter) advance(ctx context.Context) error {
 func (c *Client) fetchPart(ctx context.Context, key string) ([]byte, error) {
 	data, err := c.blob.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("%w: part %s referenced by state is missing", ErrCorruptState, key)
+		return nil, &PartError{Key: key, Err: ErrNotFound}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch part %s: %w", key, err)
@@ -100,6 +100,15 @@ func (c *Client) fetchPart(ctx context.Context, key string) ([]byte, error) {
 	c.metrics.partsFetched.Inc()
 	c.metrics.fetches.Add(1)
 	return data, nil
+}
+
+// partDecodeError classifies a decoder's error: a corrupt part is a
+// *PartError; a part over the decoder's limits is not corruption.
+func partDecodeError(key string, err error) error {
+	if errors.Is(err, codec.ErrCorrupt) || errors.Is(err, codec.ErrUnsupportedVersion) || errors.Is(err, codec.ErrSchemaMismatch) {
+		return &PartError{Key: key, Err: err}
+	}
+	return fmt.Errorf("decode part %s: %w", key, err)
 }
 
 // mergeIter is a consolidating k-way merge over runs: it yields updates in

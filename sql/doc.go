@@ -43,6 +43,8 @@
 // "type or function name" keywords such as LEFT and JOIN) must be quoted to be
 // used as names; every other keyword, including Materialize's (KEY, VALUE,
 // SOURCE, ENVELOPE, ...), is recognised by position and remains a valid name.
+// An identifier is at most MaxIdentifierLength (255) bytes, as in Materialize;
+// a longer one is a syntax error rather than Postgres's silent truncation.
 // Comments are -- and nested /* */. Literals: integers of any size (kept as
 // text), decimals, 'strings' (a quote doubled inside), E'...' with backslash escapes,
 // $$dollar$$ and $tag$dollar$tag$ quoting, TRUE/FALSE/NULL, typed literals

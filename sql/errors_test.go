@@ -2,6 +2,8 @@ package sql
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -124,5 +126,53 @@ func TestParseErrorSQLState(t *testing.T) {
 	var s interface{ SQLState() string } = &ParseError{Code: CodeFeatureNotSupported}
 	if s.SQLState() != "0A000" {
 		t.Errorf("SQLState = %q", s.SQLState())
+	}
+}
+
+// TestIdentifierLength pins the bound on identifiers: MaxIdentifierLength
+// bytes parse, one more is a syntax error at the identifier, whether it is
+// quoted or not and whatever it names.
+func TestIdentifierLength(t *testing.T) {
+	max := strings.Repeat("a", MaxIdentifierLength)
+	over := max + "a"
+	// 128 two-byte runes: 256 bytes although only 128 characters.
+	wide := strings.Repeat("é", 128)
+	for _, ok := range []string{
+		"CREATE TABLE " + max + " (a int)",
+		`CREATE TABLE "` + strings.ToUpper(max) + `" (a int)`,
+		`SELECT "` + strings.Repeat(`""`, MaxIdentifierLength) + `" FROM t`,
+	} {
+		if _, err := ParseAll(ok); err != nil {
+			t.Errorf("ParseAll(%.40q...) = %v, want no error", ok, err)
+		}
+	}
+	for _, tt := range []struct {
+		sql string
+		pos int
+		len int
+	}{
+		{"CREATE TABLE " + over + " (a int)", 14, 256},
+		{`CREATE TABLE "` + over + `" (a int)`, 14, 256},
+		{"CREATE TABLE " + wide + " (a int)", 14, 256},
+		{"CREATE TABLE t (" + over + " int)", 17, 256},
+		{"SELECT * FROM t AS " + over, 20, 256},
+		{"CREATE ROLE " + over, 13, 256},
+		{"DECLARE " + over + " CURSOR FOR SELECT 1", 9, 256},
+		{"SELECT 1; SELECT " + strings.Repeat("b", 1<<20), 18, 1 << 20},
+		{`SELECT "` + strings.Repeat(`""`, MaxIdentifierLength+1) + `"`, 8, 256},
+	} {
+		_, err := ParseAll(tt.sql)
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("ParseAll(%.40q...) = %v, want a *ParseError", tt.sql, err)
+			continue
+		}
+		prefix := fmt.Sprintf("identifier is too long (len: %d, max: 255, value: ", tt.len)
+		if pe.SQLState() != CodeSyntaxError || !strings.HasPrefix(pe.Message, prefix) || pe.Position != tt.pos {
+			t.Errorf("ParseAll(%.40q...)\n got: %s %.80s at %d\nwant: %s %s... at %d", tt.sql, pe.SQLState(), pe.Message, pe.Position, CodeSyntaxError, prefix, tt.pos)
+		}
+		if len(pe.Message) > 2*MaxIdentifierLength+64 {
+			t.Errorf("ParseAll(%.40q...): a %d-byte message echoes the whole name", tt.sql, len(pe.Message))
+		}
 	}
 }

@@ -86,6 +86,9 @@ func (l *lexer) failUnterminated(off int, what string) {
 }
 
 func (l *lexer) emit(kind tokenKind, text string, start, end int, quoted bool) {
+	if kind == tokIdent && len(text) > MaxIdentifierLength {
+		l.failAt(start, CodeSyntaxError, identTooLong(text))
+	}
 	l.toks = append(l.toks, token{kind: kind, text: text, quoted: quoted, start: start, end: end, pos: l.charPos(start)})
 	l.off = end
 }
@@ -194,6 +197,18 @@ func (l *lexer) lexToken() {
 		// Non-ASCII bytes start identifiers, so c is a single ASCII character.
 		l.emit(tokPunct, src[start:start+1], start, start+1, false)
 	}
+}
+
+// identTooLong is Materialize's message for an identifier over
+// MaxIdentifierLength bytes. Unlike Materialize it echoes only the first
+// MaxIdentifierLength bytes of the value: the client sent the rest, and a
+// megabyte name should not come back in the error (nor fill the log).
+func identTooLong(text string) string {
+	shown := text[:MaxIdentifierLength]
+	for !utf8.ValidString(shown) {
+		shown = shown[:len(shown)-1]
+	}
+	return fmt.Sprintf("identifier is too long (len: %d, max: %d, value: %q...)", len(text), MaxIdentifierLength, shown)
 }
 
 // foldIdent lower-cases ASCII letters only, as Postgres does for UTF-8

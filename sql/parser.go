@@ -13,6 +13,13 @@ import (
 // stack. Long flat chains count too: a OR b OR c is three levels deep.
 const MaxDepth = 1000
 
+// MaxIdentifierLength bounds every identifier (a name of a relation, column,
+// role, cursor, ...), in bytes after case folding and unquoting, as
+// Materialize bounds them (its max_identifier_length). A longer one is a
+// syntax error, so no later layer (the catalog above all, which stores
+// names durably and rewrites them on every change) sees an unbounded name.
+const MaxIdentifierLength = 255
+
 // maxRecursion bounds the parser's own recursion, which parentheses deepen
 // without deepening the tree ("((((1))))"). String() never needs more than
 // two levels of recursion per tree level (an operand and its parentheses),
