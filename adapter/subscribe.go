@@ -181,7 +181,7 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 	if p.st.Query == nil && p.item.Kind != KindView && s.fastPath() {
 		path = "fast"
 		ts, err := s.c.tails.Subscribe(ctx, tail.Request{Shard: src.Shard, AsOf: asOf, AsOfAtLeast: p.asOfAtLeast(), UpTo: upTo, Snapshot: p.snap,
-			Output: p.opts, MaxBufferedBytes: s.maxBufferedBytes()})
+			Output: p.opts, MaxBufferedBytes: s.maxBufferedBytes(), MaxResultSize: s.maxResultSize()})
 		if err != nil {
 			return nil, mapPersistErr(err, p.relationName())
 		}
@@ -234,6 +234,7 @@ func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64, cons
 		UpTo:             upTo,
 		Snapshot:         p.snap,
 		MaxBufferedBytes: s.maxBufferedBytes(),
+		MaxResultSize:    s.maxResultSize(),
 		Purpose:          "subscribe",
 	}
 	if src != nil {
@@ -407,8 +408,14 @@ func (r *subscribeResult) Tag() string { return fmt.Sprintf("SELECT %d", r.n) }
 func (r *subscribeResult) Close()      { r.sub.Close() }
 
 func (p *subscribePlan) mapErr(err error) error {
-	if errors.Is(err, io.EOF) {
+	var rs *formatter.ResultSizeError
+	switch {
+	case errors.Is(err, io.EOF):
 		return io.EOF
+	case errors.As(err, &rs):
+		// A timestamp held back whole to order or envelope it: the same
+		// error as any result over max_result_size.
+		return errResultTooLarge(rs.Max)
 	}
 	return mapPersistErr(err, p.relationName())
 }

@@ -43,6 +43,10 @@ type SubscribeConfig struct {
 	// MaxBufferedBytes bounds the rows produced and not yet taken by the
 	// client: over it the subscribe fails with a *formatter.BufferError.
 	MaxBufferedBytes int64
+	// MaxResultSize bounds the snapshot held back to order or envelope it
+	// whole (max_result_size): past it the subscribe fails with a
+	// *formatter.ResultSizeError. 0 means no bound.
+	MaxResultSize int64
 	// Purpose labels the subscribe's reader in shard state.
 	Purpose string
 }
@@ -60,6 +64,7 @@ type Subscribe struct {
 	mu       sync.Mutex
 	queue    []formatter.Row // mu
 	buffered int64           // mu: estimated bytes in queue
+	held     int64           // mu: the batcher's held-back snapshot bytes
 	err      error           // mu: terminal error; io.EOF when complete
 	ready    chan struct{}   // mu: closed when queue or err changes
 	drained  chan struct{}   // mu: closed when the client takes rows
@@ -81,11 +86,12 @@ func (s *Subscribe) Frontier() uint64 {
 	return s.frontier
 }
 
-// Buffered is the estimated bytes queued for the client.
+// Buffered is the estimated bytes queued for the client, and the snapshot
+// held back to order or envelope it whole.
 func (s *Subscribe) Buffered() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.buffered
+	return s.buffered + s.held
 }
 
 func (s *Subscribe) run(ctx context.Context) {
@@ -123,6 +129,7 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 		asOf = since
 	}
 	b := formatter.NewBatcher(s.cfg.Output, asOf, s.cfg.UpTo)
+	b.SetMaxBuffered(s.cfg.MaxResultSize)
 	if err := s.push(b.Start(), b); err != nil || b.Done() {
 		return err
 	}
@@ -132,9 +139,11 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 			return err
 		}
 		defer cur.Close()
-		// Every chunk of a collection's snapshot is final, so it streams.
-		// Through an MFP, rows of different chunks may map to one row, so
-		// the snapshot is consolidated whole before any of it is sent.
+		// Every chunk of a collection's snapshot is final, so it streams
+		// (unless the output's order or envelope needs the whole snapshot:
+		// the batcher holds those rows back). Through an MFP, rows of
+		// different chunks may map to one row, so the snapshot is
+		// consolidated whole before any of it is sent.
 		var all []row.Update
 		for {
 			chunk, err := cur.Next(ctx)
@@ -145,10 +154,11 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 				return err
 			}
 			if s.cfg.MFP == nil {
-				if err := s.push(b.Snapshot(chunk), b); err != nil {
+				rows, err := b.Snapshot(chunk)
+				if err != nil {
 					return err
 				}
-				if err := s.waitDrained(ctx, snapshotAhead); err != nil {
+				if err := s.pushSnapshot(ctx, rows, b); err != nil {
 					return err
 				}
 				continue
@@ -159,11 +169,15 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 			}
 			all = append(all, mapped...)
 		}
-		if err := s.push(b.Snapshot(row.Consolidate(all)), b); err != nil {
+		rows, err := b.Snapshot(row.Consolidate(all))
+		if err != nil {
+			return err
+		}
+		if err := s.pushSnapshot(ctx, rows, b); err != nil {
 			return err
 		}
 	}
-	if err := s.push(b.SnapshotDone(), b); err != nil || b.Done() {
+	if err := s.pushSnapshot(ctx, b.SnapshotDone(), b); err != nil || b.Done() {
 		return err
 	}
 	l, err := r.Listen(ctx, asOf)
@@ -250,6 +264,30 @@ func sortByTime(us []row.Update) []row.Update {
 // held back: a client that stops reading must run into its budget.
 const snapshotAhead = 4 << 20
 
+// pushSnapshot queues snapshot rows no further than snapshotAhead ahead of
+// the client: a snapshot held back whole (ordered or enveloped) is handed
+// out as the client reads, not queued at once against its budget.
+func (s *Subscribe) pushSnapshot(ctx context.Context, rows []formatter.Row, b *formatter.Batcher) error {
+	if len(rows) == 0 {
+		return s.push(nil, b) // the frontier may have moved
+	}
+	for len(rows) > 0 {
+		n, size := 0, int64(0)
+		for n < len(rows) && size < snapshotAhead {
+			size += rows[n].Size()
+			n++
+		}
+		if err := s.push(rows[:n], b); err != nil {
+			return err
+		}
+		rows = rows[n:]
+		if err := s.waitDrained(ctx, snapshotAhead); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // waitDrained blocks while more than limit bytes are queued.
 func (s *Subscribe) waitDrained(ctx context.Context, limit int64) error {
 	for {
@@ -274,6 +312,7 @@ func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.frontier = b.Frontier()
+	s.held = b.Buffered()
 	if len(rows) == 0 {
 		s.signal()
 		return nil

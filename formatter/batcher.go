@@ -22,9 +22,17 @@ import (
 //
 //   - AS OF = UP TO completes at once with zero rows.
 //
+//   - WITHIN TIMESTAMP ORDER BY and the envelopes see the whole snapshot:
+//     Snapshot holds back the rows of a shape whose order or key groups the
+//     chunks' row order does not serve, and SnapshotDone emits them (see
+//     snapshotFlow). What it holds counts against the limit set with
+//     SetMaxBuffered. Listen batches arrive whole, one or more timestamps
+//     each, and are formatted whole.
+//
 //     b := formatter.NewBatcher(&opts, asOf, upTo)
 //     emit(b.Start())
-//     for chunk := range snapshot { emit(b.Snapshot(chunk)) } // if SNAPSHOT
+//     for chunk := range snapshot { rows, err := b.Snapshot(chunk); emit(rows) } // if SNAPSHOT
+//     emit(b.SnapshotDone())
 //     for !b.Done() { updates, frontier := listen.Next(); emit(b.Batch(updates, frontier)) }
 type Batcher struct {
 	opts     *Options
@@ -33,18 +41,27 @@ type Batcher struct {
 	hasUpTo  bool
 	done     bool
 	frontier uint64
+	snap     snapshotBuffer
 }
 
 // NewBatcher returns a batcher for one subscribe. upTo is nil without UP
 // TO; the caller has checked UP TO >= AS OF.
 func NewBatcher(opts *Options, asOf uint64, upTo *uint64) *Batcher {
-	b := &Batcher{opts: opts, asOf: asOf, frontier: asOf}
+	b := &Batcher{opts: opts, asOf: asOf, frontier: asOf, snap: snapshotBuffer{opts: opts, t: asOf, flow: opts.flow()}}
 	if upTo != nil {
 		b.hasUpTo, b.upTo = true, *upTo
 		b.done = *upTo <= asOf
 	}
 	return b
 }
+
+// SetMaxBuffered bounds the bytes of snapshot updates the batcher holds
+// back (max_result_size): past it Snapshot fails with a *ResultSizeError.
+// 0 means no bound.
+func (b *Batcher) SetMaxBuffered(n int64) { b.snap.limit = n }
+
+// Buffered is the estimated size of the snapshot updates held back.
+func (b *Batcher) Buffered() int64 { return b.snap.bytes }
 
 // Done reports whether the subscribe is complete (UP TO reached).
 func (b *Batcher) Done() bool { return b.done }
@@ -61,26 +78,29 @@ func (b *Batcher) Start() []Row {
 	return []Row{b.opts.ProgressRow(b.asOf)}
 }
 
-// Snapshot returns the output rows of a snapshot chunk (updates at AS OF,
-// consolidated).
-func (b *Batcher) Snapshot(updates []row.Update) []Row {
+// Snapshot takes a snapshot chunk (updates at AS OF, consolidated; chunks
+// in row order, a row in one chunk only) and returns the output rows that
+// are final: all of the chunk's for plain output, none for an ORDER BY that
+// needs the whole snapshot. It fails with a *ResultSizeError when the rows
+// held back pass the SetMaxBuffered bound.
+func (b *Batcher) Snapshot(updates []row.Update) ([]Row, error) {
 	if b.done || len(updates) == 0 {
-		return nil
+		return nil, nil
 	}
-	return b.opts.Data(b.asOf, updates)
+	return b.snap.add(updates)
 }
 
 // SnapshotDone returns the rows that close the snapshot (call it also
-// without SNAPSHOT): the snapshot is a batch of data at AS OF, so its upper
-// AS OF + 1 is reported at once — every row below it has been sent. It
-// completes the subscribe when UP TO is AS OF + 1.
+// without SNAPSHOT): the rows Snapshot held back, then, the snapshot being
+// a batch of data at AS OF, its upper AS OF + 1 at once — every row below
+// it has been sent. It completes the subscribe when UP TO is AS OF + 1.
 func (b *Batcher) SnapshotDone() []Row {
 	if b.done || b.asOf == math.MaxUint64 {
 		// No time follows the largest mz_timestamp: AS OF + 1 would wrap
 		// to 0, and the subscribe only ever waits.
 		return nil
 	}
-	return b.advance(nil, b.asOf+1)
+	return b.advance(b.snap.flush(), b.asOf+1)
 }
 
 // Batch returns the output rows of one listen batch: updates with times in

@@ -17,4 +17,11 @@
 // deterministic: WITHIN TIMESTAMP ORDER BY items first (SQL order, NULLs
 // placed as resolved by the planner), then the relation columns (row order),
 // then mz_diff / mz_state.
+//
+// Ordering and the envelopes apply to a whole timestamp. Listen batches
+// arrive whole; a snapshot arrives in chunks, and a shape whose order or
+// key groups the chunks' row order does not serve is held back by the
+// Batcher until the snapshot is complete, within max_result_size
+// (snapshot.go). Plain output, an ORDER BY of the relation's leading
+// columns, and an envelope keyed by them keep streaming.
 package formatter

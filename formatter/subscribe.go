@@ -302,18 +302,7 @@ func compareMeta(a, b row.Datum) int {
 func (r Row) Size() int64 {
 	n := int64(40)
 	for _, d := range r.Tail {
-		switch v := d.(type) {
-		case string:
-			n += 16 + int64(len(v))
-		case []byte:
-			n += 24 + int64(len(v))
-		case row.Numeric:
-			n += 16 + int64(len(v))
-		case row.JSON:
-			n += 16 + int64(len(v))
-		default:
-			n += 16
-		}
+		n += datumSize(d)
 	}
 	return n
 }

@@ -118,7 +118,11 @@ func TestBatcher(t *testing.T) {
 			b := NewBatcher(&tc.opts, 5, tc.upTo)
 			var rows []Row
 			rows = append(rows, b.Start()...)
-			rows = append(rows, b.Snapshot([]row.Update{u(1, "x", 10, 5, 2), u(2, "y", 20, 5, 1)})...)
+			snap, err := b.Snapshot([]row.Update{u(1, "x", 10, 5, 2), u(2, "y", 20, 5, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, snap...)
 			rows = append(rows, b.SnapshotDone()...)
 			rows = append(rows, b.Batch([]row.Update{u(1, "x", 10, 6, -1)}, 7)...)
 			rows = append(rows, b.Batch([]row.Update{u(3, "z", 30, 7, 1)}, 8)...)
@@ -145,7 +149,8 @@ func TestBatcher(t *testing.T) {
 	t.Run("AsOfEqualsUpTo", func(t *testing.T) {
 		five := uint64(5)
 		b := NewBatcher(&Options{Relation: t3, Progress: true}, 5, &five)
-		if rows := append(b.Start(), b.Snapshot([]row.Update{u(1, "x", 1, 5, 1)})...); len(rows) != 0 || !b.Done() {
+		snap, err := b.Snapshot([]row.Update{u(1, "x", 1, 5, 1)})
+		if rows := append(b.Start(), snap...); err != nil || len(rows) != 0 || !b.Done() {
 			t.Fatalf("AS OF = UP TO: rows %v, done %v", rows, b.Done())
 		}
 	})

@@ -23,7 +23,7 @@ type batch struct {
 func newBatch(lower, upper uint64, updates []row.Update) *batch {
 	b := &batch{lower: lower, upper: upper, updates: updates, bytes: 64}
 	for _, u := range updates {
-		b.bytes += updateSize(u)
+		b.bytes += formatter.UpdateSize(u)
 	}
 	return b
 }
@@ -45,24 +45,4 @@ func (b *batch) rows(opts *formatter.Options) []formatter.TimeRows {
 	}
 	b.shapes[key] = rows
 	return rows
-}
-
-// updateSize estimates the bytes an update occupies in memory.
-func updateSize(u row.Update) int64 {
-	n := int64(48)
-	for _, d := range u.Row {
-		switch v := d.(type) {
-		case string:
-			n += 16 + int64(len(v))
-		case []byte:
-			n += 24 + int64(len(v))
-		case row.Numeric:
-			n += 16 + int64(len(v))
-		case row.JSON:
-			n += 16 + int64(len(v))
-		default:
-			n += 16
-		}
-	}
-	return n
 }

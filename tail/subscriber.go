@@ -27,6 +27,10 @@ type Request struct {
 	// MaxBufferedBytes is the queue budget: over it the subscriber is
 	// detached, not failed.
 	MaxBufferedBytes int64
+	// MaxResultSize bounds the snapshot a subscriber holds back to order or
+	// envelope it whole (max_result_size): past it the subscribe fails with
+	// a *formatter.ResultSizeError. 0 means no bound.
+	MaxResultSize int64
 }
 
 // phases of a subscriber, driven by Next on the session's goroutine.
@@ -55,6 +59,9 @@ type Subscriber struct {
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
 	frontier atomic.Uint64
+	// held mirrors b.Buffered(): the snapshot held back to be ordered or
+	// enveloped whole, part of the subscriber's memory (QueuedBytes).
+	held atomic.Int64
 	// holding is set until the subscriber no longer needs the shard to stay
 	// readable at its AS OF (its snapshot cursor is open and it joined the
 	// live stream, or it registered a reader of its own): the tail's
@@ -93,6 +100,7 @@ func (m *Manager) Subscribe(ctx context.Context, req Request) (*Subscriber, erro
 		req.AsOf = floor
 	}
 	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), ready: make(chan struct{})}
+	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
 	// Holding from here: the snapshot reader's since stays at or below
 	// req.AsOf (snapshotHold runs under t.mu too).
@@ -106,11 +114,12 @@ func (m *Manager) Subscribe(ctx context.Context, req Request) (*Subscriber, erro
 // Frontier is the progress delivered so far. Safe from any goroutine.
 func (s *Subscriber) Frontier() uint64 { return s.frontier.Load() }
 
-// QueuedBytes is the bytes waiting in the subscriber's queue.
+// QueuedBytes is the bytes waiting in the subscriber's queue, and the
+// snapshot it holds back to order or envelope it whole.
 func (s *Subscriber) QueuedBytes() int64 {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	return s.queued
+	return s.queued + s.held.Load()
 }
 
 // push queues a published batch. t.mu must be held.
@@ -162,6 +171,7 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 		}
 		err := s.step(ctx)
 		s.frontier.Store(s.b.Frontier())
+		s.held.Store(s.b.Buffered())
 		if err != nil {
 			return nil, err
 		}
@@ -204,8 +214,18 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.phase = phaseJoin
 			return nil
 		}
-		if !s.b.Done() {
+		switch {
+		case s.b.Done():
+		case s.req.Output.StreamsSnapshotChunks():
+			// Final on its own: formatted once for every subscriber of
+			// the shape.
 			s.emit(p.rows(s.req.Output, s.req.AsOf))
+		default:
+			rows, err := s.b.Snapshot(p.updates)
+			if err != nil {
+				return err
+			}
+			s.emit(rows)
 		}
 	case phaseJoin:
 		return s.join(ctx)

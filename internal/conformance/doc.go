@@ -24,6 +24,8 @@
 //	# known-failure   mismatches are logged, not failures (known_failures.txt)
 //	# tick: 20ms      turn the coordinator's tick on (default: off)
 //	# compaction: 8   turn background compaction on (default: off)
+//	# snapshot-chunk-rows: 3   rows per snapshot chunk (default 8192)
+//	# part-target-bytes: 60    bytes per written part (default 8 MiB)
 //
 // With the tick off, a table's upper moves only when it is written (a
 // write at T closes a batch at T+1), since stays at 0, and every progress

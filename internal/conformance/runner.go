@@ -163,7 +163,9 @@ func RunMode(t testing.TB, s *Script, fast, tail bool) []Result {
 // coordinator's tick (off by default, so that uppers and progress rows
 // move only with writes and every output is deterministic), "# compaction:
 // N" turns on background compaction after N batches (off by default, so
-// that historical reads see the batches as written).
+// that historical reads see the batches as written), "# snapshot-chunk-rows:
+// N" and "# part-target-bytes: N" cut snapshots and writes into small
+// pieces, so that a few rows make a timestamp of many pieces.
 func serverOptions(s *Script, fast bool) (testserver.Options, error) {
 	opts := testserver.Options{FastPath: &fast, Tick: -1, Persist: persist.Config{CompactionMinInputs: -1}}
 	if v, ok := s.Header["tick"]; ok {
@@ -173,12 +175,18 @@ func serverOptions(s *Script, fast bool) (testserver.Options, error) {
 		}
 		opts.Tick = d
 	}
-	if v, ok := s.Header["compaction"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return opts, fmt.Errorf("header compaction: %v", err)
+	for key, field := range map[string]*int{
+		"compaction":          &opts.Persist.CompactionMinInputs,
+		"snapshot-chunk-rows": &opts.Persist.SnapshotChunkRows,
+		"part-target-bytes":   &opts.Persist.PartTargetBytes,
+	} {
+		if v, ok := s.Header[key]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return opts, fmt.Errorf("header %s: %v", key, err)
+			}
+			*field = n
 		}
-		opts.Persist.CompactionMinInputs = n
 	}
 	return opts, nil
 }
