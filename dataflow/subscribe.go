@@ -220,11 +220,15 @@ func (s *Subscribe) constant(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := s.push(b.Snapshot(row.Consolidate(mapped)), b); err != nil {
+		rows, err := b.Snapshot(row.Consolidate(mapped))
+		if err != nil {
+			return err
+		}
+		if err := s.pushSnapshot(ctx, rows, b); err != nil {
 			return err
 		}
 	}
-	if err := s.push(b.SnapshotDone(), b); err != nil || b.Done() {
+	if err := s.pushSnapshot(ctx, b.SnapshotDone(), b); err != nil || b.Done() {
 		return err
 	}
 	if s.cfg.UpTo != nil {

@@ -139,8 +139,11 @@ func TestBatcher(t *testing.T) {
 		// The largest mz_timestamp is a valid AS OF: its snapshot is
 		// stamped with it and no progress follows (nothing is later).
 		b := NewBatcher(&Options{Relation: t3, Progress: true}, math.MaxUint64, nil)
-		rows := append(b.Start(), b.Snapshot([]row.Update{u(1, "x", 1, math.MaxUint64, 1)})...)
-		rows = append(rows, b.SnapshotDone()...)
+		snap, err := b.Snapshot([]row.Update{u(1, "x", 1, math.MaxUint64, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := append(append(b.Start(), snap...), b.SnapshotDone()...)
 		want := "18446744073709551615 progress\n18446744073709551615 1 1 x 1\n"
 		if got := render(rows); got != want || b.Frontier() != math.MaxUint64 || b.Done() {
 			t.Fatalf("got:\n%s(frontier %d, done %v), want:\n%s(frontier max, not done)", got, b.Frontier(), b.Done(), want)
