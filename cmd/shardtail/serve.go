@@ -170,7 +170,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if cfg.PeerID > pgwire.MaxPeerID {
 		return fmt.Errorf("--peer-id %d: ids are 1 to %d", cfg.PeerID, pgwire.MaxPeerID)
 	}
-	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers})
+	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, Registerer: reg})
 	if err != nil {
 		return err
 	}
