@@ -6,14 +6,16 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults for Config fields left zero.
 const (
 	// DefaultMaxMessageSize bounds one large frontend message (Query, Parse,
-	// Bind, CopyData, FunctionCall). pgproto3/v2 allocates a message's whole
-	// body before reading it, so the limit is also a bound on the memory one
-	// client can make the server allocate.
+	// Bind, CopyData, FunctionCall), and so the memory one message can take.
+	// A message's buffer grows as its bytes arrive, so the limit is not what
+	// a client can make the server allocate by merely claiming it.
 	DefaultMaxMessageSize = 64 << 20
 
 	// DefaultAuthTimeout bounds the time from accept to the end of
@@ -113,6 +115,11 @@ type Config struct {
 	// id to that peer's address in Peers. 0 means no peering.
 	PeerID uint8
 	Peers  map[uint8]string
+
+	// Registerer, when set, gets the server's metrics:
+	// shardtail_memory_bytes{holder="pgwire"}, the bytes held in message
+	// buffers (Server.MemoryBytes). Nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // MaxPeerID is the largest Config.PeerID.

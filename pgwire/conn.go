@@ -46,12 +46,17 @@ type conn struct {
 	unwatch func() bool // stops the deadline-setting AfterFunc on ctx
 
 	src  switchReader
-	in   *limitReader
+	in   *msgReader
 	be   *pgproto3.Backend
 	pipe *inputPipe // nil until authentication is done
 
-	out  []byte // send buffer
-	werr error  // first write error; the connection is then finished
+	out     []byte // send buffer
+	outHeld int    // cap(out) as last charged to mem
+	werr    error  // first write error; the connection is then finished
+
+	// mem counts the bytes of the connection's message buffers, for
+	// Server.MemoryBytes.
+	mem memAccount
 
 	sess        Session
 	pid, secret uint32
@@ -82,8 +87,9 @@ func newConn(s *Server, ctx context.Context, nc net.Conn) *conn {
 		stmts:   make(map[string]*prepared),
 		portals: make(map[string]*portal),
 	}
+	c.mem.total = &s.mem
 	c.src.r = nc
-	c.in = newLimitReader(&c.src, s.cfg.MaxMessageSize)
+	c.in = newMsgReader(&c.src, s.cfg.MaxMessageSize, &c.mem)
 	// pgwire encodes into its own send buffer and never calls Backend.Send.
 	c.be = pgproto3.NewBackend(c.in, io.Discard)
 	c.unwatch = context.AfterFunc(cctx, c.armDeadlines)
@@ -152,7 +158,7 @@ func (c *conn) serve() error {
 	if c.ctx.Err() != nil {
 		c.armDeadlines() // Close raced with the line above
 	}
-	c.pipe = newInputPipe(c.ctx, c.nc, func(error) { c.cancel(ErrClientGone) })
+	c.pipe = newInputPipe(c.ctx, c.nc, &c.mem, func(error) { c.cancel(ErrClientGone) })
 	c.src.r = c.pipe
 	return c.run()
 }
@@ -280,6 +286,7 @@ func (c *conn) close() {
 	if c.pipe != nil {
 		c.pipe.close()
 	}
+	c.mem.releaseAll()
 	c.unwatch()
 }
 
@@ -364,6 +371,7 @@ func (c *conn) send(msg pgproto3.BackendMessage) {
 		return
 	}
 	c.out = out
+	c.chargeOut()
 	if len(c.out) >= flushThreshold {
 		c.flush()
 	}
@@ -379,8 +387,18 @@ func (c *conn) sendRaw(msg []byte) {
 		return
 	}
 	c.out = append(c.out, msg...)
+	c.chargeOut()
 	if len(c.out) >= flushThreshold {
 		c.flush()
+	}
+}
+
+// chargeOut brings the send buffer's charge in mem up to date after it grew
+// or was dropped.
+func (c *conn) chargeOut() {
+	if d := cap(c.out) - c.outHeld; d != 0 {
+		c.mem.add(d)
+		c.outHeld = cap(c.out)
 	}
 }
 
@@ -396,6 +414,7 @@ func (c *conn) flush() error {
 	c.write(c.out)
 	if cap(c.out) > maxRetainedBuffer {
 		c.out = nil
+		c.chargeOut()
 	} else {
 		c.out = c.out[:0]
 	}

@@ -102,7 +102,7 @@
 //
 // Each connection has one goroutine that runs the protocol and every call
 // into its session, and one that only reads the socket into a small pipe
-// (two 4 KiB buffers). The reader exists so that a client that disconnects
+// (pooled buffers of 512 bytes to 128 KiB, sized to what the client sends). The reader exists so that a client that disconnects
 // while its goroutine is busy streaming, or blocked in Result.Next, is
 // noticed at once: the connection context is canceled (cause ErrClientGone)
 // and with it the running statement. Every session call gets a statement
@@ -141,8 +141,8 @@
 // Startup packets are limited to MaxStartupMessageSize; Query, Parse, Bind,
 // CopyData and FunctionCall bodies to Config.MaxMessageSize; password and
 // SASL messages to 64 KiB; every other message to 10000 bytes, as in
-// Postgres. pgproto3/v2 has no limit of its own and allocates a body before
-// reading it, so the limit is checked on the header, before any allocation.
+// Postgres. pgproto3/v2 has no limit of its own, so the limit is checked on
+// the header, before the body is read.
 //
 // Config.MaxConnections bounds the connections held at once, those in startup
 // included. Past it a connection is accepted anyway (so that its client does
@@ -152,4 +152,20 @@
 // refusals run at once; beyond that a connection is closed without a word.
 // The descriptors spent on clients thus stay bounded, and storage keeps its
 // own. Accept errors such as EMFILE are retried with a capped backoff.
+//
+// # Memory
+//
+// A message costs what it carries, not what its header claims: pgproto3 asks
+// for a whole body at once, and pgwire's reader under it (msgReader) gives
+// headers and small bodies from a 1 KiB buffer and reads a larger body into
+// a buffer that starts at 8 KiB and doubles as it fills, never past the body
+// length, so it is at most twice what has arrived. A client that sends a
+// header claiming 64 MiB and stalls holds 8 KiB. A large body is let go when
+// the next message starts, so an idle connection keeps only its 1 KiB header
+// buffer, the pipe buffer of its blocked read and its send buffer (at most
+// 256 KiB is kept between flushes).
+//
+// Server.MemoryBytes counts these message buffers over all connections, for
+// a process-wide memory budget; Config.Registerer exports the count as the
+// gauge shardtail_memory_bytes{holder="pgwire"}.
 package pgwire

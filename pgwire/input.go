@@ -7,66 +7,158 @@ import (
 	"net"
 	"sync"
 
-	"github.com/jackc/chunkreader/v2"
 	"github.com/jackc/pgproto3/v2"
 )
 
-// limitReader is the ChunkReader under pgproto3.Backend. pgproto3/v2 reads a
-// 5-byte header and then allocates and reads the whole body, with no limit of
-// its own; limitReader checks each header against the limit of its message
-// type first, so a client cannot make the server allocate more than the limit
-// by sending a length.
-type limitReader struct {
-	cr         pgproto3.ChunkReader
-	maxLarge   int   // body limit of Query, Parse, Bind, CopyData, FunctionCall
+// msgReader is the ChunkReader under pgproto3.Backend. Backend.Receive asks
+// it for a 5-byte header and then for the whole body at once; pgproto3/v2 has
+// no limit of its own, and a chunk reader allocates the body before reading
+// it, so a client could make the server allocate whatever length it claims.
+// msgReader checks each header against the limit of its message type, and
+// reads a large body into a buffer that grows as its bytes arrive: a message
+// costs the server what the client has sent, not what its header claims.
+//
+// Headers and small bodies are cut from buf, which also keeps what a read
+// brought beyond them. Like a chunk reader, msgReader never writes over bytes
+// it has handed out (a full buf is replaced, not reused), so a message stays
+// valid for as long as the caller holds it. A large body is dropped, and its
+// bytes uncounted, when the next header is asked for: pgproto3's messages are
+// valid only until the next Receive, and a connection must not keep the
+// buffer of the biggest message it ever received.
+type msgReader struct {
+	r        io.Reader
+	maxLarge int         // body limit of Query, Parse, Bind, CopyData, FunctionCall
+	mem      *memAccount // charged for buf and body
+
+	buf    []byte // headers and small bodies; allocated on first use
+	rp, wp int    // read and write positions in buf
+
+	// body is the large body being read: its length is what has arrived,
+	// its capacity what is allocated, at most twice that.
+	body []byte
+
 	wantHeader bool  // the next Next call reads a message header
 	readErr    error // error of the last Next: tells a read failure from a decode failure
 }
 
-func newLimitReader(r io.Reader, maxLarge int) *limitReader {
-	// The chunk reader hands out slices of its buffer and allocates a new
-	// one when it runs out, so its size is only what an idle connection
-	// keeps: small (bigger messages get buffers of their own size).
-	cr, err := chunkreader.NewConfig(r, chunkreader.Config{MinBufLen: 1 << 10})
-	if err != nil {
-		panic(err) // a constant, valid config
-	}
-	return &limitReader{cr: cr, maxLarge: maxLarge, wantHeader: true}
+// Message buffer sizing.
+const (
+	// smallBufLen is the size of a connection's header buffer, which is
+	// what an idle connection keeps; bodies up to this size are read into
+	// it.
+	smallBufLen = 1 << 10
+	// bodyStartLen is the first allocation for a larger body beyond what has
+	// already arrived; it then doubles as the buffer fills, up to the body
+	// length.
+	bodyStartLen = 8 << 10
+)
+
+var _ pgproto3.ChunkReader = (*msgReader)(nil)
+
+func newMsgReader(r io.Reader, maxLarge int, mem *memAccount) *msgReader {
+	return &msgReader{r: r, maxLarge: maxLarge, mem: mem, wantHeader: true}
 }
 
 // Next implements pgproto3.ChunkReader. Backend.Receive calls it with 5 for a
 // header and then with the body length. A read that fails (an interrupted COPY
-// read) is repeated by the next Receive with the same n, and the chunk reader
-// keeps what it had read, so the alternation only advances on success.
-func (r *limitReader) Next(n int) (buf []byte, err error) {
+// read) is repeated by the next Receive with the same n, and msgReader keeps
+// what it had read, so the alternation only advances on success.
+func (r *msgReader) Next(n int) (buf []byte, err error) {
 	defer func() { r.readErr = err }()
-	if !r.wantHeader {
-		buf, err = r.cr.Next(n)
-		if err == nil {
-			r.wantHeader = true
+	if r.wantHeader {
+		// The previous message is done: its large body goes.
+		r.dropBody()
+		buf, err = r.small(n)
+		if err != nil {
+			return nil, err
 		}
-		return buf, err
+		r.wantHeader = false
+		if n == 5 { // always, after startup: Backend.Receive reads type and length
+			typ := buf[0]
+			// Read the length as pgproto3 does, unsigned: a length with the
+			// high bit set is 2-4 GiB to it, not negative.
+			size := int64(binary.BigEndian.Uint32(buf[1:])) - 4
+			if limit := r.limit(typ); size > int64(limit) {
+				return nil, Errorf("08P01", "invalid message length: message of type %q has %d bytes, over the limit of %d", typ, size, limit).in(ErrMessageTooLarge)
+			}
+		}
+		return buf, nil
 	}
-	buf, err = r.cr.Next(n)
-	if err != nil {
-		return nil, err
+	if r.body != nil || n > smallBufLen {
+		buf, err = r.large(n)
+	} else {
+		buf, err = r.small(n)
 	}
-	r.wantHeader = false
-	if n == 5 { // always, after startup: Backend.Receive reads type and length
-		typ := buf[0]
-		// Read the length as pgproto3 does, unsigned: a length with the
-		// high bit set is 2-4 GiB to it, not negative.
-		size := int64(binary.BigEndian.Uint32(buf[1:])) - 4
-		if limit := r.limit(typ); size > int64(limit) {
-			return nil, Errorf("08P01", "invalid message length: message of type %q has %d bytes, over the limit of %d", typ, size, limit).in(ErrMessageTooLarge)
+	if err == nil {
+		r.wantHeader = true
+	}
+	return buf, err
+}
+
+// small returns the next n bytes from buf, reading at least what is missing
+// and as much more as buf has room for. n is at most smallBufLen, or already
+// buffered.
+func (r *msgReader) small(n int) ([]byte, error) {
+	if r.wp-r.rp < n {
+		if len(r.buf)-r.rp < n {
+			// No room after the unread bytes: a new buffer, since the old one
+			// may back a message the caller still holds.
+			nb := make([]byte, max(n, smallBufLen))
+			r.mem.add(len(nb) - len(r.buf))
+			r.wp = copy(nb, r.buf[r.rp:r.wp])
+			r.rp = 0
+			r.buf = nb
+		}
+		m, err := io.ReadAtLeast(r.r, r.buf[r.wp:], n-(r.wp-r.rp))
+		r.wp += m
+		if err != nil {
+			return nil, err
 		}
 	}
-	return buf, nil
+	b := r.buf[r.rp : r.rp+n : r.rp+n]
+	r.rp += n
+	return b, nil
+}
+
+// large reads a body of n bytes into r.body, starting with what buf holds and
+// doubling the allocation whenever it is full, so that what is allocated is
+// at most twice what has arrived (plus bodyStartLen). It reads no further than
+// the body: the next header goes to buf.
+func (r *msgReader) large(n int) ([]byte, error) {
+	if r.body == nil {
+		have := r.buf[r.rp:r.wp]
+		r.body = make([]byte, len(have), min(n, max(len(have), bodyStartLen)))
+		r.mem.add(cap(r.body))
+		copy(r.body, have)
+		r.rp = r.wp
+	}
+	for len(r.body) < n {
+		if len(r.body) == cap(r.body) {
+			grown := make([]byte, len(r.body), min(n, 2*cap(r.body)))
+			r.mem.add(cap(grown) - cap(r.body))
+			copy(grown, r.body)
+			r.body = grown
+		}
+		m, err := r.r.Read(r.body[len(r.body):cap(r.body)])
+		r.body = r.body[:len(r.body)+m]
+		if err != nil && len(r.body) < n {
+			return nil, err
+		}
+	}
+	return r.body[:n:n], nil
+}
+
+// dropBody lets go of the last large body.
+func (r *msgReader) dropBody() {
+	if r.body != nil {
+		r.mem.add(-cap(r.body))
+		r.body = nil
+	}
 }
 
 // limit returns the largest body allowed for a message type, as Postgres's
 // SocketBackend decides it.
-func (r *limitReader) limit(typ byte) int {
+func (r *msgReader) limit(typ byte) int {
 	switch typ {
 	case 'Q', 'P', 'B', 'd', 'F':
 		return r.maxLarge
@@ -140,6 +232,7 @@ type inputPipe struct {
 	nc     net.Conn
 	ctx    context.Context // the connection's; Read gives up when it is done
 	onErr  func(error)     // called once with the read error, from the read goroutine
+	mem    *memAccount     // charged for the buffers in flight
 	chunks chan []byte     // filled buffers, in order; closed after a read error
 	tokens chan struct{}   // one per buffer in flight; the consumer frees them
 	stop   chan struct{}   // closed by close
@@ -152,11 +245,12 @@ type inputPipe struct {
 	intr context.Context // when set, Read also gives up when it is done (COPY FROM under a statement context)
 }
 
-func newInputPipe(ctx context.Context, nc net.Conn, onErr func(error)) *inputPipe {
+func newInputPipe(ctx context.Context, nc net.Conn, mem *memAccount, onErr func(error)) *inputPipe {
 	p := &inputPipe{
 		nc:     nc,
 		ctx:    ctx,
 		onErr:  onErr,
+		mem:    mem,
 		chunks: make(chan []byte, pipeBuffers),
 		tokens: make(chan struct{}, pipeBuffers),
 		stop:   make(chan struct{}),
@@ -176,13 +270,14 @@ func (p *inputPipe) readLoop() {
 			return
 		}
 		buf := getPipeBuf(size)
+		p.mem.add(cap(buf))
 		n, err := p.nc.Read(buf)
 		size = nextReadSize(size, n)
 		if n > 0 {
 			// Never blocks: chunks holds as many buffers as are in flight.
 			p.chunks <- buf[:n]
 		} else {
-			putPipeBuf(buf)
+			p.put(buf)
 			<-p.tokens
 		}
 		if err != nil {
@@ -229,11 +324,17 @@ func (p *inputPipe) Read(b []byte) (int, error) {
 	if len(p.cur) == 0 {
 		// Consumed: the buffer goes back at once, so that a connection
 		// waiting for its client holds none on this side.
-		putPipeBuf(p.buf)
+		p.put(p.buf)
 		p.buf = nil
 		<-p.tokens
 	}
 	return n, nil
+}
+
+// put returns a consumed buffer to its pool.
+func (p *inputPipe) put(buf []byte) {
+	p.mem.add(-cap(buf))
+	putPipeBuf(buf)
 }
 
 // close stops the read goroutine and waits for it. The caller must have closed

@@ -46,6 +46,10 @@ type Server struct {
 
 	// panics counts panics recovered in connections; tests assert it stays 0.
 	panics atomic.Int64
+
+	// mem is the bytes held in message buffers by all connections
+	// (MemoryBytes).
+	mem atomic.Int64
 }
 
 // NewServer returns a server for backend. It validates cfg.
@@ -59,7 +63,7 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	salt := make([]byte, 32)
 	rand.Read(salt)
-	return &Server{
+	s := &Server{
 		backend:       backend,
 		cfg:           cfg,
 		log:           cfg.Logger,
@@ -69,7 +73,13 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 		listeners:     make(map[net.Listener]struct{}),
 		conns:         make(map[*conn]struct{}),
 		byPID:         make(map[uint32]*conn),
-	}, nil
+	}
+	if cfg.Registerer != nil {
+		if err := s.registerMetrics(cfg.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Serve accepts connections on ln and serves each on its own goroutine, until

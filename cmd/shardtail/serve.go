@@ -176,7 +176,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if err != nil {
 		return err
 	}
-	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns})
+	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns, Registerer: reg})
 	if err != nil {
 		return err
 	}
