@@ -92,6 +92,13 @@ func TestConnectionAdmission(t *testing.T) {
 			seen <- a
 		}
 	}()
+	// The reader goroutine must be done with subConn before it is closed:
+	// cancelling ctx ends rows.Next.
+	defer func() {
+		cancel()
+		for range seen {
+		}
+	}()
 	for range wantMax - 2 {
 		c := srv.connect(t)
 		defer c.Close(context.Background())
