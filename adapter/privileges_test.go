@@ -514,3 +514,177 @@ func streamFirstRow(ctx context.Context, c *pgx.Conn, q string) error {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestCancelBackendPrivileges: pg_cancel_backend cancels a running
+// statement of the caller's own role or, for a superuser, of anyone's;
+// another role's fails with PostgreSQL's 42501 and leaves the statement
+// running. A CancelRequest needs no privilege, only the secret key.
+func TestCancelBackendPrivileges(t *testing.T) {
+	for _, viaTail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "RoleAll", true: "Tail"}[viaTail], func(t *testing.T) {
+			p := startPasswordServers(t, append(privSetup, "CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)", "GRANT SELECT ON t TO own")...)
+			s := p.server(viaTail)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+
+			// running starts a SUBSCRIBE as own and returns its
+			// connection, its pid and a channel with its end.
+			running := func() (*pgx.Conn, uint32, <-chan error) {
+				c, pid := idleSession(t, s, privOwner)
+				done := make(chan error, 1)
+				started, finished := make(chan struct{}), make(chan struct{})
+				// Before the connection closes (cleanups run last first).
+				t.Cleanup(func() { cancel(); <-finished })
+				go func() {
+					defer close(finished)
+					rows, err := c.Query(ctx, "SUBSCRIBE t")
+					if err == nil {
+						for rows.Next() {
+							select {
+							case <-started:
+							default:
+								close(started)
+							}
+						}
+						rows.Close()
+						err = rows.Err()
+					}
+					done <- err
+				}()
+				select {
+				case <-started:
+				case err := <-done:
+					t.Fatalf("SUBSCRIBE as own ended before its first row: %v", err)
+				}
+				return c, pid, done
+			}
+			cancelAs := func(c *pgx.Conn, pid uint32) (bool, error) {
+				var ok bool
+				err := c.QueryRow(ctx, fmt.Sprintf("SELECT pg_cancel_backend(%d)", pid)).Scan(&ok)
+				return ok, err
+			}
+			wantCanceled := func(done <-chan error, who string) {
+				t.Helper()
+				select {
+				case err := <-done:
+					wantCode(t, err, "57014", "the SUBSCRIBE "+who+" canceled")
+				case <-ctx.Done():
+					t.Fatalf("the SUBSCRIBE %s canceled still runs", who)
+				}
+			}
+
+			_, pid, done := running()
+			nobody := login(t, s, privNone, privNone+"-pw")
+			_, err := cancelAs(nobody, pid)
+			if pe := wantCode(t, err, denied, "pg_cancel_backend of own's session as nobody"); pe != nil {
+				if want := "must be a member of the role whose process is being canceled or member of pg_signal_backend"; pe.Message != want {
+					t.Errorf("message: got %q, want %q", pe.Message, want)
+				}
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the SUBSCRIBE ended after a refused cancel: %v", err)
+			default:
+			}
+			own := login(t, s, privOwner, privOwner+"-pw")
+			if ok, err := cancelAs(own, pid); err != nil || !ok {
+				t.Fatalf("pg_cancel_backend of own's other session as own: %v, %v", ok, err)
+			}
+			wantCanceled(done, "own")
+
+			_, pid, done = running()
+			boss := login(t, s, privSuper, privSuper+"-pw")
+			if ok, err := cancelAs(boss, pid); err != nil || !ok {
+				t.Fatalf("pg_cancel_backend as a superuser: %v, %v", ok, err)
+			}
+			wantCanceled(done, "a superuser")
+
+			_, superPID := idleSession(t, s, privSuper)
+			_, err = cancelAs(own, superPID)
+			if pe := wantCode(t, err, denied, "pg_cancel_backend of a superuser's session as own"); pe != nil {
+				if want := "must be a superuser to cancel superuser query"; pe.Message != want {
+					t.Errorf("message: got %q, want %q", pe.Message, want)
+				}
+			}
+
+			// The secret key is authority enough: own's client cancels
+			// with a CancelRequest.
+			c, _, done := running()
+			if err := c.PgConn().CancelRequest(ctx); err != nil {
+				t.Fatalf("CancelRequest: %v", err)
+			}
+			wantCanceled(done, "a CancelRequest")
+		})
+	}
+}
+
+// TestViewReadsAsOwner: a view (or materialized view) reads with its
+// owner's privileges, so once the owner may no longer read the table, no
+// one reads it through the view, the owner nor those granted the view.
+func TestViewReadsAsOwner(t *testing.T) {
+	for _, viaTail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "RoleAll", true: "Tail"}[viaTail], func(t *testing.T) {
+			p := startPasswordServers(t, append(privSetup,
+				"CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)", "GRANT SELECT ON t TO own")...)
+			s := p.server(viaTail)
+			ctx := context.Background()
+			admin := login(t, p.up, privSuper, privSuper+"-pw")
+			owner := login(t, p.up, privOwner, privOwner+"-pw")
+			mustExec(t, owner, "CREATE VIEW v AS SELECT a FROM t", "CREATE MATERIALIZED VIEW m AS SELECT a FROM t",
+				"GRANT SELECT ON v TO grt", "GRANT SELECT ON m TO grt")
+			reads := []string{
+				"SELECT a FROM v", "SELECT a FROM m",
+				"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE m; FETCH ALL c WITH (timeout = '0s'); COMMIT",
+			}
+			roles := []string{privOwner, privGrantee}
+			conns := map[string]*pgx.Conn{}
+			for _, r := range roles {
+				conns[r] = login(t, s, r, r+"-pw")
+				for _, q := range reads {
+					if _, err := conns[r].Exec(ctx, q); err != nil {
+						t.Fatalf("%s as %s before the REVOKE: %v", q, r, err)
+					}
+				}
+			}
+			mustExec(t, admin, "REVOKE SELECT ON t FROM own")
+			if viaTail {
+				if err := p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, r := range roles {
+				for _, q := range reads {
+					_, err := conns[r].Exec(ctx, q)
+					wantCode(t, err, denied, q+" as "+r+" after the owner lost SELECT on t")
+					_, _ = conns[r].Exec(ctx, "ROLLBACK")
+				}
+			}
+			if _, err := admin.Exec(ctx, "SELECT a FROM v"); err != nil {
+				t.Errorf("a superuser reads the view: %v", err)
+			}
+		})
+	}
+}
+
+// TestTailAlterSystemWritesOnce: ALTER SYSTEM through a tail process is
+// the upstream's to apply (and to check); the tail does not write the
+// catalog a second time.
+func TestTailAlterSystemWritesOnce(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	boss := login(t, p.tail, privSuper, privSuper+"-pw")
+	ctx := context.Background()
+	if err := p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := p.up.Coordinator.Catalog().Seq()
+	mustExec(t, boss, "ALTER SYSTEM SET max_result_size = '1GB'")
+	if err := p.up.Coordinator.Catalog().Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.up.Coordinator.Catalog().Seq(), before+1; got != want {
+		t.Errorf("catalog version after one ALTER SYSTEM through the tail: got %v, want %v", got, want)
+	}
+	if got := p.up.Coordinator.Catalog().State().System["max_result_size"]; got != "1GB" {
+		t.Errorf("max_result_size: got %q, want 1GB", got)
+	}
+}
