@@ -208,6 +208,9 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 					if err := checkDropRole(cs, s.user, target); err != nil {
 						return err
 					}
+					if err := checkRoleUnused(cs, n.Name); err != nil {
+						return err
+					}
 					delete(cs.Roles, n.Name)
 				}
 				return nil

@@ -1,6 +1,7 @@
 package adapter
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -167,6 +168,23 @@ func checkDropRole(cs *CatalogState, actor string, target *Role) error {
 		return errRolePrivilege("drop role", "Only roles with the CREATEROLE attribute may drop roles.")
 	case target != nil && target.Superuser:
 		return errRolePrivilege("drop role", "Only roles with the SUPERUSER attribute may drop roles with the SUPERUSER attribute.")
+	}
+	return nil
+}
+
+// checkRoleUnused refuses to drop a role that owns items or holds grants,
+// as PostgreSQL does: objects and grants name their role, so a role created
+// later under the same name would inherit them.
+func checkRoleUnused(cs *CatalogState, name string) error {
+	for _, it := range cs.sortedItems() {
+		if it.Owner == name || len(it.Grants[name]) > 0 {
+			what := "privileges for"
+			if it.Owner == name {
+				what = "owner of"
+			}
+			return &Error{Code: codeDependentObjects, Message: fmt.Sprintf("role %q cannot be dropped because some objects depend on it", name),
+				Detail_: fmt.Sprintf("%s %s %s", what, it.Kind, qualified(it.Name))}
+		}
 	}
 	return nil
 }

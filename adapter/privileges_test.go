@@ -688,3 +688,22 @@ func TestTailAlterSystemWritesOnce(t *testing.T) {
 		t.Errorf("max_result_size: got %q, want 1GB", got)
 	}
 }
+
+// TestDropRoleInUse: a role that owns objects or holds grants cannot be
+// dropped (2BP01, as PostgreSQL), so a role created again under its name
+// cannot inherit them.
+func TestDropRoleInUse(t *testing.T) {
+	p := startPasswordServers(t, append(privSetup, "CREATE TABLE t (a int8)", "GRANT SELECT ON t TO grt")...)
+	boss := login(t, p.up, privSuper, privSuper+"-pw")
+	owner := login(t, p.up, privOwner, privOwner+"-pw")
+	mustExec(t, owner, "CREATE TABLE mine (a int8)")
+	ctx := context.Background()
+	for _, r := range []string{privOwner, privGrantee} {
+		_, err := boss.Exec(ctx, "DROP ROLE "+r)
+		wantCode(t, err, "2BP01", "DROP ROLE "+r)
+	}
+	mustExec(t, boss, "REVOKE SELECT ON t FROM grt", "DROP ROLE grt", "CREATE ROLE grt LOGIN PASSWORD 'again'")
+	grt := login(t, p.up, privGrantee, "again")
+	_, err := grt.Exec(ctx, "SELECT a FROM t")
+	wantCode(t, err, denied, "SELECT by a new role under a dropped grantee's name")
+}
