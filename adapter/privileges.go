@@ -15,11 +15,13 @@ import (
 //     the privilege granted to it or to PUBLIC. Reading a view or a
 //     materialized view also needs its owner to be able to read what it
 //     reads, so revoking a table's SELECT from a view's owner closes the
-//     view too. Only the owner (or a superuser) drops, alters and grants.
+//     view too. UPDATE and DELETE read what they change: SELECT too (as
+//     Materialize). Only the owner (or a superuser) drops, alters and
+//     grants.
 //   - Roles: CREATE, ALTER and DROP ROLE need the CREATEROLE attribute;
 //     giving or taking SUPERUSER, and touching a superuser role, need
 //     superuser. Without CREATEROLE a role may change its own password and
-//     nothing else.
+//     nothing else. A role that owns items or holds grants is not dropped.
 //   - ALTER SYSTEM needs superuser.
 //   - pg_cancel_backend cancels sessions of the caller's own role; a
 //     superuser's only a superuser may cancel. A CancelRequest is not a
