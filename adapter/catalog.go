@@ -56,6 +56,9 @@ type Role struct {
 	Name      string `json:"name"`
 	Login     bool   `json:"login"`
 	Superuser bool   `json:"superuser"`
+	// CreateRole lets a role create, alter and drop roles that are not
+	// superusers (PostgreSQL's CREATEROLE).
+	CreateRole bool `json:"create_role,omitempty"`
 	// Verifier is the SCRAM-SHA-256 verifier of the password, or empty.
 	Verifier string `json:"verifier,omitempty"`
 	// ConnLimit is the CONNECTION LIMIT: the sessions the role may hold at

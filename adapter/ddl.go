@@ -200,8 +200,12 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 			var msgs [][]byte
 			_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
 				msgs = nil
+				if err := checkDropRole(cs, s.user, nil); err != nil {
+					return err
+				}
 				for _, n := range st.Names {
-					if _, ok := cs.Roles[n.Name]; !ok {
+					target, ok := cs.Roles[n.Name]
+					if !ok {
 						if st.IfExists {
 							msgs = append(msgs, notice("00000", fmt.Sprintf("role %q does not exist, skipping", n.Name), ""))
 							continue
@@ -210,6 +214,12 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 					}
 					if n.Name == defaultRole || n.Name == s.user {
 						return errorf(codeInsufficientPriv, "current role cannot be dropped")
+					}
+					if err := checkDropRole(cs, s.user, target); err != nil {
+						return err
+					}
+					if err := checkRoleUnused(cs, n.Name); err != nil {
+						return err
 					}
 					delete(cs.Roles, n.Name)
 				}
@@ -278,25 +288,6 @@ func (c *Coordinator) dropItems(ctx context.Context, items []*Item) error {
 		}
 	}
 	return nil
-}
-
-func (s *Session) checkOwner(it *Item) error {
-	if r := s.c.catalog.State().Roles[s.user]; (r != nil && r.Superuser) || it.Owner == s.user {
-		return nil
-	}
-	return errorf(codeInsufficientPriv, "must be owner of %s %s", strings.ToUpper(string(it.Kind)), qualified(it.Name))
-}
-
-// checkPrivilege checks that the session's role may do priv on it.
-func (s *Session) checkPrivilege(it *Item, priv string) error {
-	r := s.c.catalog.State().Roles[s.user]
-	if (r != nil && r.Superuser) || it.Owner == s.user {
-		return nil
-	}
-	if slices.Contains(it.Grants[s.user], priv) || slices.Contains(it.Grants["public"], priv) {
-		return nil
-	}
-	return errorf(codeInsufficientPriv, "permission denied for %s %s", strings.ToUpper(string(it.Kind)), qualified(it.Name))
 }
 
 func (s *Session) planAlter(st *sql.AlterObject) (*plan, error) {
@@ -412,10 +403,10 @@ func (s *Session) planCreateRole(st *sql.CreateRole) (*plan, error) {
 		return nil, err
 	}
 	return s.ddlPlan("CREATE ROLE", func(ctx context.Context) ([][]byte, error) {
-		if err := s.requireSuperuser("CREATE ROLE"); err != nil {
-			return nil, err
-		}
 		_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+			if err := checkCreateRole(cs, s.user, st.Options); err != nil {
+				return err
+			}
 			if _, ok := cs.Roles[role.Name]; ok {
 				return errorf(codeDuplicateObject, "role '%s' already exists", role.Name)
 			}
@@ -429,13 +420,13 @@ func (s *Session) planCreateRole(st *sql.CreateRole) (*plan, error) {
 
 func (s *Session) planAlterRole(st *sql.AlterRole) (*plan, error) {
 	return s.ddlPlan("ALTER ROLE", func(ctx context.Context) ([][]byte, error) {
-		if err := s.requireSuperuser("ALTER ROLE"); err != nil && st.Name != s.user {
-			return nil, err
-		}
 		_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
 			cur, ok := cs.Roles[st.Name]
 			if !ok {
 				return errorf(codeUndefinedObject, "unknown role '%s'", st.Name)
+			}
+			if err := checkAlterRole(cs, s.user, cur, st.Options); err != nil {
+				return err
 			}
 			r := *cur
 			if err := applyRoleOptions(&r, st.Options); err != nil {
@@ -473,7 +464,11 @@ func applyRoleOptions(r *Role, opts []sql.Option) error {
 			if err := setConnLimit(r, o); err != nil {
 				return err
 			}
-		case "INHERIT", "NOINHERIT", "CREATEDB", "NOCREATEDB", "CREATEROLE", "NOCREATEROLE":
+		case "CREATEROLE":
+			r.CreateRole = true
+		case "NOCREATEROLE":
+			r.CreateRole = false
+		case "INHERIT", "NOINHERIT", "CREATEDB", "NOCREATEDB":
 		default:
 			return errorf(codeFeatureNotSupp, "role option %s not supported", o.Name)
 		}

@@ -209,6 +209,11 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 	if err != nil {
 		return nil, err
 	}
+	// It reads the rows it changes: SELECT too, as Materialize requires
+	// of every read-then-write.
+	if err := s.checkPrivilege(it, "SELECT"); err != nil {
+		return nil, err
+	}
 	var params []uint32
 	var filter *scalar
 	if where != nil {

@@ -259,7 +259,11 @@ func (s *Session) planConstSelect(sel *sql.Select, paramOIDs []uint32) (*plan, e
 	}
 	cols := m.OutputSchema().Columns
 	return &plan{fields: fieldsOf(cols), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
-		m, _, err := compile(&sessionCall{params: params})
+		call := &sessionCall{params: params}
+		m, _, err := compile(call)
+		if err == nil {
+			err = call.err
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -279,6 +283,9 @@ func (s *Session) planConstSelect(sel *sql.Select, paramOIDs []uint32) (*plan, e
 // parameters. nil means planning: no side effects, only types.
 type sessionCall struct {
 	params []row.Datum
+	// err is the first error a session function raised (a refused
+	// pg_cancel_backend): the statement's error.
+	err error
 }
 
 // substituteSessionFuncs replaces calls of session functions (version(),
@@ -318,7 +325,10 @@ func (s *Session) substituteSessionFuncs(e sql.Expr, run *sessionCall) sql.Expr 
 			canceled := false
 			if run != nil {
 				if pid, ok := sessionFuncInt(f.Args[0], run.params); ok && pid >= 0 && pid <= math.MaxUint32 {
-					canceled = s.c.cancelBackend(uint32(pid))
+					var err error
+					if canceled, err = s.cancelBackend(uint32(pid)); err != nil && run.err == nil {
+						run.err = err
+					}
 				}
 			}
 			isNull := &sql.IsExpr{X: &sql.Cast{X: f.Args[0], Type: sql.TypeName{Name: "int4"}}, Test: sql.IsNull}

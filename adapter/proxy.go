@@ -256,7 +256,15 @@ func (u *upstream) lost() bool {
 	if u.conn.IsClosed() {
 		return true
 	}
-	if peekLost(u.conn.Conn()) {
+	// pgconn starts a background read when a write is slow (15 ms) and
+	// stops it without interrupting the read: left in flight on an idle
+	// connection, that read holds the socket, and the peek below would
+	// wait for it forever. SyncConn ends such a read with a ping, and
+	// returns at once when there is none.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := u.conn.SyncConn(ctx)
+	cancel()
+	if err != nil || peekLost(u.conn.Conn()) {
 		u.close()
 		return true
 	}

@@ -58,7 +58,19 @@ func (s *Session) route(ctx context.Context, st sql.Statement) route {
 			}
 			return routeLocal
 		}
-	case *sql.Begin, *sql.Commit, *sql.Rollback, *sql.SetVariable, *sql.ResetVariable:
+	case *sql.SetVariable:
+		if st.Scope == sql.ScopeSystem {
+			// ALTER SYSTEM writes the catalog: the upstream's alone (it
+			// checks the privilege; this process follows the catalog).
+			return routeUpstream
+		}
+		return routeBoth
+	case *sql.ResetVariable:
+		if st.Scope == sql.ScopeSystem {
+			return routeUpstream
+		}
+		return routeBoth
+	case *sql.Begin, *sql.Commit, *sql.Rollback:
 		return routeBoth
 	case *sql.ShowVariable:
 		return routeLocal

@@ -299,10 +299,3 @@ func (s *Session) planShowVar(st *sql.ShowVariable) (*plan, error) {
 		return []row.Row{{v}}, nil
 	}), nil
 }
-
-func (s *Session) requireSuperuser(what string) error {
-	if r := s.c.catalog.State().Roles[s.user]; r != nil && r.Superuser {
-		return nil
-	}
-	return errorf(codeInsufficientPriv, "permission denied: %s requires superuser", what)
-}
