@@ -333,6 +333,9 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		for {
 			chunk, err := next(ctx)
 			if err != nil {
+				if q.input == nil { // VALUES: no storage to fail
+					return nil, err
+				}
 				return nil, mapPersistErr(err, q.input.Name)
 			}
 			var out []row.Row
