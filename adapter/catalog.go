@@ -13,7 +13,7 @@ import (
 	"github.com/shardtail/shardtail/internal/coalesce"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/mapdiff"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // ItemKind is the kind of a catalog item.

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardtail/shardtail/expr"
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 
@@ -71,7 +72,7 @@ func (s *Session) planCreateTable(st *sql.CreateTable) (*plan, error) {
 	}
 	var schema row.Schema
 	for _, c := range st.Columns {
-		t, ok := c.Type.RowType()
+		t, ok := expr.ColumnType(c.Type)
 		if !ok {
 			return nil, errorf(codeUndefinedObject, "type %q does not exist", c.Type.String())
 		}

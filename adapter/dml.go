@@ -9,9 +9,9 @@ import (
 	"github.com/shardtail/shardtail/expr"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

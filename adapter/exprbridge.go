@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/expr"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"maps"
 
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

@@ -6,9 +6,9 @@ import (
 	"io"
 
 	"github.com/shardtail/shardtail/formatter"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 )
 
 // cmdResult is a result with only a command tag (and maybe notices and

@@ -6,9 +6,9 @@ import (
 	"io"
 
 	"github.com/shardtail/shardtail/formatter"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

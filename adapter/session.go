@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // DefaultTick is how often table and source uppers advance without writes.

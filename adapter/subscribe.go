@@ -10,8 +10,8 @@ import (
 	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 	"github.com/shardtail/shardtail/tail"
 )

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // subInfo is a running subscribe as mz_internal.mz_subscriptions shows it.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // MFP is a map/filter/project over the rows of a collection: it returns the

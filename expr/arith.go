@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/apd/v3"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // Integer arithmetic checks overflow as Postgres does: int2 and int4 are

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/row"
 )
 
 // castLevel is the context a conversion happens in, as Postgres'

@@ -1,7 +1,7 @@
 package expr
 
 import (
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

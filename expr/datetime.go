@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/row"
 )
 
 // Date and time values are microseconds (timestamps) or days (dates) since

@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

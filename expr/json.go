@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/row"
 )
 
 // jsonb values are canonical text (see pgrepr): operators decode them with

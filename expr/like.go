@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // likeKind classifies a LIKE pattern so that the common shapes avoid the

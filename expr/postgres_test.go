@@ -15,8 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardtail/shardtail/internal/pgtest"
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 

@@ -3,7 +3,7 @@ package formatter
 import (
 	"math"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // Batcher is the SUBSCRIBE state machine shared by both paths: it turns a

@@ -3,8 +3,8 @@ package formatter
 import (
 	"encoding/binary"
 
-	"github.com/shardtail/shardtail/persist/row"
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/row"
 )
 
 // OID returns the type OID of an output column type.

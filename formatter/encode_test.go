@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -3,7 +3,7 @@ package formatter
 import (
 	"slices"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // A snapshot is one timestamp (AS OF) that arrives in chunks: a persist

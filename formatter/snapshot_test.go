@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // snapshotRows feeds a snapshot to a fresh batcher in chunks of size n (as

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // Envelope is a SUBSCRIBE output envelope.

@@ -12,7 +12,7 @@ import (
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob"
 	"github.com/shardtail/shardtail/persist/consensus"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // maintTask serializes background maintenance of one shard: at most one run

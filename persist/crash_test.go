@@ -19,7 +19,7 @@ import (
 	"github.com/shardtail/shardtail/persist"
 	blobfile "github.com/shardtail/shardtail/persist/blob/file"
 	"github.com/shardtail/shardtail/persist/consensus/sqlite"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/shardtail/shardtail/persist/mapdiff"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // stateDiff is what one CAS writes to consensus: the change from version

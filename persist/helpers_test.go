@@ -10,7 +10,7 @@ import (
 	"github.com/shardtail/shardtail/persist"
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 var testSchema = row.Schema{Columns: []row.Column{

@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/shardtail/shardtail/persist/codec"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // timeFunc maps an update's time on read: it returns the time to emit and

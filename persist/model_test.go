@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // model is a trivially correct shard: every update ever appended.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 func TestAppendSnapshotListen(t *testing.T) {

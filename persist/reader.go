@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // ReaderOptions configure OpenReader.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // loadRows writes n rows of (int8, 64-byte text) at time 0 in appends of

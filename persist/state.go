@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // ReaderID identifies a registered reader of a shard ("r" + uuid).

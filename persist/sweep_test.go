@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // fakeClock is a Config.Now that tests move by hand. It starts at the real

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // Format is a Postgres format code: how a value travels in Bind parameters,

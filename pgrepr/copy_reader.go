@@ -6,7 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // CopyField is one field of a COPY FROM row: its text (text and CSV

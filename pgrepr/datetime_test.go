@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 func TestCivilRoundTrip(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // TestNumericCanonicalMatchesRow checks that parseNumeric's canonical form

@@ -1,6 +1,6 @@
 package pgrepr
 
-import "github.com/shardtail/shardtail/persist/row"
+import "github.com/shardtail/shardtail/row"
 
 // Type OIDs from Postgres' pg_type catalog. The fourteen column types map
 // one to one onto row.Type; the others are the ones the server needs to

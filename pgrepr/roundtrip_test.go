@@ -11,7 +11,7 @@ import (
 	"testing/iotest"
 	"unicode/utf8"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // allTypes lists every column type.

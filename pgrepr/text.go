@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 const hexDigits = "0123456789abcdef"

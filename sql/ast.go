@@ -3,8 +3,6 @@ package sql
 import (
 	"strconv"
 	"strings"
-
-	"github.com/shardtail/shardtail/persist/row"
 )
 
 // Node is any AST node: a Statement, an Expr, a TableExpr, or one of the value
@@ -110,7 +108,7 @@ func (n ObjectName) format(w *printer) {
 
 // TypeName is a type as written in a column definition, a cast or a typed
 // literal. It is syntactic: the parser accepts any name, and the planner
-// resolves it (RowType for column types; casts also know mz_timestamp,
+// resolves it (expr.ColumnType for column types; casts also know mz_timestamp,
 // interval, regclass and so on).
 type TypeName struct {
 	Schema string // "" unless schema-qualified (pg_catalog.int4)
@@ -122,16 +120,6 @@ type TypeName struct {
 	Modifiers []int // type modifiers: numeric(10,2) → [10 2]; nil when none
 	Array     bool  // written with a trailing []
 	Pos       int   // 1-based character position; 0 when not parsed from text
-}
-
-// RowType resolves a column type through row.ParseType. It reports false for
-// array types, types qualified by a schema other than pg_catalog, and names
-// that are not column types (interval, mz_timestamp, ...).
-func (t TypeName) RowType() (row.Type, bool) {
-	if t.Array || (t.Schema != "" && t.Schema != "pg_catalog") || t.Name != strings.ToLower(t.Name) {
-		return row.TypeInvalid, false
-	}
-	return row.ParseType(t.Name)
 }
 
 func (t TypeName) String() string { return render(t) }

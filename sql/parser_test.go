@@ -587,31 +587,6 @@ func TestOptionHelpers(t *testing.T) {
 	}
 }
 
-func TestTypeNameRowType(t *testing.T) {
-	tests := []struct {
-		typ  string
-		want string // "" when not a column type
-	}{
-		{"int", "integer"}, {"int8", "bigint"}, {"double precision", "double precision"},
-		{"float", "double precision"}, {"numeric(10,2)", "numeric"}, {"varchar(3)", "text"},
-		{"character varying", "text"}, {"timestamp", "timestamp without time zone"},
-		{"timestamp(3) with time zone", "timestamp with time zone"}, {"timestamptz", "timestamp with time zone"},
-		{"jsonb", "jsonb"}, {"json", "jsonb"}, {"pg_catalog.bool", "boolean"}, {"uuid", "uuid"},
-		{"text[]", ""}, {"interval", ""}, {"mz_timestamp", ""}, {`"INT"`, ""}, {"other.int4", ""},
-	}
-	for _, tt := range tests {
-		c := parseExpr(t, "x::"+tt.typ).(*Cast)
-		typ, ok := c.Type.RowType()
-		got := ""
-		if ok {
-			got = typ.String()
-		}
-		if got != tt.want {
-			t.Errorf("%s: RowType() = %q, want %q", tt.typ, got, tt.want)
-		}
-	}
-}
-
 func TestInspect(t *testing.T) {
 	s := mustParse(t, "SELECT a, f(b + 1) FROM t JOIN (SELECT c FROM u) AS d ON t.x = d.c WHERE e IN (SELECT g FROM v) ORDER BY h")
 	var cols []string

@@ -4,7 +4,7 @@ import (
 	"sync"
 
 	"github.com/shardtail/shardtail/formatter"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // batch is one listen batch of the shared listen: the updates with times in

@@ -8,7 +8,7 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // share is one consolidating snapshot cursor at one AS OF, shared by every

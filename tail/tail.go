@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // SharedTail serves every fast-path subscriber of one collection: one

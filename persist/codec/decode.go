@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // DecodePart decodes a whole part of schema using the default Config. See

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // Stats describes an encoded part; persist keeps it in State next to the

@@ -8,7 +8,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/shardtail/shardtail/persist/row"
+	"github.com/shardtail/shardtail/row"
 )
 
 // allTypes lists every column type.
