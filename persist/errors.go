@@ -59,6 +59,10 @@ var ErrClosed = errors.New("closed")
 // is safe.
 var ErrUploadExpired = errors.New("uploaded blobs are too old to commit")
 
+// errPartMissing marks a part that state referenced but blob no longer
+// holds (always with ErrCorruptState, unless the shard was finalized).
+var errPartMissing = errors.New("part is missing")
+
 // errMergeStale means a compaction's inputs changed before it committed; the
 // output is discarded.
 var errMergeStale = errors.New("merge inputs changed")

@@ -88,11 +88,12 @@ func (r *runIter) advance(ctx context.Context) error {
 }
 
 // fetchPart reads a part from blob. A missing part is corruption: state
-// references it, and GC never deletes what a live version references.
+// references it, and GC never deletes what a live version references;
+// only finalization of a dropped shard does (readers check for it).
 func (c *Client) fetchPart(ctx context.Context, key string) ([]byte, error) {
 	data, err := c.blob.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("%w: part %s referenced by state is missing", ErrCorruptState, key)
+		return nil, fmt.Errorf("%w: %w: part %s referenced by state", ErrCorruptState, errPartMissing, key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch part %s: %w", key, err)
