@@ -256,13 +256,21 @@ type querySource struct {
 // is never held whole; with ORDER BY the result is sorted in memory (top-k
 // with LIMIT).
 func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum) (*querySource, error) {
-	asOf, err := s.readTimestamp(ctx, q.input, q.asOf)
-	if err != nil {
-		return nil, err
-	}
+	// Register first, then choose the time: the reader's hold keeps the
+	// time valid. Chosen first, it could fall below since before the
+	// reader registers (the retention policy jumps with the upper when a
+	// restarted oracle resumes from its reservation, seconds ahead).
 	r, err := s.c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "select"})
 	if err != nil {
 		return nil, mapPersistErr(err, q.input.Name)
+	}
+	asOf, err := s.readTimestamp(ctx, q.input, q.asOf)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	if q.asOf == nil || q.asOf.AtLeast {
+		asOf = max(asOf, r.Since())
 	}
 	cur, err := r.Snapshot(ctx, asOf)
 	if err != nil {

@@ -43,6 +43,8 @@ type serveConfig struct {
 	FastPath        bool
 	RequirePassword bool
 	Tick            time.Duration
+	OrphanGrace     time.Duration
+	SweepInterval   time.Duration
 }
 
 const serveUsage = `Usage: shardtail serve [flags]
@@ -78,6 +80,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.FastPath, "subscribe-persist-fast-path", true, "serve bare SUBSCRIBE <collection> from a shared tail")
 	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
 	fs.DurationVar(&cfg.Tick, "tick", adapter.DefaultTick, "how often table and source uppers advance without writes")
+	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
+	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,7 +133,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		return fmt.Errorf("open consensus %s: %w", cfg.Consensus, err)
 	}
 	defer cons.Close()
-	pc, err := persist.NewClient(b, cons, persist.Config{})
+	pc, err := persist.NewClient(b, cons, persist.Config{OrphanGrace: cfg.OrphanGrace, SweepInterval: cfg.SweepInterval})
 	if err != nil {
 		return err
 	}
