@@ -21,6 +21,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/blob"
+	"github.com/shardtail/shardtail/persist/consensus"
 )
 
 // TestCrashRecovery runs the real binary on the embedded default storage
@@ -458,6 +463,78 @@ func TestCrashLeavesNoGarbage(t *testing.T) {
 	}
 	if m.acked < 20 {
 		t.Errorf("only %d operations were acknowledged: the test exercised little", m.acked)
+	}
+	checkShards(t, crashDir)
+}
+
+// checkShards opens a stopped server's data dir and checks every shard:
+// a collection's shard has one retention policy reader however often the
+// server restarted, and every part its state references exists; any other
+// shard (a dropped collection's, or one whose CREATE a kill cut off) holds
+// at most one blob, its tombstone or initial rollup.
+func checkShards(t *testing.T, dataDir string) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := blob.Open(ctx, "file://"+filepath.Join(dataDir, "blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cons, err := consensus.Open(ctx, "sqlite://"+filepath.Join(dataDir, "consensus.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	pc, err := persist.NewClient(b, cons, persist.Config{CompactionMinInputs: -1, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	cat, err := adapter.OpenCatalog(ctx, cons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[string]int{} // shard → blob count
+	exists := map[string]bool{}
+	if err := b.List(ctx, "", func(m persist.BlobMeta) error {
+		shard, _, _ := strings.Cut(m.Key, "/")
+		blobs[shard]++
+		exists[m.Key] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for name, it := range cat.State().Items {
+		if it.Shard == "" {
+			continue
+		}
+		live[it.Shard] = true
+		st, err := pc.State(ctx, it.Shard)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		critical := 0
+		for _, r := range st.Readers {
+			if r.LeaseMs == 0 {
+				critical++
+			}
+		}
+		if critical != 1 {
+			t.Errorf("%s: %d critical (retention policy) readers, want 1", name, critical)
+		}
+		for _, bt := range st.Batches {
+			for _, p := range bt.Parts {
+				if !exists[p.Key] {
+					t.Errorf("%s: referenced part %s was deleted", name, p.Key)
+				}
+			}
+		}
+	}
+	for shard, n := range blobs {
+		if !live[shard] && n > 1 {
+			t.Errorf("shard %s of no collection holds %d blobs, want at most its tombstone", shard, n)
+		}
 	}
 }
 
