@@ -43,6 +43,13 @@ type Config struct {
 	Version string
 	// Tail tunes the fast path's shared tails.
 	Tail tail.Config
+	// FinalizeGrace is how long a dropped collection's data may be kept for
+	// readers still reading it (see finalize.go): its shard is finalized
+	// once no reader is left, and at the latest FinalizeGrace after the
+	// DROP. 0 means DefaultFinalizeGrace; negative disables the background
+	// finalizer (tests drive it with FinalizeDropped, which then does not
+	// wait for readers).
+	FinalizeGrace time.Duration
 }
 
 // Coordinator is the SQL server behind pgwire: it owns the catalog, the
@@ -55,9 +62,11 @@ type Coordinator struct {
 	catalog *Catalog
 	oracle  *Oracle
 	storage *Storage
-	tails   *tail.Manager
-	metrics *metrics
-	log     *slog.Logger
+	// finalizer deletes the data of dropped collections (role `all`).
+	finalizer *finalizer
+	tails     *tail.Manager
+	metrics   *metrics
+	log       *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -119,6 +128,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		catalog:   cat,
 		oracle:    oracle,
 		storage:   NewStorage(cfg.Persist, oracle),
+		finalizer: newFinalizer(cfg.Persist, cfg.FinalizeGrace),
 		tails:     tail.NewManager(cfg.Persist, cfg.Tail),
 		metrics:   newMetrics(cfg.Registerer),
 		log:       slog.Default(),
@@ -144,6 +154,10 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 			defer c.wg.Done()
 			c.storage.Run(cctx, cfg.Tick)
 		}()
+	}
+	if !c.isTail() && cfg.FinalizeGrace >= 0 {
+		c.wg.Add(1)
+		go c.runFinalizer()
 	}
 	return c, nil
 }

@@ -267,10 +267,22 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 }
 
 // dropItems removes items (dependents first) from the catalog, stops their
-// dataflows and tombstones their shards, which ends their subscribers.
+// dataflows and tombstones their shards, which ends their subscribers; the
+// finalizer deletes the shards' data later.
 func (c *Coordinator) dropItems(ctx context.Context, items []*Item) error {
 	if len(items) == 0 {
 		return nil
+	}
+	// Listed before the commit, so that a crash after it cannot leak the
+	// shards' data (see finalize.go).
+	var shards []string
+	for _, it := range items {
+		if it.Shard != "" {
+			shards = append(shards, it.Shard)
+		}
+	}
+	if err := c.finalizer.add(ctx, shards); err != nil {
+		return err
 	}
 	if _, err := c.catalog.Update(ctx, func(cs *CatalogState) error {
 		for _, it := range items {

@@ -70,6 +70,33 @@ type ownedShard struct {
 	ticks bool
 }
 
+// retentionReaderID is the fixed id of every shard's retention policy
+// reader (a critical reader): each start reopens it, with the since it
+// holds, rather than registering another. Several role-`all` processes
+// share it; each moves it to upper-1-retain, which never regresses it.
+const retentionReaderID persist.ReaderID = "c-retention-policy"
+
+// retentionPurpose is the policy reader's purpose in state.
+const retentionPurpose = "retention policy"
+
+// expireOldPolicies removes the retention policy readers that versions
+// before retentionReaderID registered anew at every start: they never
+// expire, and their forgotten sinces would hold compaction back forever.
+func (s *Storage) expireOldPolicies(ctx context.Context, shard string) error {
+	st, err := s.persist.CachedState(ctx, shard)
+	if err != nil {
+		return err
+	}
+	for id, r := range st.Readers {
+		if r.LeaseMs == 0 && r.Purpose == retentionPurpose && id != retentionReaderID {
+			if err := s.persist.ExpireReader(ctx, shard, id); err != nil {
+				return fmt.Errorf("expire old retention policy reader %s: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
 // NewStorage returns a Storage over p issuing timestamps from o.
 func NewStorage(p *persist.Client, o *Oracle) *Storage {
 	return &Storage{persist: p, oracle: o, log: slog.Default(), shards: map[string]*ownedShard{}}
@@ -88,8 +115,11 @@ func (s *Storage) Own(ctx context.Context, shard string, retainMs int64, ticks b
 	if err != nil {
 		return err
 	}
-	policy, err := s.persist.OpenReader(ctx, shard, persist.ReaderOptions{Critical: true, Purpose: "retention policy"})
+	policy, err := s.persist.OpenReader(ctx, shard, persist.ReaderOptions{Critical: true, ID: retentionReaderID, Purpose: retentionPurpose})
 	if err != nil {
+		return err
+	}
+	if err := s.expireOldPolicies(ctx, shard); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -88,7 +88,8 @@ func (r *runIter) advance(ctx context.Context) error {
 }
 
 // fetchPart reads a part from blob. A missing part is corruption: state
-// references it, and GC never deletes what a live version references.
+// references it, and GC never deletes what a live version references;
+// only finalization of a dropped shard does (readers check for it).
 func (c *Client) fetchPart(ctx context.Context, key string) ([]byte, error) {
 	data, err := c.blob.Get(ctx, key)
 	if errors.Is(err, ErrNotFound) {

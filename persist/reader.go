@@ -22,6 +22,16 @@ type ReaderOptions struct {
 	// downgraded or closed. A collection's retention policy is one. They
 	// hold no seqno, so they cannot read (Snapshot and Listen fail).
 	Critical bool
+	// ID, when set, is a stable identity for a critical reader (it is
+	// ignored for leased ones): opening the same ID again, in this or a
+	// later process, reopens the registration with the since it holds
+	// instead of adding a reader. A process that owns a shard uses one
+	// fixed ID, as Materialize's controller uses one fixed critical reader
+	// id per shard, so that crashes and restarts do not pile up critical
+	// readers whose holds never go away. Close of such a reader leaves its
+	// registration in place (its hold outlives the process); ExpireReader
+	// removes it.
+	ID ReaderID
 }
 
 // Reader is a registered reader of one shard. It holds the shard's since at
@@ -34,6 +44,9 @@ type Reader struct {
 	id       ReaderID
 	schema   row.Schema
 	critical bool
+	// stable is a critical reader with a caller-chosen ID: Close keeps its
+	// registration.
+	stable bool
 
 	mu     sync.Mutex
 	since  uint64        // mu: our since as last committed
@@ -52,15 +65,19 @@ func (c *Client) OpenReader(ctx context.Context, shard string, opts ReaderOption
 	}
 	id := ReaderID("r" + uuid.NewString())
 	lease := c.cfg.ReaderLease.Milliseconds()
+	stable := opts.Critical && opts.ID != ""
 	if opts.Critical {
 		lease = 0
+	}
+	if stable {
+		id = opts.ID
 	}
 	s, err := m.apply(ctx, registerReader(id, opts.Purpose, c.cfg.Now(), lease))
 	if err != nil {
 		return nil, fmt.Errorf("register reader of %s: %w", shard, err)
 	}
 	hctx, cancel := context.WithCancel(c.ctx)
-	r := &Reader{c: c, m: m, id: id, critical: opts.Critical, schema: s.Schema, since: s.Readers[id].Since, leases: map[SeqNo]int{}, cancel: cancel}
+	r := &Reader{c: c, m: m, id: id, critical: opts.Critical, stable: stable, schema: s.Schema, since: s.Readers[id].Since, leases: map[SeqNo]int{}, cancel: cancel}
 	if !opts.Critical && c.cfg.ReaderHeartbeat > 0 {
 		r.wg.Add(1)
 		go r.heartbeat(hctx)
@@ -148,7 +165,9 @@ func (r *Reader) release(seq SeqNo) {
 }
 
 // Close stops the heartbeat and expires the reader (a CAS), releasing its
-// holds. Open cursors and listens of the reader must be closed first.
+// holds; a critical reader opened with a stable ID keeps its registration
+// and hold (see ReaderOptions.ID). Open cursors and listens of the reader
+// must be closed first.
 func (r *Reader) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -159,6 +178,9 @@ func (r *Reader) Close() error {
 	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
+	if r.stable {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := r.m.apply(ctx, expireReader(r.id))
@@ -185,7 +207,7 @@ func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
 	s := r.leaseCurrent()
 	if _, ok := s.Readers[r.id]; !ok {
 		r.release(s.SeqNo)
-		return nil, ErrReaderExpired
+		return nil, readerGone(s)
 	}
 	if asOf < s.Since {
 		r.release(s.SeqNo)
@@ -195,6 +217,31 @@ func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
 }
 
 var errCriticalRead = errors.New("critical readers hold since only and cannot read")
+
+// readerGone is the error of a read whose reader is no longer in s: a
+// finalized shard removed every reader (see FinalizeShard), which the
+// caller must see as the drop it is, not as a lease that ran out.
+func readerGone(s *State) error {
+	if s.Tombstone {
+		return ErrShardTombstoned
+	}
+	return ErrReaderExpired
+}
+
+// droppedWhileReading turns a read that failed on a missing part into
+// ErrShardTombstoned when the shard was dropped meanwhile: finalization
+// deletes a dropped shard's parts once its grace is over, and a reader
+// still going then ends as every reader of a dropped shard does.
+func (r *Reader) droppedWhileReading(ctx context.Context, err error) error {
+	var pe *PartError
+	if !errors.As(err, &pe) || !errors.Is(pe.Err, ErrNotFound) {
+		return err
+	}
+	if s, rerr := r.m.refresh(ctx); rerr == nil && s.Tombstone {
+		return fmt.Errorf("%w (its parts were deleted while being read)", ErrShardTombstoned)
+	}
+	return err
+}
 
 // Cursor is a consolidating snapshot cursor: it yields a shard's contents at
 // one time in chunks. See Reader.Snapshot.
@@ -252,7 +299,7 @@ func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, c.r.droppedWhileReading(ctx, err)
 		}
 		out = append(out, u)
 	}
@@ -308,7 +355,7 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 	s := l.r.leaseCurrent()
 	defer l.r.release(s.SeqNo)
 	if _, ok := s.Readers[l.r.id]; !ok {
-		return nil, 0, ErrReaderExpired
+		return nil, 0, readerGone(s)
 	}
 	i, found := slices.BinarySearchFunc(s.Batches, l.frontier, func(b *Batch, t uint64) int {
 		switch {
@@ -342,7 +389,7 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 	if len(runs) > 0 {
 		var err error
 		if updates, err = l.r.readRuns(ctx, s.Schema, runs, lower); err != nil {
-			return nil, 0, err
+			return nil, 0, l.r.droppedWhileReading(ctx, err)
 		}
 	}
 	l.frontier = b.Upper

@@ -397,6 +397,10 @@ func removeRollups(below SeqNo) transition {
 // when a concurrent change replaced any input.
 func applyMerge(inputs []uint64, out Batch) transition {
 	return func(s *State) (*State, error) {
+		if s.Tombstone {
+			// A merge racing a drop: finalization owns the batches now.
+			return nil, errMergeStale
+		}
 		start := slices.IndexFunc(s.Batches, func(b *Batch) bool { return b.ID == inputs[0] })
 		if start < 0 || start+len(inputs) > len(s.Batches) {
 			return nil, errMergeStale

@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +21,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/blob"
+	"github.com/shardtail/shardtail/persist/consensus"
 )
 
 // TestCrashRecovery runs the real binary on the embedded default storage
@@ -31,11 +39,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary repeatedly")
 	}
-	bin := t.TempDir() + "/shardtail"
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	dataDir := t.TempDir()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -91,12 +95,42 @@ type crashModel struct {
 	acked, dropped int
 	// inFlight counts the operations cut by a kill, by kind and outcome.
 	inFlight map[string]int
+	// log is every operation that took effect, in order: what a run
+	// without crashes replays.
+	log []crashOp
 }
 
 type crashOp struct {
 	kind  string // "create", "insert", "drop"
 	table string
 	ids   []int64
+	copy  bool // insert by COPY FROM rather than INSERT
+}
+
+// exec runs the operation on c.
+func (op crashOp) exec(ctx context.Context, c *pgx.Conn) error {
+	var err error
+	switch op.kind {
+	case "create":
+		_, err = c.Exec(ctx, "CREATE TABLE "+op.table+" (id int8 NOT NULL, v text)")
+	case "drop":
+		_, err = c.Exec(ctx, "DROP TABLE "+op.table)
+	case "insert":
+		if !op.copy {
+			var vals []string
+			for _, id := range op.ids {
+				vals = append(vals, fmt.Sprintf("(%d, 'row %d')", id, id))
+			}
+			_, err = c.Exec(ctx, "INSERT INTO "+op.table+" VALUES "+strings.Join(vals, ", "))
+		} else {
+			var b strings.Builder
+			for _, id := range op.ids {
+				fmt.Fprintf(&b, "%d\trow %d\n", id, id)
+			}
+			_, err = c.PgConn().CopyFrom(ctx, strings.NewReader(b.String()), "COPY "+op.table+" FROM STDIN")
+		}
+	}
+	return err
 }
 
 // step runs one random operation and reports whether the server answered.
@@ -116,33 +150,14 @@ func (m *crashModel) step(c *pgx.Conn, rng *rand.Rand) bool {
 			m.nextID++
 			op.ids = append(op.ids, m.nextID)
 		}
+		op.copy = rng.IntN(2) == 0
 	}
 	m.pending = &op
 	m.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var err error
-	switch op.kind {
-	case "create":
-		_, err = c.Exec(ctx, "CREATE TABLE "+op.table+" (id int8 NOT NULL, v text)")
-	case "drop":
-		_, err = c.Exec(ctx, "DROP TABLE "+op.table)
-	case "insert":
-		if rng.IntN(2) == 0 {
-			var vals []string
-			for _, id := range op.ids {
-				vals = append(vals, fmt.Sprintf("(%d, 'row %d')", id, id))
-			}
-			_, err = c.Exec(ctx, "INSERT INTO "+op.table+" VALUES "+strings.Join(vals, ", "))
-		} else {
-			var b strings.Builder
-			for _, id := range op.ids {
-				fmt.Fprintf(&b, "%d\trow %d\n", id, id)
-			}
-			_, err = c.PgConn().CopyFrom(ctx, strings.NewReader(b.String()), "COPY "+op.table+" FROM STDIN")
-		}
-	}
+	err := op.exec(ctx, c)
 	if err != nil {
 		return false // the kill; pending stays unknown
 	}
@@ -156,6 +171,7 @@ func (m *crashModel) step(c *pgx.Conn, rng *rand.Rand) bool {
 
 // apply folds an operation into the model. m.mu must be held.
 func (m *crashModel) apply(op crashOp) {
+	m.log = append(m.log, op)
 	switch op.kind {
 	case "create":
 		m.tables[op.table] = map[int64]bool{}
@@ -256,6 +272,17 @@ func (m *crashModel) verify(t *testing.T, c *pgx.Conn, iteration int) {
 	}
 }
 
+// buildBinary builds shardtail into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := t.TempDir() + "/shardtail"
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // binaryServer is a `shardtail serve` child process.
 type binaryServer struct {
 	cmd    *exec.Cmd
@@ -266,19 +293,20 @@ type binaryServer struct {
 
 // startBinary starts the server on dataDir with free loopback ports and
 // waits until it is ready.
-func startBinary(t *testing.T, bin, dataDir string) *binaryServer {
+func startBinary(t *testing.T, bin, dataDir string, extra ...string) *binaryServer {
 	t.Helper()
-	return startBinaryShell(t, "", bin, dataDir)
+	return startBinaryShell(t, "", bin, dataDir, extra...)
 }
 
 // startBinaryShell is startBinary run by sh -c after the shell commands
 // prelude (e.g. "ulimit -n 400;"), when it is not empty.
-func startBinaryShell(t *testing.T, prelude, bin, dataDir string) *binaryServer {
+func startBinaryShell(t *testing.T, prelude, bin, dataDir string, extra ...string) *binaryServer {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
 		pg, httpPort := freePort(t), freePort(t)
 		s := &binaryServer{addr: "127.0.0.1:" + pg, stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
 		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", "127.0.0.1:" + httpPort, "--tick", "100ms"}
+		args = append(args, extra...)
 		s.cmd = exec.Command(bin, args...)
 		if prelude != "" {
 			// sh execs the server, so the process killed is the server.
@@ -376,4 +404,211 @@ func (l *lockedWriter) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.String()
+}
+
+var crashCycles = flag.Int("crash-cycles", 12, "TestCrashLeavesNoGarbage: how many times to kill the server during writes")
+
+// TestCrashLeavesNoGarbage kills the server during writes (creates, inserts
+// by INSERT and COPY, drops) over and over, then restarts it with a short
+// orphan grace and checks that the blobs on disk come back to about what
+// the same acknowledged operations leave on a server that never crashed:
+// uploads whose commit a kill cut off are swept, restarts do not pile up
+// retention readers that stop compaction, and dropped tables' data is
+// deleted. Every acknowledged row must still be readable afterwards, so no
+// referenced part was deleted.
+func TestCrashLeavesNoGarbage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary repeatedly")
+	}
+	bin := buildBinary(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+
+	crashDir := t.TempDir()
+	m := &crashModel{tables: map[string]map[int64]bool{}, inFlight: map[string]int{}}
+	for i := range *crashCycles {
+		srv := startBinary(t, bin, crashDir)
+		c := srv.connect(t)
+		m.verify(t, c, i+1)
+		done := make(chan struct{})
+		opRng := rand.New(rand.NewPCG(rng.Uint64(), 2))
+		go func() {
+			defer close(done)
+			for m.step(c, opRng) {
+			}
+		}()
+		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+		srv.kill(t)
+		<-done
+		c.Close(context.Background())
+	}
+	before := countBlobs(t, crashDir)
+	crashed := settle(t, bin, crashDir, func(c *pgx.Conn) { m.verify(t, c, *crashCycles+1) })
+
+	// The same acknowledged operations on a server that never crashes.
+	cleanDir := t.TempDir()
+	srv := startBinary(t, bin, cleanDir)
+	c := srv.connect(t)
+	for _, op := range m.log {
+		if err := op.exec(context.Background(), c); err != nil {
+			t.Fatalf("replay %s %s: %v", op.kind, op.table, err)
+		}
+	}
+	c.Close(context.Background())
+	srv.kill(t)
+	clean := settle(t, bin, cleanDir, nil)
+
+	rows := 0
+	for _, ids := range m.tables {
+		rows += len(ids)
+	}
+	t.Logf("%d kills, %d acknowledged operations (%d tables live, %d dropped), %d rows; cut by a kill: %v",
+		*crashCycles, m.acked, len(m.tables), m.dropped, rows, m.inFlight)
+	t.Logf("blob files: %d after the kills, %d after the sweep, %d without crashes", before.files, crashed.files, clean.files)
+	t.Logf("blob bytes: %d after the kills, %d after the sweep, %d without crashes", before.bytes, crashed.bytes, clean.bytes)
+	// A kill may leave a temporary file (removed by the blob store after an
+	// hour) and a rollup or a compaction's output the clean run does not
+	// have; everything else must be gone.
+	if slack := 2 * *crashCycles / 3; crashed.files > clean.files+slack {
+		t.Errorf("%d blob files after the sweep, want at most the %d of a run without crashes + %d", crashed.files, clean.files, slack)
+	}
+	if m.acked < 20 {
+		t.Errorf("only %d operations were acknowledged: the test exercised little", m.acked)
+	}
+	checkShards(t, crashDir)
+}
+
+// checkShards opens a stopped server's data dir and checks every shard:
+// a collection's shard has one retention policy reader however often the
+// server restarted, and every part its state references exists; any other
+// shard (a dropped collection's, or one whose CREATE a kill cut off) holds
+// at most one blob, its tombstone or initial rollup.
+func checkShards(t *testing.T, dataDir string) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := blob.Open(ctx, "file://"+filepath.Join(dataDir, "blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cons, err := consensus.Open(ctx, "sqlite://"+filepath.Join(dataDir, "consensus.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	pc, err := persist.NewClient(b, cons, persist.Config{CompactionMinInputs: -1, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	cat, err := adapter.OpenCatalog(ctx, cons)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[string]int{} // shard → blob count
+	exists := map[string]bool{}
+	if err := b.List(ctx, "", func(m persist.BlobMeta) error {
+		shard, _, _ := strings.Cut(m.Key, "/")
+		blobs[shard]++
+		exists[m.Key] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	for name, it := range cat.State().Items {
+		if it.Shard == "" {
+			continue
+		}
+		live[it.Shard] = true
+		st, err := pc.State(ctx, it.Shard)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		critical := 0
+		for _, r := range st.Readers {
+			if r.LeaseMs == 0 {
+				critical++
+			}
+		}
+		if critical != 1 {
+			t.Errorf("%s: %d critical (retention policy) readers, want 1", name, critical)
+		}
+		for _, bt := range st.Batches {
+			for _, p := range bt.Parts {
+				if !exists[p.Key] {
+					t.Errorf("%s: referenced part %s was deleted", name, p.Key)
+				}
+			}
+		}
+	}
+	for shard, n := range blobs {
+		if !live[shard] && n > 1 {
+			t.Errorf("shard %s of no collection holds %d blobs, want at most its tombstone", shard, n)
+		}
+	}
+}
+
+// blobStats counts the files (not temporary ones) and bytes under a data
+// dir's blob store.
+type blobStats struct{ files, temps, bytes int }
+
+func countBlobs(t *testing.T, dataDir string) blobStats {
+	t.Helper()
+	var st blobStats
+	err := filepath.WalkDir(filepath.Join(dataDir, "blob"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			st.temps++
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st.files++
+		st.bytes += int(info.Size())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// settle restarts the server on dataDir with a short orphan grace, waits
+// until background maintenance (compaction, GC, the sweep, finalization of
+// dropped tables) leaves the blob count unchanged for a while, runs check
+// on a connection, and returns the count.
+func settle(t *testing.T, bin, dataDir string, check func(c *pgx.Conn)) blobStats {
+	t.Helper()
+	const grace = 2 * time.Second
+	srv := startBinary(t, bin, dataDir, "--orphan-grace", grace.String(), "--sweep-interval", "500ms")
+	defer srv.kill(t)
+	// Every blob written before the restart is older than the grace from
+	// here on, and swept on the first sweep after that.
+	time.Sleep(grace)
+	last, same := countBlobs(t, dataDir), 0
+	for i := 0; same < 4; i++ {
+		if i == 240 {
+			t.Fatalf("blob count still changing after 2 minutes: %d files", last.files)
+		}
+		time.Sleep(500 * time.Millisecond)
+		n := countBlobs(t, dataDir)
+		if n.files == last.files {
+			same++
+		} else {
+			same = 0
+		}
+		last = n
+	}
+	if check != nil {
+		c := srv.connect(t)
+		defer c.Close(context.Background())
+		check(c)
+	}
+	return last
 }

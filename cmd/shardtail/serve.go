@@ -44,6 +44,8 @@ type serveConfig struct {
 	RequirePassword bool
 	Tick            time.Duration
 	MaxConnections  int
+	OrphanGrace     time.Duration
+	SweepInterval   time.Duration
 }
 
 const serveUsage = `Usage: shardtail serve [flags]
@@ -80,6 +82,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most client connections at once; past it a client gets FATAL 53300 (0: derived from RLIMIT_NOFILE, raised to its hard limit, less a reserve of max(256, 10%) descriptors for storage)")
 	fs.DurationVar(&cfg.Tick, "tick", adapter.DefaultTick, "how often table and source uppers advance without writes")
+	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
+	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -131,7 +135,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		return fmt.Errorf("open consensus %s: %w", cfg.Consensus, err)
 	}
 	defer cons.Close()
-	pc, err := persist.NewClient(b, cons, persist.Config{})
+	pc, err := persist.NewClient(b, cons, persist.Config{OrphanGrace: cfg.OrphanGrace, SweepInterval: cfg.SweepInterval})
 	if err != nil {
 		return err
 	}
