@@ -256,25 +256,32 @@ func (s *Session) latestTime(ctx context.Context, it *Item, state *persist.State
 	return max(state.Upper-1, state.Since), nil
 }
 
-// readTimestamp chooses a SELECT's timestamp: AS OF if given, else the
-// latest complete time, chosen linearizably.
-func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf) (uint64, error) {
+// readTimestamp chooses a read's timestamp: AS OF if given, else the
+// latest complete time, chosen linearizably. held is the since of the
+// reader already registered for the read (0 if none): the time is chosen
+// at or above it, as Materialize takes read holds before it picks a
+// timestamp. Chosen first and held after, the time could be compacted away
+// in between — on a loaded machine the reader's registration can take
+// longer than the collection's RETAIN HISTORY window.
+func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf, held uint64) (uint64, error) {
 	state, err := s.c.persist.State(ctx, it.Shard)
 	if err != nil {
 		return 0, mapPersistErr(err, it.Name)
 	}
+	since := max(state.Since, held)
 	if asOf == nil {
-		return s.latestTime(ctx, it, state)
+		t, err := s.latestTime(ctx, it, state)
+		return max(t, since), err
 	}
 	t, err := evalTimestamp(asOf.Expr)
 	if err != nil {
 		return 0, err
 	}
 	if asOf.AtLeast {
-		return max(t, state.Since), nil
+		return max(t, since), nil
 	}
-	if t < state.Since {
-		return 0, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, state.Since)
+	if t < since {
+		return 0, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, since)
 	}
 	return t, nil
 }
@@ -439,13 +446,16 @@ func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datu
 			return out, nil
 		}, func() {}, nil
 	}
-	asOf, err := s.readTimestamp(ctx, q.input, q.asOf)
-	if err != nil {
-		return nil, nil, err
-	}
+	// The reader first: its since is held from its registration on, so a
+	// time chosen at or above it stays readable.
 	r, err := s.c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "select"})
 	if err != nil {
 		return nil, nil, mapPersistErr(err, q.input.Name)
+	}
+	asOf, err := s.readTimestamp(ctx, q.input, q.asOf, r.Since())
+	if err != nil {
+		r.Close()
+		return nil, nil, err
 	}
 	cur, err := r.Snapshot(ctx, asOf)
 	if err != nil {
