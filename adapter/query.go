@@ -340,7 +340,7 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		for {
 			chunk, err := next(ctx)
 			if err != nil {
-				return nil, mapPersistErr(err, q.input.Name)
+				return nil, err
 			}
 			var out []row.Row
 			var ups []row.Update
@@ -424,7 +424,8 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 // readInput opens the query's input at its timestamp: the snapshot of the
 // input collection, chunk by chunk, or the rows of a constant input in one
 // chunk. close releases the reader; next returns io.EOF after the last
-// chunk.
+// chunk, and storage errors already mapped for the client (a constant input
+// has no collection to name).
 func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datum) (next func(context.Context) ([]row.Update, error), close func(), err error) {
 	if q.values != nil {
 		// A constant is the same at every time: AS OF is checked, not used.
@@ -462,7 +463,14 @@ func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datu
 		r.Close()
 		return nil, nil, mapPersistErr(err, q.input.Name)
 	}
-	return cur.Next, func() { cur.Close(); r.Close() }, nil
+	next = func(ctx context.Context) ([]row.Update, error) {
+		ups, err := cur.Next(ctx)
+		if err != nil {
+			return nil, mapPersistErr(err, q.input.Name)
+		}
+		return ups, nil
+	}
+	return next, func() { cur.Close(); r.Close() }, nil
 }
 
 func compareOrder(keys []orderKey, a, b row.Row) int {
