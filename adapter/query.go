@@ -256,25 +256,32 @@ func (s *Session) latestTime(ctx context.Context, it *Item, state *persist.State
 	return max(state.Upper-1, state.Since), nil
 }
 
-// readTimestamp chooses a SELECT's timestamp: AS OF if given, else the
-// latest complete time, chosen linearizably.
-func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf) (uint64, error) {
+// readTimestamp chooses a read's timestamp: AS OF if given, else the
+// latest complete time, chosen linearizably. held is the since of the
+// reader already registered for the read (0 if none): the time is chosen
+// at or above it, as Materialize takes read holds before it picks a
+// timestamp. Chosen first and held after, the time could be compacted away
+// in between — on a loaded machine the reader's registration can take
+// longer than the collection's RETAIN HISTORY window.
+func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf, held uint64) (uint64, error) {
 	state, err := s.c.persist.State(ctx, it.Shard)
 	if err != nil {
 		return 0, mapPersistErr(err, it.Name)
 	}
+	since := max(state.Since, held)
 	if asOf == nil {
-		return s.latestTime(ctx, it, state)
+		t, err := s.latestTime(ctx, it, state)
+		return max(t, since), err
 	}
 	t, err := evalTimestamp(asOf.Expr)
 	if err != nil {
 		return 0, err
 	}
 	if asOf.AtLeast {
-		return max(t, state.Since), nil
+		return max(t, since), nil
 	}
-	if t < state.Since {
-		return 0, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, state.Since)
+	if t < since {
+		return 0, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, since)
 	}
 	return t, nil
 }
@@ -333,10 +340,7 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		for {
 			chunk, err := next(ctx)
 			if err != nil {
-				if q.input == nil { // VALUES: no storage to fail
-					return nil, err
-				}
-				return nil, mapPersistErr(err, q.input.Name)
+				return nil, err
 			}
 			var out []row.Row
 			var ups []row.Update
@@ -420,7 +424,8 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 // readInput opens the query's input at its timestamp: the snapshot of the
 // input collection, chunk by chunk, or the rows of a constant input in one
 // chunk. close releases the reader; next returns io.EOF after the last
-// chunk.
+// chunk, and storage errors already mapped for the client (a constant input
+// has no collection to name).
 func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datum) (next func(context.Context) ([]row.Update, error), close func(), err error) {
 	if q.values != nil {
 		// A constant is the same at every time: AS OF is checked, not used.
@@ -442,20 +447,30 @@ func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datu
 			return out, nil
 		}, func() {}, nil
 	}
-	asOf, err := s.readTimestamp(ctx, q.input, q.asOf)
-	if err != nil {
-		return nil, nil, err
-	}
+	// The reader first: its since is held from its registration on, so a
+	// time chosen at or above it stays readable.
 	r, err := s.c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "select"})
 	if err != nil {
 		return nil, nil, mapPersistErr(err, q.input.Name)
+	}
+	asOf, err := s.readTimestamp(ctx, q.input, q.asOf, r.Since())
+	if err != nil {
+		r.Close()
+		return nil, nil, err
 	}
 	cur, err := r.Snapshot(ctx, asOf)
 	if err != nil {
 		r.Close()
 		return nil, nil, mapPersistErr(err, q.input.Name)
 	}
-	return cur.Next, func() { cur.Close(); r.Close() }, nil
+	next = func(ctx context.Context) ([]row.Update, error) {
+		ups, err := cur.Next(ctx)
+		if err != nil {
+			return nil, mapPersistErr(err, q.input.Name)
+		}
+		return ups, nil
+	}
+	return next, func() { cur.Close(); r.Close() }, nil
 }
 
 func compareOrder(keys []orderKey, a, b row.Row) int {

@@ -6,8 +6,9 @@ import (
 )
 
 // parseSubscribe parses SUBSCRIBE as SUBSCRIBE-SPEC.md's grammar gives it.
-// Like Materialize, it takes the envelope or WITHIN TIMESTAMP ORDER BY either
-// right after the relation or at the very end, after UP TO.
+// Like Materialize, it takes the envelope or WITHIN TIMESTAMP ORDER BY right
+// after the relation or at the very end, after UP TO; as the spec also has
+// it (Materialize does not), right after WITH (...), before AS OF.
 func (p *parser) parseSubscribe() *Subscribe {
 	p.enter()
 	defer p.leave()
@@ -25,6 +26,7 @@ func (p *parser) parseSubscribe() *Subscribe {
 	}
 	p.parseSubscribeOutput(s)
 	s.Options = p.parseWithOptions(subscribeOptions)
+	p.parseSubscribeOutput(s)
 	s.AsOf = p.parseAsOf()
 	if p.acceptWords("up", "to") {
 		s.UpTo = p.parseExpr()

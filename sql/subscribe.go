@@ -10,8 +10,9 @@ import "strconv"
 //	  [WITH (Options)] [AS OF [AT LEAST] AsOf] [UP TO UpTo]
 //
 // The envelope or ordering may also be written after WITH, AS OF and UP TO, as
-// Materialize allows; String() always writes it first. An envelope and WITHIN
-// TIMESTAMP ORDER BY exclude each other, as in Materialize.
+// Materialize allows, or between WITH and AS OF, as SUBSCRIBE-SPEC.md allows;
+// String() always writes it first. An envelope and WITHIN TIMESTAMP ORDER BY
+// exclude each other, as in Materialize.
 type Subscribe struct {
 	Relation ObjectName // the subscribed object, when Query is nil
 	Query    *Select    // SUBSCRIBE (SELECT ...); nil for a named relation
