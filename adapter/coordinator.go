@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/tail"
@@ -59,8 +60,8 @@ type Config struct {
 type Coordinator struct {
 	cfg     Config
 	persist *persist.Client
-	catalog *Catalog
-	oracle  *Oracle
+	catalog *catalog.Catalog
+	oracle  *catalog.Oracle
 	storage *Storage
 	// finalizer deletes the data of dropped collections (role `all`).
 	finalizer *finalizer
@@ -113,11 +114,11 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if cfg.Version == "" {
 		cfg.Version = "0.0.0"
 	}
-	cat, err := OpenCatalog(ctx, cfg.Consensus)
+	cat, err := catalog.Open(ctx, cfg.Consensus)
 	if err != nil {
 		return nil, err
 	}
-	oracle, err := OpenOracle(ctx, cfg.Consensus, nil)
+	oracle, err := catalog.OpenOracle(ctx, cfg.Consensus, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -172,16 +173,16 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 		return nil
 	}
 	if _, ok := c.catalog.State().Roles[defaultRole]; !ok {
-		if _, err := c.catalog.Update(ctx, func(s *CatalogState) error {
+		if _, err := c.catalog.Update(ctx, func(s *catalog.State) error {
 			if _, ok := s.Roles[defaultRole]; !ok {
-				s.Roles[defaultRole] = &Role{Name: defaultRole, Login: true, Superuser: true}
+				s.Roles[defaultRole] = &catalog.Role{Name: defaultRole, Login: true, Superuser: true}
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
 	}
-	for _, it := range c.catalog.State().sortedItems() {
+	for _, it := range c.catalog.State().SortedItems() {
 		if err := c.startItem(ctx, it); err != nil {
 			return fmt.Errorf("resume %s %s: %w", it.Kind, it.Name, err)
 		}
@@ -200,7 +201,7 @@ const catalogPoll = 500 * time.Millisecond
 // Statements that depend on the catalog do not wait for it: they Sync.
 func (c *Coordinator) followCatalog() {
 	defer c.wg.Done()
-	bell := c.persist.Doorbell(catalogKey)
+	bell := c.persist.Doorbell(catalog.Key)
 	t := time.NewTicker(catalogPoll)
 	defer t.Stop()
 	var failingSince time.Time // one warning per outage
@@ -230,16 +231,16 @@ func (c *Coordinator) followCatalog() {
 func (c *Coordinator) isTail() bool { return c.cfg.Upstream != "" }
 
 // startItem takes ownership of an item's shard and starts its dataflow.
-func (c *Coordinator) startItem(ctx context.Context, it *Item) error {
+func (c *Coordinator) startItem(ctx context.Context, it *catalog.Item) error {
 	switch it.Kind {
-	case KindTable:
+	case catalog.KindTable:
 		return c.storage.Own(ctx, it.Shard, it.RetainMs, true)
-	case KindSource:
+	case catalog.KindSource:
 		if err := c.storage.Own(ctx, it.Shard, it.RetainMs, true); err != nil {
 			return err
 		}
 		return c.startSource(ctx, it)
-	case KindMaterializedView:
+	case catalog.KindMaterializedView:
 		if err := c.storage.Own(ctx, it.Shard, it.RetainMs, false); err != nil {
 			return err
 		}
@@ -249,7 +250,7 @@ func (c *Coordinator) startItem(ctx context.Context, it *Item) error {
 }
 
 // stopItem stops an item's dataflow and releases its shard.
-func (c *Coordinator) stopItem(it *Item) {
+func (c *Coordinator) stopItem(it *catalog.Item) {
 	c.mu.Lock()
 	df := c.dataflows[it.ID]
 	delete(c.dataflows, it.ID)
@@ -279,7 +280,7 @@ func (c *Coordinator) Close() error {
 }
 
 // Catalog returns the catalog (for tests and tools).
-func (c *Coordinator) Catalog() *Catalog { return c.catalog }
+func (c *Coordinator) Catalog() *catalog.Catalog { return c.catalog }
 
 // Tails returns the fast path's manager (for tests and metrics).
 func (c *Coordinator) Tails() *tail.Manager { return c.tails }
@@ -288,7 +289,7 @@ func (c *Coordinator) Tails() *tail.Manager { return c.tails }
 func (c *Coordinator) Healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := c.cfg.Consensus.Head(ctx, catalogKey); err != nil {
+	if _, err := c.cfg.Consensus.Head(ctx, catalog.Key); err != nil {
 		return fmt.Errorf("consensus: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 )
 
@@ -81,7 +82,7 @@ func errNotSupported(what string) *Error {
 	return errorf(codeFeatureNotSupp, "%s not yet supported", what)
 }
 
-func errReadOnly(it *Item) *Error {
+func errReadOnly(it *catalog.Item) *Error {
 	return errorf(codeWrongObjectType, "cannot mutate %s '%s'", it.Kind, qualified(it.Name))
 }
 

@@ -10,15 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
 )
 
 // DefaultTick is how often table and source uppers advance without writes.
 const DefaultTick = time.Second
-
-// DefaultRetainMs is a collection's default RETAIN HISTORY window.
-const DefaultRetainMs = 1000
 
 // Storage owns the writable side of collections in role `all`: one writer
 // per table shard (appends are serialized per shard), the tick that
@@ -27,7 +25,7 @@ const DefaultRetainMs = 1000
 // upper by the collection's RETAIN HISTORY window).
 type Storage struct {
 	persist *persist.Client
-	oracle  *Oracle
+	oracle  *catalog.Oracle
 	log     *slog.Logger
 
 	mu     sync.Mutex
@@ -98,7 +96,7 @@ func (s *Storage) expireOldPolicies(ctx context.Context, shard string) error {
 }
 
 // NewStorage returns a Storage over p issuing timestamps from o.
-func NewStorage(p *persist.Client, o *Oracle) *Storage {
+func NewStorage(p *persist.Client, o *catalog.Oracle) *Storage {
 	return &Storage{persist: p, oracle: o, log: slog.Default(), shards: map[string]*ownedShard{}}
 }
 
