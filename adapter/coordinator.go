@@ -13,6 +13,7 @@ import (
 	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/storage"
 	"github.com/shardtail/shardtail/tail"
 )
 
@@ -26,7 +27,7 @@ type Config struct {
 	Persist   *persist.Client
 	Consensus persist.Consensus
 	// Tick is how often table and source uppers advance; 0 means
-	// DefaultTick, negative disables the tick (tests drive it).
+	// storage.DefaultTick, negative disables the tick (tests drive it).
 	Tick time.Duration
 	// FastPath is enable_subscribe_persist_fast_path's default.
 	FastPath bool
@@ -45,9 +46,9 @@ type Config struct {
 	// Tail tunes the fast path's shared tails.
 	Tail tail.Config
 	// FinalizeGrace is how long a dropped collection's data may be kept for
-	// readers still reading it (see finalize.go): its shard is finalized
+	// readers still reading it (see storage.Finalizer): its shard is finalized
 	// once no reader is left, and at the latest FinalizeGrace after the
-	// DROP. 0 means DefaultFinalizeGrace; negative disables the background
+	// DROP. 0 means storage.DefaultFinalizeGrace; negative disables the background
 	// finalizer (tests drive it with FinalizeDropped, which then does not
 	// wait for readers).
 	FinalizeGrace time.Duration
@@ -62,9 +63,9 @@ type Coordinator struct {
 	persist *persist.Client
 	catalog *catalog.Catalog
 	oracle  *catalog.Oracle
-	storage *Storage
+	storage *storage.Storage
 	// finalizer deletes the data of dropped collections (role `all`).
-	finalizer *finalizer
+	finalizer *storage.Finalizer
 	tails     *tail.Manager
 	metrics   *metrics
 	log       *slog.Logger
@@ -109,7 +110,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("adapter: Persist and Consensus are required")
 	}
 	if cfg.Tick == 0 {
-		cfg.Tick = DefaultTick
+		cfg.Tick = storage.DefaultTick
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.0.0"
@@ -128,8 +129,8 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		persist:   cfg.Persist,
 		catalog:   cat,
 		oracle:    oracle,
-		storage:   NewStorage(cfg.Persist, oracle),
-		finalizer: newFinalizer(cfg.Persist, cfg.FinalizeGrace),
+		storage:   storage.New(cfg.Persist, oracle),
+		finalizer: storage.NewFinalizer(cfg.Persist, cfg.FinalizeGrace),
 		tails:     tail.NewManager(cfg.Persist, cfg.Tail),
 		metrics:   newMetrics(cfg.Registerer),
 		log:       slog.Default(),
@@ -158,7 +159,10 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 	}
 	if !c.isTail() && cfg.FinalizeGrace >= 0 {
 		c.wg.Add(1)
-		go c.runFinalizer()
+		go func() {
+			defer c.wg.Done()
+			c.finalizer.Run(cctx, c.liveShards, c.log)
+		}()
 	}
 	return c, nil
 }

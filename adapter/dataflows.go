@@ -15,6 +15,7 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/storage"
 )
 
 // dataflowHandle owns one background dataflow (a materialized view's
@@ -178,7 +179,7 @@ func (c *Coordinator) maintainView(ctx context.Context, it *catalog.Item, q *que
 			if err != nil {
 				return err
 			}
-			stored, err := readAll(ctx, vr, upper-1)
+			stored, err := storage.ReadAll(ctx, vr, upper-1)
 			vr.Close()
 			if err != nil {
 				return err
@@ -423,7 +424,7 @@ func (c *Coordinator) runGenerator(ctx context.Context, it *catalog.Item, g *gen
 		if err != nil {
 			return err
 		}
-		current, err = readAll(ctx, r, st.Upper-1)
+		current, err = storage.ReadAll(ctx, r, st.Upper-1)
 		r.Close()
 		if err != nil {
 			return err

@@ -282,7 +282,7 @@ func (c *Coordinator) dropItems(ctx context.Context, items []*catalog.Item) erro
 			shards = append(shards, it.Shard)
 		}
 	}
-	if err := c.finalizer.add(ctx, shards); err != nil {
+	if err := c.finalizer.Add(ctx, shards); err != nil {
 		return err
 	}
 	if _, err := c.catalog.Update(ctx, func(cs *catalog.State) error {

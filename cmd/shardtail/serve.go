@@ -26,6 +26,7 @@ import (
 	"github.com/shardtail/shardtail/persist/blob"
 	"github.com/shardtail/shardtail/persist/consensus"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/storage"
 )
 
 // serveConfig is the configuration of `shardtail serve`.
@@ -81,7 +82,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.FastPath, "subscribe-persist-fast-path", true, "serve bare SUBSCRIBE <collection> from a shared tail")
 	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most client connections at once; past it a client gets FATAL 53300 (0: derived from RLIMIT_NOFILE, raised to its hard limit, less a reserve of max(256, 10%) descriptors for storage)")
-	fs.DurationVar(&cfg.Tick, "tick", adapter.DefaultTick, "how often table and source uppers advance without writes")
+	fs.DurationVar(&cfg.Tick, "tick", storage.DefaultTick, "how often table and source uppers advance without writes")
 	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	if err := fs.Parse(args); err != nil {
