@@ -258,7 +258,7 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 			deps := cs.Dependents(it.ID)
 			if len(deps) > 0 && !st.Cascade {
 				return nil, &Error{Code: codeDependentObjects, Message: fmt.Sprintf("cannot drop %s: still depended upon by %s %s", qualified(name), deps[0].Kind, qualified(deps[0].Name)),
-					Hint_: "Use DROP ... CASCADE to drop the dependent objects too."}
+					hint: "Use DROP ... CASCADE to drop the dependent objects too."}
 			}
 			drop = append(drop, deps...)
 			drop = append(drop, it)

@@ -113,7 +113,7 @@ func errPermissionDenied(it *catalog.Item) *Error {
 // errRolePrivilege is PostgreSQL's refusal of a role change: "permission
 // denied to <action>" with the rule in the detail.
 func errRolePrivilege(action, detail string) *Error {
-	return &Error{Code: codeInsufficientPriv, Message: "permission denied to " + action, Detail_: detail}
+	return &Error{Code: codeInsufficientPriv, Message: "permission denied to " + action, detail: detail}
 }
 
 // touchesSuperuser reports whether role options give or take SUPERUSER.
@@ -186,7 +186,7 @@ func checkRoleUnused(cs *catalog.State, name string) error {
 				what = "owner of"
 			}
 			return &Error{Code: codeDependentObjects, Message: fmt.Sprintf("role %q cannot be dropped because some objects depend on it", name),
-				Detail_: fmt.Sprintf("%s %s %s", what, it.Kind, qualified(it.Name))}
+				detail: fmt.Sprintf("%s %s %s", what, it.Kind, qualified(it.Name))}
 		}
 	}
 	return nil
