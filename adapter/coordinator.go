@@ -105,7 +105,9 @@ func (c *Coordinator) cancelBackend(pid uint32) bool {
 
 // NewCoordinator loads the catalog, takes ownership of the collections'
 // shards, restarts materialized views and sources, and starts the tick.
-func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
+// When a step fails it stops what the steps before started (the fast
+// path's manager, owned shards, dataflows) before it returns the error.
+func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	if cfg.Persist == nil || cfg.Consensus == nil {
 		return nil, fmt.Errorf("adapter: Persist and Consensus are required")
 	}
@@ -123,6 +125,10 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{
 		cfg:       cfg,
@@ -132,7 +138,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		storage:   storage.New(cfg.Persist, oracle),
 		finalizer: storage.NewFinalizer(cfg.Persist, cfg.FinalizeGrace),
 		tails:     tail.NewManager(cfg.Persist, cfg.Tail),
-		metrics:   newMetrics(cfg.Registerer),
+		metrics:   met,
 		log:       slog.Default(),
 		ctx:       cctx,
 		cancel:    cancel,
@@ -141,13 +147,18 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		userConns: map[string]int{},
 		subs:      map[uint64]*subInfo{},
 	}
+	defer func() {
+		if err != nil {
+			// Close's own error adds nothing to why the start failed.
+			_ = c.Close()
+		}
+	}()
 	if cfg.Registerer != nil {
 		if err := c.tails.Metrics().Register(cfg.Registerer); err != nil {
 			return nil, err
 		}
 	}
 	if err := c.bootstrap(ctx); err != nil {
-		c.Close()
 		return nil, err
 	}
 	if cfg.Tick > 0 {
@@ -267,7 +278,9 @@ func (c *Coordinator) stopItem(it *catalog.Item) {
 	}
 }
 
-// Close stops dataflows, the tick and every session's work.
+// Close stops dataflows, the tick and every session's work, waits for the
+// goroutines it owns, and releases the owned shards; it returns the errors
+// met releasing them.
 func (c *Coordinator) Close() error {
 	c.cancel()
 	c.mu.Lock()
@@ -279,8 +292,7 @@ func (c *Coordinator) Close() error {
 	}
 	c.wg.Wait()
 	c.tails.Close()
-	c.storage.Close()
-	return nil
+	return c.storage.Close()
 }
 
 // Catalog returns the catalog (for tests and tools).

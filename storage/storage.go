@@ -427,13 +427,18 @@ func (s *Storage) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Close releases every owned shard.
-func (s *Storage) Close() {
+// Close releases every owned shard and returns the errors met closing
+// their retention policy readers.
+func (s *Storage) Close() error {
 	s.mu.Lock()
 	shards := s.shards
 	s.shards = map[string]*ownedShard{}
 	s.mu.Unlock()
-	for _, o := range shards {
-		o.policy.Close()
+	var errs []error
+	for shard, o := range shards {
+		if err := o.policy.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close retention policy of %s: %w", shard, err))
+		}
 	}
+	return errors.Join(errs...)
 }
