@@ -10,8 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/storage"
 	"github.com/shardtail/shardtail/tail"
 )
 
@@ -25,7 +27,7 @@ type Config struct {
 	Persist   *persist.Client
 	Consensus persist.Consensus
 	// Tick is how often table and source uppers advance; 0 means
-	// DefaultTick, negative disables the tick (tests drive it).
+	// storage.DefaultTick, negative disables the tick (tests drive it).
 	Tick time.Duration
 	// FastPath is enable_subscribe_persist_fast_path's default.
 	FastPath bool
@@ -44,9 +46,9 @@ type Config struct {
 	// Tail tunes the fast path's shared tails.
 	Tail tail.Config
 	// FinalizeGrace is how long a dropped collection's data may be kept for
-	// readers still reading it (see finalize.go): its shard is finalized
+	// readers still reading it (see storage.Finalizer): its shard is finalized
 	// once no reader is left, and at the latest FinalizeGrace after the
-	// DROP. 0 means DefaultFinalizeGrace; negative disables the background
+	// DROP. 0 means storage.DefaultFinalizeGrace; negative disables the background
 	// finalizer (tests drive it with FinalizeDropped, which then does not
 	// wait for readers).
 	FinalizeGrace time.Duration
@@ -59,11 +61,11 @@ type Config struct {
 type Coordinator struct {
 	cfg     Config
 	persist *persist.Client
-	catalog *Catalog
-	oracle  *Oracle
-	storage *Storage
+	catalog *catalog.Catalog
+	oracle  *catalog.Oracle
+	storage *storage.Storage
 	// finalizer deletes the data of dropped collections (role `all`).
-	finalizer *finalizer
+	finalizer *storage.Finalizer
 	tails     *tail.Manager
 	metrics   *metrics
 	log       *slog.Logger
@@ -103,21 +105,27 @@ func (c *Coordinator) cancelBackend(pid uint32) bool {
 
 // NewCoordinator loads the catalog, takes ownership of the collections'
 // shards, restarts materialized views and sources, and starts the tick.
-func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
+// When a step fails it stops what the steps before started (the fast
+// path's manager, owned shards, dataflows) before it returns the error.
+func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error) {
 	if cfg.Persist == nil || cfg.Consensus == nil {
 		return nil, fmt.Errorf("adapter: Persist and Consensus are required")
 	}
 	if cfg.Tick == 0 {
-		cfg.Tick = DefaultTick
+		cfg.Tick = storage.DefaultTick
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.0.0"
 	}
-	cat, err := OpenCatalog(ctx, cfg.Consensus)
+	cat, err := catalog.Open(ctx, cfg.Consensus)
 	if err != nil {
 		return nil, err
 	}
-	oracle, err := OpenOracle(ctx, cfg.Consensus, nil)
+	oracle, err := catalog.OpenOracle(ctx, cfg.Consensus, nil)
+	if err != nil {
+		return nil, err
+	}
+	met, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +135,10 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		persist:   cfg.Persist,
 		catalog:   cat,
 		oracle:    oracle,
-		storage:   NewStorage(cfg.Persist, oracle),
-		finalizer: newFinalizer(cfg.Persist, cfg.FinalizeGrace),
+		storage:   storage.New(cfg.Persist, oracle),
+		finalizer: storage.NewFinalizer(cfg.Persist, cfg.FinalizeGrace),
 		tails:     tail.NewManager(cfg.Persist, cfg.Tail),
-		metrics:   newMetrics(cfg.Registerer),
+		metrics:   met,
 		log:       slog.Default(),
 		ctx:       cctx,
 		cancel:    cancel,
@@ -139,13 +147,18 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		userConns: map[string]int{},
 		subs:      map[uint64]*subInfo{},
 	}
+	defer func() {
+		if err != nil {
+			// Close's own error adds nothing to why the start failed.
+			_ = c.Close()
+		}
+	}()
 	if cfg.Registerer != nil {
 		if err := c.tails.Metrics().Register(cfg.Registerer); err != nil {
 			return nil, err
 		}
 	}
 	if err := c.bootstrap(ctx); err != nil {
-		c.Close()
 		return nil, err
 	}
 	if cfg.Tick > 0 {
@@ -157,7 +170,10 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 	}
 	if !c.isTail() && cfg.FinalizeGrace >= 0 {
 		c.wg.Add(1)
-		go c.runFinalizer()
+		go func() {
+			defer c.wg.Done()
+			c.finalizer.Run(cctx, c.liveShards, c.log)
+		}()
 	}
 	return c, nil
 }
@@ -172,16 +188,16 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 		return nil
 	}
 	if _, ok := c.catalog.State().Roles[defaultRole]; !ok {
-		if _, err := c.catalog.Update(ctx, func(s *CatalogState) error {
+		if _, err := c.catalog.Update(ctx, func(s *catalog.State) error {
 			if _, ok := s.Roles[defaultRole]; !ok {
-				s.Roles[defaultRole] = &Role{Name: defaultRole, Login: true, Superuser: true}
+				s.Roles[defaultRole] = &catalog.Role{Name: defaultRole, Login: true, Superuser: true}
 			}
 			return nil
 		}); err != nil {
 			return err
 		}
 	}
-	for _, it := range c.catalog.State().sortedItems() {
+	for _, it := range c.catalog.State().SortedItems() {
 		if err := c.startItem(ctx, it); err != nil {
 			return fmt.Errorf("resume %s %s: %w", it.Kind, it.Name, err)
 		}
@@ -200,7 +216,7 @@ const catalogPoll = 500 * time.Millisecond
 // Statements that depend on the catalog do not wait for it: they Sync.
 func (c *Coordinator) followCatalog() {
 	defer c.wg.Done()
-	bell := c.persist.Doorbell(catalogKey)
+	bell := c.persist.Doorbell(catalog.Key)
 	t := time.NewTicker(catalogPoll)
 	defer t.Stop()
 	var failingSince time.Time // one warning per outage
@@ -230,16 +246,16 @@ func (c *Coordinator) followCatalog() {
 func (c *Coordinator) isTail() bool { return c.cfg.Upstream != "" }
 
 // startItem takes ownership of an item's shard and starts its dataflow.
-func (c *Coordinator) startItem(ctx context.Context, it *Item) error {
+func (c *Coordinator) startItem(ctx context.Context, it *catalog.Item) error {
 	switch it.Kind {
-	case KindTable:
+	case catalog.KindTable:
 		return c.storage.Own(ctx, it.Shard, it.RetainMs, true)
-	case KindSource:
+	case catalog.KindSource:
 		if err := c.storage.Own(ctx, it.Shard, it.RetainMs, true); err != nil {
 			return err
 		}
 		return c.startSource(ctx, it)
-	case KindMaterializedView:
+	case catalog.KindMaterializedView:
 		if err := c.storage.Own(ctx, it.Shard, it.RetainMs, false); err != nil {
 			return err
 		}
@@ -249,7 +265,7 @@ func (c *Coordinator) startItem(ctx context.Context, it *Item) error {
 }
 
 // stopItem stops an item's dataflow and releases its shard.
-func (c *Coordinator) stopItem(it *Item) {
+func (c *Coordinator) stopItem(it *catalog.Item) {
 	c.mu.Lock()
 	df := c.dataflows[it.ID]
 	delete(c.dataflows, it.ID)
@@ -262,7 +278,9 @@ func (c *Coordinator) stopItem(it *Item) {
 	}
 }
 
-// Close stops dataflows, the tick and every session's work.
+// Close stops dataflows, the tick and every session's work, waits for the
+// goroutines it owns, and releases the owned shards; it returns the errors
+// met releasing them.
 func (c *Coordinator) Close() error {
 	c.cancel()
 	c.mu.Lock()
@@ -274,12 +292,11 @@ func (c *Coordinator) Close() error {
 	}
 	c.wg.Wait()
 	c.tails.Close()
-	c.storage.Close()
-	return nil
+	return c.storage.Close()
 }
 
 // Catalog returns the catalog (for tests and tools).
-func (c *Coordinator) Catalog() *Catalog { return c.catalog }
+func (c *Coordinator) Catalog() *catalog.Catalog { return c.catalog }
 
 // Tails returns the fast path's manager (for tests and metrics).
 func (c *Coordinator) Tails() *tail.Manager { return c.tails }
@@ -288,7 +305,7 @@ func (c *Coordinator) Tails() *tail.Manager { return c.tails }
 func (c *Coordinator) Healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := c.cfg.Consensus.Head(ctx, catalogKey); err != nil {
+	if _, err := c.cfg.Consensus.Head(ctx, catalog.Key); err != nil {
 		return fmt.Errorf("consensus: %w", err)
 	}
 	return nil

@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/storage"
 )
 
 // dataflowHandle owns one background dataflow (a materialized view's
@@ -42,17 +44,17 @@ func (c *Coordinator) viewError(id uint64) error {
 
 // writeFloor is the newest acknowledged write to the tables and sources
 // that an item reads, directly or through other views.
-func (c *Coordinator) writeFloor(it *Item) uint64 {
+func (c *Coordinator) writeFloor(it *catalog.Item) uint64 {
 	cs := c.catalog.State()
 	var floor uint64
 	seen := map[uint64]bool{}
-	var walk func(*Item)
-	walk = func(it *Item) {
+	var walk func(*catalog.Item)
+	walk = func(it *catalog.Item) {
 		if it == nil || seen[it.ID] {
 			return
 		}
 		seen[it.ID] = true
-		if it.Kind == KindTable || it.Kind == KindSource {
+		if it.Kind == catalog.KindTable || it.Kind == catalog.KindSource {
 			floor = max(floor, c.storage.LastWrite(it.Shard))
 		}
 		for _, d := range it.DependsOn {
@@ -107,7 +109,7 @@ func (c *Coordinator) systemSession() *Session {
 // upper tracks the input's. It resumes from the view's own upper after a
 // restart; if the input has since compacted past it, it first appends the
 // correction between the stored contents and a fresh evaluation.
-func (c *Coordinator) startMaterializedView(ctx context.Context, it *Item) error {
+func (c *Coordinator) startMaterializedView(ctx context.Context, it *catalog.Item) error {
 	st, err := sql.Parse(it.SQL)
 	if err != nil {
 		return fmt.Errorf("parse definition: %w", err)
@@ -139,7 +141,7 @@ func (c *Coordinator) setViewError(id uint64, err error) {
 	}
 }
 
-func (c *Coordinator) maintainView(ctx context.Context, it *Item, q *queryPlan) error {
+func (c *Coordinator) maintainView(ctx context.Context, it *catalog.Item, q *queryPlan) error {
 	r, err := c.persist.OpenReader(ctx, q.input.Shard, persist.ReaderOptions{Purpose: "materialized view " + it.Name})
 	if err != nil {
 		return err
@@ -177,7 +179,7 @@ func (c *Coordinator) maintainView(ctx context.Context, it *Item, q *queryPlan) 
 			if err != nil {
 				return err
 			}
-			stored, err := readAll(ctx, vr, upper-1)
+			stored, err := storage.ReadAll(ctx, vr, upper-1)
 			vr.Close()
 			if err != nil {
 				return err
@@ -386,14 +388,14 @@ func (s *Session) planCreateSource(st *sql.CreateSource) (*plan, error) {
 		if _, ok := s.c.catalog.State().Items[name]; ok && st.IfNotExists {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
-		_, err := s.c.createCollection(ctx, &Item{Name: name, Kind: KindSource, Schema: g.schema(), SQL: st.String(), Owner: s.user})
+		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: catalog.KindSource, Schema: g.schema(), SQL: st.String(), Owner: s.user})
 		return nil, err
 	}), nil
 }
 
 // startSource starts a load generator: it resumes from the source's
 // contents, so a restart continues the sequence.
-func (c *Coordinator) startSource(ctx context.Context, it *Item) error {
+func (c *Coordinator) startSource(ctx context.Context, it *catalog.Item) error {
 	st, err := sql.Parse(it.SQL)
 	if err != nil {
 		return err
@@ -410,7 +412,7 @@ func (c *Coordinator) startSource(ctx context.Context, it *Item) error {
 	return nil
 }
 
-func (c *Coordinator) runGenerator(ctx context.Context, it *Item, g *generator) error {
+func (c *Coordinator) runGenerator(ctx context.Context, it *catalog.Item, g *generator) error {
 	st, err := c.persist.State(ctx, it.Shard)
 	if err != nil {
 		return err
@@ -422,7 +424,7 @@ func (c *Coordinator) runGenerator(ctx context.Context, it *Item, g *generator) 
 		if err != nil {
 			return err
 		}
-		current, err = readAll(ctx, r, st.Upper-1)
+		current, err = storage.ReadAll(ctx, r, st.Upper-1)
 		r.Close()
 		if err != nil {
 			return err

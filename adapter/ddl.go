@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/expr"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
@@ -31,7 +32,7 @@ func resolveName(n sql.ObjectName) (string, error) {
 }
 
 // lookup finds an item by name in the current catalog.
-func (s *Session) lookup(n sql.ObjectName) (*Item, error) {
+func (s *Session) lookup(n sql.ObjectName) (*catalog.Item, error) {
 	name, err := resolveName(n)
 	if err != nil {
 		return nil, err
@@ -43,22 +44,22 @@ func (s *Session) lookup(n sql.ObjectName) (*Item, error) {
 	return it, nil
 }
 
-func kindOf(k sql.ObjectKind) ItemKind {
+func kindOf(k sql.ObjectKind) catalog.ItemKind {
 	switch k {
 	case sql.KindTable:
-		return KindTable
+		return catalog.KindTable
 	case sql.KindView:
-		return KindView
+		return catalog.KindView
 	case sql.KindMaterializedView:
-		return KindMaterializedView
+		return catalog.KindMaterializedView
 	case sql.KindSource:
-		return KindSource
+		return catalog.KindSource
 	}
 	return ""
 }
 
 // checkNewName fails when an item of that name exists.
-func checkNewName(cs *CatalogState, name string) error {
+func checkNewName(cs *catalog.State, name string) error {
 	if _, ok := cs.Items[name]; ok {
 		return errorf(codeDuplicateTable, "catalog item '%s' already exists", name)
 	}
@@ -85,7 +86,7 @@ func (s *Session) planCreateTable(st *sql.CreateTable) (*plan, error) {
 		if _, ok := s.c.catalog.State().Items[name]; ok && st.IfNotExists {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
-		_, err := s.c.createCollection(ctx, &Item{Name: name, Kind: KindTable, Schema: schema, Owner: s.user})
+		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: catalog.KindTable, Schema: schema, Owner: s.user})
 		return nil, err
 	}), nil
 }
@@ -115,20 +116,20 @@ func (s *Session) ddlPlan(tag string, f func(ctx context.Context) ([][]byte, err
 
 // createCollection creates the item's shard (unless it is a view), records
 // the item, and starts it. c.ddl must be held.
-func (c *Coordinator) createCollection(ctx context.Context, it *Item) (*Item, error) {
+func (c *Coordinator) createCollection(ctx context.Context, it *catalog.Item) (*catalog.Item, error) {
 	if err := checkNewName(c.catalog.State(), it.Name); err != nil {
 		return nil, err
 	}
 	if it.RetainMs == 0 {
-		it.RetainMs = DefaultRetainMs
+		it.RetainMs = catalog.DefaultRetainMs
 	}
-	if it.Kind != KindView {
+	if it.Kind != catalog.KindView {
 		it.Shard = persist.NewShardID()
 		if _, err := c.persist.CreateShard(ctx, it.Shard, it.Schema); err != nil {
 			return nil, fmt.Errorf("create shard: %w", err)
 		}
 	}
-	cs, err := c.catalog.Update(ctx, func(cs *CatalogState) error {
+	cs, err := c.catalog.Update(ctx, func(cs *catalog.State) error {
 		if err := checkNewName(cs, it.Name); err != nil {
 			return err
 		}
@@ -172,9 +173,9 @@ func (s *Session) planCreateView(st *sql.CreateView) (*plan, error) {
 	if err := schema.Validate(); err != nil {
 		return nil, errorf("42701", "%v", err)
 	}
-	kind, tag := KindView, "CREATE VIEW"
+	kind, tag := catalog.KindView, "CREATE VIEW"
 	if st.Materialized {
-		kind, tag = KindMaterializedView, "CREATE MATERIALIZED VIEW"
+		kind, tag = catalog.KindMaterializedView, "CREATE MATERIALIZED VIEW"
 		if q.input == nil {
 			// Its maintenance dataflow follows an input shard.
 			return nil, errorf(codeFeatureNotSupp, "materialized views that read no collection are not supported yet")
@@ -189,7 +190,7 @@ func (s *Session) planCreateView(st *sql.CreateView) (*plan, error) {
 		if _, ok := s.c.catalog.State().Items[name]; ok && st.IfNotExists {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
-		_, err := s.c.createCollection(ctx, &Item{Name: name, Kind: kind, Schema: schema, SQL: st.String(),
+		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: kind, Schema: schema, SQL: st.String(),
 			DependsOn: deps, Owner: s.user})
 		return nil, err
 	}), nil
@@ -199,7 +200,7 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 	if st.Kind == sql.KindRole {
 		return s.ddlPlan("DROP ROLE", func(ctx context.Context) ([][]byte, error) {
 			var msgs [][]byte
-			_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+			_, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 				msgs = nil
 				if err := checkDropRole(cs, s.user, nil); err != nil {
 					return err
@@ -233,7 +234,7 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 	tag := "DROP " + st.Kind.String()
 	return s.ddlPlan(tag, func(ctx context.Context) ([][]byte, error) {
 		var msgs [][]byte
-		var drop []*Item
+		var drop []*catalog.Item
 		cs := s.c.catalog.State()
 		for _, n := range st.Names {
 			name, err := resolveName(n)
@@ -257,7 +258,7 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 			deps := cs.Dependents(it.ID)
 			if len(deps) > 0 && !st.Cascade {
 				return nil, &Error{Code: codeDependentObjects, Message: fmt.Sprintf("cannot drop %s: still depended upon by %s %s", qualified(name), deps[0].Kind, qualified(deps[0].Name)),
-					Hint_: "Use DROP ... CASCADE to drop the dependent objects too."}
+					hint: "Use DROP ... CASCADE to drop the dependent objects too."}
 			}
 			drop = append(drop, deps...)
 			drop = append(drop, it)
@@ -269,7 +270,7 @@ func (s *Session) planDrop(st *sql.Drop) (*plan, error) {
 // dropItems removes items (dependents first) from the catalog, stops their
 // dataflows and tombstones their shards, which ends their subscribers; the
 // finalizer deletes the shards' data later.
-func (c *Coordinator) dropItems(ctx context.Context, items []*Item) error {
+func (c *Coordinator) dropItems(ctx context.Context, items []*catalog.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -281,10 +282,10 @@ func (c *Coordinator) dropItems(ctx context.Context, items []*Item) error {
 			shards = append(shards, it.Shard)
 		}
 	}
-	if err := c.finalizer.add(ctx, shards); err != nil {
+	if err := c.finalizer.Add(ctx, shards); err != nil {
 		return err
 	}
-	if _, err := c.catalog.Update(ctx, func(cs *CatalogState) error {
+	if _, err := c.catalog.Update(ctx, func(cs *catalog.State) error {
 		for _, it := range items {
 			delete(cs.Items, it.Name)
 		}
@@ -310,7 +311,7 @@ func (s *Session) planAlter(st *sql.AlterObject) (*plan, error) {
 			return nil, errorf(codeFeatureNotSupp, "ALTER ... SET (%s) not supported", o.Name)
 		}
 		if st.Reset {
-			ms := int64(DefaultRetainMs)
+			ms := int64(catalog.DefaultRetainMs)
 			retain = &ms
 			continue
 		}
@@ -344,7 +345,7 @@ func (s *Session) planAlter(st *sql.AlterObject) (*plan, error) {
 		if retain == nil {
 			return nil, nil
 		}
-		if _, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+		if _, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 			cur := cs.Items[name]
 			if cur == nil {
 				return errUnknownRelation(name)
@@ -411,12 +412,12 @@ func parseInterval(text string) (time.Duration, error) {
 }
 
 func (s *Session) planCreateRole(st *sql.CreateRole) (*plan, error) {
-	role := &Role{Name: st.Name}
+	role := &catalog.Role{Name: st.Name}
 	if err := applyRoleOptions(role, st.Options); err != nil {
 		return nil, err
 	}
 	return s.ddlPlan("CREATE ROLE", func(ctx context.Context) ([][]byte, error) {
-		_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+		_, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 			if err := checkCreateRole(cs, s.user, st.Options); err != nil {
 				return err
 			}
@@ -433,7 +434,7 @@ func (s *Session) planCreateRole(st *sql.CreateRole) (*plan, error) {
 
 func (s *Session) planAlterRole(st *sql.AlterRole) (*plan, error) {
 	return s.ddlPlan("ALTER ROLE", func(ctx context.Context) ([][]byte, error) {
-		_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+		_, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 			cur, ok := cs.Roles[st.Name]
 			if !ok {
 				return errorf(codeUndefinedObject, "unknown role '%s'", st.Name)
@@ -452,7 +453,7 @@ func (s *Session) planAlterRole(st *sql.AlterRole) (*plan, error) {
 	}), nil
 }
 
-func applyRoleOptions(r *Role, opts []sql.Option) error {
+func applyRoleOptions(r *catalog.Role, opts []sql.Option) error {
 	for _, o := range opts {
 		switch o.Name {
 		case "LOGIN":
@@ -491,7 +492,7 @@ func applyRoleOptions(r *Role, opts []sql.Option) error {
 
 // setConnLimit applies CONNECTION LIMIT n: -1 lifts the limit, as in
 // Postgres, and anything below is refused with Postgres's message.
-func setConnLimit(r *Role, o sql.Option) error {
+func setConnLimit(r *catalog.Role, o sql.Option) error {
 	text, _ := sql.ValueText(o.Value)
 	n, err := strconv.Atoi(text)
 	if err != nil || n < -1 {
@@ -511,7 +512,7 @@ func (s *Session) planGrant(st *sql.Grant) (*plan, error) {
 		tag = "REVOKE"
 	}
 	return s.ddlPlan(tag, func(ctx context.Context) ([][]byte, error) {
-		_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+		_, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 			for _, n := range st.Objects {
 				name, err := resolveName(n)
 				if err != nil {
@@ -567,23 +568,23 @@ func (s *Session) planShowObjects(st *sql.ShowObjects) (*plan, error) {
 	kind := kindOf(st.Kind)
 	var cols []row.Column
 	switch kind {
-	case KindSource:
+	case catalog.KindSource:
 		cols = []row.Column{{Name: "name", Type: row.TypeText}, {Name: "type", Type: row.TypeText}, {Name: "cluster", Type: row.TypeText, Nullable: true}, {Name: "comment", Type: row.TypeText}}
-	case KindMaterializedView:
+	case catalog.KindMaterializedView:
 		cols = []row.Column{{Name: "name", Type: row.TypeText}, {Name: "cluster", Type: row.TypeText}, {Name: "comment", Type: row.TypeText}}
 	default:
 		cols = []row.Column{{Name: "name", Type: row.TypeText}, {Name: "comment", Type: row.TypeText}}
 	}
 	return rowsPlan(cols, func() ([]row.Row, error) {
 		var rows []row.Row
-		for _, it := range s.c.catalog.State().sortedItems() {
+		for _, it := range s.c.catalog.State().SortedItems() {
 			if it.Kind != kind || strings.Contains(it.Name, ".") {
 				continue
 			}
 			switch kind {
-			case KindSource:
+			case catalog.KindSource:
 				rows = append(rows, row.Row{it.Name, "load-generator", "quickstart", ""})
-			case KindMaterializedView:
+			case catalog.KindMaterializedView:
 				rows = append(rows, row.Row{it.Name, "quickstart", ""})
 			default:
 				rows = append(rows, row.Row{it.Name, ""})

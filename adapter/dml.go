@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/expr"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
@@ -16,7 +17,7 @@ import (
 )
 
 // writableTable resolves a DML target and checks it may be written.
-func (s *Session) writableTable(n sql.ObjectName, priv string) (*Item, error) {
+func (s *Session) writableTable(n sql.ObjectName, priv string) (*catalog.Item, error) {
 	it, err := s.lookup(n)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (s *Session) writableTable(n sql.ObjectName, priv string) (*Item, error) {
 }
 
 // targetColumns maps an INSERT/COPY column list to schema indexes.
-func targetColumns(it *Item, cols []string) ([]int, error) {
+func targetColumns(it *catalog.Item, cols []string) ([]int, error) {
 	if cols == nil {
 		idx := make([]int, len(it.Schema.Columns))
 		for i := range idx {
@@ -56,7 +57,7 @@ func targetColumns(it *Item, cols []string) ([]int, error) {
 }
 
 // checkNotNull enforces NOT NULL on a full row.
-func checkNotNull(it *Item, r row.Row) error {
+func checkNotNull(it *catalog.Item, r row.Row) error {
 	for i, c := range it.Schema.Columns {
 		if r[i] == nil && !c.Nullable {
 			return &Error{Code: codeNotNullViolation, Message: fmt.Sprintf("null value in column %q violates not-null constraint", c.Name)}
@@ -67,7 +68,7 @@ func checkNotNull(it *Item, r row.Row) error {
 
 // write commits updates to a table now, or buffers them until COMMIT in a
 // transaction.
-func (s *Session) write(ctx context.Context, it *Item, updates []row.Update) error {
+func (s *Session) write(ctx context.Context, it *catalog.Item, updates []row.Update) error {
 	if s.tx != txIdle {
 		s.txWrites = append(s.txWrites, pendingWrite{item: it, updates: updates})
 		return nil
@@ -76,7 +77,7 @@ func (s *Session) write(ctx context.Context, it *Item, updates []row.Update) err
 }
 
 // write appends to a table's shard at a fresh timestamp.
-func (c *Coordinator) write(ctx context.Context, it *Item, updates []row.Update) error {
+func (c *Coordinator) write(ctx context.Context, it *catalog.Item, updates []row.Update) error {
 	if len(updates) == 0 {
 		return nil
 	}
@@ -533,7 +534,7 @@ func (s *Session) planCopyFrom(st *sql.Copy, opts copyOptions) (*plan, error) {
 
 type copyInResult struct {
 	s    *Session
-	it   *Item
+	it   *catalog.Item
 	cols []int
 	opts copyOptions
 	n    int

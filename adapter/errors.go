@@ -6,18 +6,30 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 )
 
-// Error is a client-visible SQL error with its SQLSTATE.
+// Error is a client-visible SQL error with its SQLSTATE. pgwire reads its
+// optional fields through the Detail, Hint and Position methods.
 type Error struct {
 	Code    string
 	Message string
-	Detail_ string
-	Hint_   string
 	// Pos is the 1-based character position of the error in the query.
 	Pos int
+
+	detail string // the DETAIL field, or empty
+	hint   string // the HINT field, or empty
 }
+
+// pgwire sends an error's optional fields through these methods (it
+// asserts each interface on the error it is given): keep them in step.
+var _ interface {
+	SQLState() string
+	Detail() string
+	Hint() string
+	Position() int
+} = (*Error)(nil)
 
 // Position returns the error's position in the query, or 0.
 func (e *Error) Position() int { return e.Pos }
@@ -28,10 +40,10 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) SQLState() string { return e.Code }
 
 // Detail returns the DETAIL field.
-func (e *Error) Detail() string { return e.Detail_ }
+func (e *Error) Detail() string { return e.detail }
 
 // Hint returns the HINT field.
-func (e *Error) Hint() string { return e.Hint_ }
+func (e *Error) Hint() string { return e.hint }
 
 func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -81,7 +93,7 @@ func errNotSupported(what string) *Error {
 	return errorf(codeFeatureNotSupp, "%s not yet supported", what)
 }
 
-func errReadOnly(it *Item) *Error {
+func errReadOnly(it *catalog.Item) *Error {
 	return errorf(codeWrongObjectType, "cannot mutate %s '%s'", it.Kind, qualified(it.Name))
 }
 
@@ -109,15 +121,15 @@ func storageError(err error) error {
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.As(err, &part):
-		return &Error{Code: codeDataCorrupted, Message: "data corrupted", Detail_: part.Error(),
-			Hint_: "A part of the collection's data is gone or damaged in the blob store; restore it from a backup."}
+		return &Error{Code: codeDataCorrupted, Message: "data corrupted", detail: part.Error(),
+			hint: "A part of the collection's data is gone or damaged in the blob store; restore it from a backup."}
 	case errors.Is(err, persist.ErrCorruptState):
-		return &Error{Code: codeDataCorrupted, Message: "data corrupted", Detail_: err.Error()}
+		return &Error{Code: codeDataCorrupted, Message: "data corrupted", detail: err.Error()}
 	case !persist.IsPermanent(err):
 		// The blob store or consensus failed (unreachable, timed out):
 		// it may pass, unlike the errors above.
 		return &Error{Code: codeSystemError, Message: fmt.Sprintf("shared storage unavailable: %v", err),
-			Hint_: "Running subscribes continue when it returns; try again."}
+			hint: "Running subscribes continue when it returns; try again."}
 	}
 	return err
 }

@@ -1,6 +1,10 @@
 package adapter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the adapter's Prometheus metrics.
 type metrics struct {
@@ -11,7 +15,7 @@ type metrics struct {
 	writes     prometheus.Counter
 }
 
-func newMetrics(r prometheus.Registerer) *metrics {
+func newMetrics(r prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardtail", Name: "sessions", Help: "Open client sessions."}),
 		statements: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardtail", Name: "statements_total",
@@ -23,7 +27,11 @@ func newMetrics(r prometheus.Registerer) *metrics {
 		writes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "shardtail", Name: "table_writes_total", Help: "Committed table writes."}),
 	}
 	if r != nil {
-		r.MustRegister(m.sessions, m.statements, m.subscribes, m.subsTotal, m.writes)
+		for _, c := range []prometheus.Collector{m.sessions, m.statements, m.subscribes, m.subsTotal, m.writes} {
+			if err := r.Register(c); err != nil {
+				return nil, fmt.Errorf("register adapter metrics: %w", err)
+			}
+		}
 	}
-	return m
+	return m, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/sql"
 )
 
@@ -32,7 +33,7 @@ import (
 // concurrent ALTER ROLE cannot slip between the check and the write.
 
 // isSuperuser reports whether name is a superuser in cs.
-func isSuperuser(cs *CatalogState, name string) bool {
+func isSuperuser(cs *catalog.State, name string) bool {
 	r := cs.Roles[name]
 	return r != nil && r.Superuser
 }
@@ -46,7 +47,7 @@ func (s *Session) requireSuperuser(what string) error {
 }
 
 // checkOwner fails unless the session's role owns it or is a superuser.
-func (s *Session) checkOwner(it *Item) error {
+func (s *Session) checkOwner(it *catalog.Item) error {
 	if it.Owner == s.user || isSuperuser(s.c.catalog.State(), s.user) {
 		return nil
 	}
@@ -56,7 +57,7 @@ func (s *Session) checkOwner(it *Item) error {
 // checkPrivilege checks that the session's role may do priv ("SELECT",
 // "INSERT", ...) on it; for SELECT, also that the owners of the views it
 // reads through may read what those read.
-func (s *Session) checkPrivilege(it *Item, priv string) error {
+func (s *Session) checkPrivilege(it *catalog.Item, priv string) error {
 	cs := s.c.catalog.State()
 	if isSuperuser(cs, s.user) {
 		// Owners' privileges included, as Materialize (PostgreSQL would
@@ -73,7 +74,7 @@ func (s *Session) checkPrivilege(it *Item, priv string) error {
 }
 
 // hasPrivilege reports whether role may do priv on it in cs.
-func hasPrivilege(cs *CatalogState, role string, it *Item, priv string) bool {
+func hasPrivilege(cs *catalog.State, role string, it *catalog.Item, priv string) bool {
 	return it.Owner == role || isSuperuser(cs, role) ||
 		slices.Contains(it.Grants[role], priv) || slices.Contains(it.Grants["public"], priv)
 }
@@ -82,8 +83,8 @@ func hasPrivilege(cs *CatalogState, role string, it *Item, priv string) bool {
 // may read each item its definition reads, recursively: a view reads with
 // its owner's privileges (PostgreSQL's rule, which Materialize applies to
 // materialized views too). seen guards against revisiting shared inputs.
-func checkOwnerReads(cs *CatalogState, it *Item, seen map[uint64]bool) error {
-	if it.Kind != KindView && it.Kind != KindMaterializedView {
+func checkOwnerReads(cs *catalog.State, it *catalog.Item, seen map[uint64]bool) error {
+	if it.Kind != catalog.KindView && it.Kind != catalog.KindMaterializedView {
 		return nil
 	}
 	for _, id := range it.DependsOn {
@@ -105,14 +106,14 @@ func checkOwnerReads(cs *CatalogState, it *Item, seen map[uint64]bool) error {
 	return nil
 }
 
-func errPermissionDenied(it *Item) *Error {
+func errPermissionDenied(it *catalog.Item) *Error {
 	return errorf(codeInsufficientPriv, "permission denied for %s %s", strings.ToUpper(string(it.Kind)), qualified(it.Name))
 }
 
 // errRolePrivilege is PostgreSQL's refusal of a role change: "permission
 // denied to <action>" with the rule in the detail.
 func errRolePrivilege(action, detail string) *Error {
-	return &Error{Code: codeInsufficientPriv, Message: "permission denied to " + action, Detail_: detail}
+	return &Error{Code: codeInsufficientPriv, Message: "permission denied to " + action, detail: detail}
 }
 
 // touchesSuperuser reports whether role options give or take SUPERUSER.
@@ -126,7 +127,7 @@ func onlyPassword(opts []sql.Option) bool {
 }
 
 // checkCreateRole checks that actor may create a role with opts.
-func checkCreateRole(cs *CatalogState, actor string, opts []sql.Option) error {
+func checkCreateRole(cs *catalog.State, actor string, opts []sql.Option) error {
 	a := cs.Roles[actor]
 	switch {
 	case a != nil && a.Superuser:
@@ -140,7 +141,7 @@ func checkCreateRole(cs *CatalogState, actor string, opts []sql.Option) error {
 }
 
 // checkAlterRole checks that actor may apply opts to target.
-func checkAlterRole(cs *CatalogState, actor string, target *Role, opts []sql.Option) error {
+func checkAlterRole(cs *catalog.State, actor string, target *catalog.Role, opts []sql.Option) error {
 	a := cs.Roles[actor]
 	switch {
 	case a != nil && a.Superuser:
@@ -161,7 +162,7 @@ func checkAlterRole(cs *CatalogState, actor string, target *Role, opts []sql.Opt
 }
 
 // checkDropRole checks that actor may drop target.
-func checkDropRole(cs *CatalogState, actor string, target *Role) error {
+func checkDropRole(cs *catalog.State, actor string, target *catalog.Role) error {
 	a := cs.Roles[actor]
 	switch {
 	case a != nil && a.Superuser:
@@ -177,15 +178,15 @@ func checkDropRole(cs *CatalogState, actor string, target *Role) error {
 // checkRoleUnused refuses to drop a role that owns items or holds grants,
 // as PostgreSQL does: objects and grants name their role, so a role created
 // later under the same name would inherit them.
-func checkRoleUnused(cs *CatalogState, name string) error {
-	for _, it := range cs.sortedItems() {
+func checkRoleUnused(cs *catalog.State, name string) error {
+	for _, it := range cs.SortedItems() {
 		if it.Owner == name || len(it.Grants[name]) > 0 {
 			what := "privileges for"
 			if it.Owner == name {
 				what = "owner of"
 			}
 			return &Error{Code: codeDependentObjects, Message: fmt.Sprintf("role %q cannot be dropped because some objects depend on it", name),
-				Detail_: fmt.Sprintf("%s %s %s", what, it.Kind, qualified(it.Name))}
+				detail: fmt.Sprintf("%s %s %s", what, it.Kind, qualified(it.Name))}
 		}
 	}
 	return nil

@@ -43,12 +43,12 @@ type upstream struct {
 // errUpstream wraps failures to reach the upstream, with a clear message.
 func errUpstream(addr string, err error) error {
 	return &Error{Code: "08006", Message: fmt.Sprintf("upstream server %s is unavailable: %v", addr, err),
-		Hint_: "fast-path SUBSCRIBEs are still served by this tail process"}
+		hint: "fast-path SUBSCRIBEs are still served by this tail process"}
 }
 
 var errUpstreamLostInBlock = &Error{Code: "08006",
 	Message: "the connection to the upstream server was lost inside this transaction block, which it rolled back",
-	Hint_:   "ROLLBACK, then run the transaction again."}
+	hint:    "ROLLBACK, then run the transaction again."}
 
 // upstream returns the session's upstream connection, connecting it first.
 func (s *Session) upstream(ctx context.Context) (*upstream, error) {
@@ -235,7 +235,7 @@ func (u *upstream) takeNotices() [][]byte {
 // while a suspended portal of the session still streams from it.
 var errUpstreamBusy = &Error{Code: codeFeatureNotSupp,
 	Message: "a tail process runs one upstream statement per session at a time, and a suspended portal is still reading",
-	Hint_:   "Fetch the portal to its end or close it first."}
+	hint:    "Fetch the portal to its end or close it first."}
 
 // busy reports whether a result still reads the connection.
 func (u *upstream) busy() bool {
@@ -295,15 +295,15 @@ func upstreamErrorFrom(who string, err error) error {
 	if errors.As(err, &pe) {
 		if pe.Severity == "FATAL" || pe.Severity == "PANIC" {
 			return &Error{Code: "08006", Message: fmt.Sprintf("%s closed the connection: %s", who, pe.Message),
-				Hint_: "fast-path SUBSCRIBEs are still served by this tail process"}
+				hint: "fast-path SUBSCRIBEs are still served by this tail process"}
 		}
-		return &Error{Code: pe.Code, Message: pe.Message, Detail_: pe.Detail, Hint_: pe.Hint}
+		return &Error{Code: pe.Code, Message: pe.Message, detail: pe.Detail, hint: pe.Hint}
 	}
 	if errors.Is(err, context.Canceled) {
 		return pgwire.ErrQueryCanceled
 	}
 	return &Error{Code: "08006", Message: fmt.Sprintf("lost the connection to %s: %v", who, err),
-		Hint_: "fast-path SUBSCRIBEs are still served by this tail process"}
+		hint: "fast-path SUBSCRIBEs are still served by this tail process"}
 }
 
 func fieldsFromUpstream(fds []pgconn.FieldDescription) []pgwire.Field {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
@@ -23,9 +24,9 @@ import (
 // a view of one — has a constant input instead: values is set, input is
 // nil, and from is nil unless the query names a view.
 type queryPlan struct {
-	input   *Item // the collection whose shard is read; nil with values
+	input   *catalog.Item // the collection whose shard is read; nil with values
 	values  *valuesInput
-	from    *Item // the relation the query names (a view is inlined into input)
+	from    *catalog.Item // the relation the query names (a view is inlined into input)
 	mfp     *mfp
 	orderBy []orderKey
 	limit   *int64
@@ -69,7 +70,7 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	if sel.Distinct {
 		return nil, errorf(codeFeatureNotSupp, "SELECT DISTINCT is not supported yet")
 	}
-	var input *Item
+	var input *catalog.Item
 	var alias string
 	var base *queryPlan
 	var schema row.Schema
@@ -87,7 +88,7 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 		if alias == "" {
 			alias = it.Name
 		}
-		if it.Kind == KindView {
+		if it.Kind == catalog.KindView {
 			if base, err = s.planView(it); err != nil {
 				return nil, err
 			}
@@ -185,7 +186,7 @@ func (q *queryPlan) planTail(sel *sql.Select, items []sql.SelectItem) error {
 // planView plans a view's stored query. Privileges are checked on the view
 // itself, not on what it reads (the view's owner granted access by
 // granting on the view), so the definition plans as the server.
-func (s *Session) planView(it *Item) (*queryPlan, error) {
+func (s *Session) planView(it *catalog.Item) (*queryPlan, error) {
 	st, err := sql.Parse(it.SQL)
 	if err != nil {
 		return nil, fmt.Errorf("view %s: %w", it.Name, err)
@@ -231,9 +232,9 @@ func resolveOrderColumn(e sql.Expr, out row.Schema, items []sql.SelectItem) (int
 // newest acknowledged write, waiting for the view to get there — so a read
 // after a write sees it (strict serializable), whichever collection it
 // reads.
-func (s *Session) latestTime(ctx context.Context, it *Item, state *persist.State) (uint64, error) {
+func (s *Session) latestTime(ctx context.Context, it *catalog.Item, state *persist.State) (uint64, error) {
 	floor := uint64(0)
-	if it.Kind == KindMaterializedView && !s.c.isTail() {
+	if it.Kind == catalog.KindMaterializedView && !s.c.isTail() {
 		floor = s.c.writeFloor(it)
 	}
 	for state.Upper == 0 || state.Upper-1 < floor {
@@ -263,7 +264,7 @@ func (s *Session) latestTime(ctx context.Context, it *Item, state *persist.State
 // timestamp. Chosen first and held after, the time could be compacted away
 // in between — on a loaded machine the reader's registration can take
 // longer than the collection's RETAIN HISTORY window.
-func (s *Session) readTimestamp(ctx context.Context, it *Item, asOf *sql.AsOf, held uint64) (uint64, error) {
+func (s *Session) readTimestamp(ctx context.Context, it *catalog.Item, asOf *sql.AsOf, held uint64) (uint64, error) {
 	state, err := s.c.persist.State(ctx, it.Shard)
 	if err != nil {
 		return 0, mapPersistErr(err, it.Name)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
@@ -101,7 +102,7 @@ func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
 		return false
 	}
 	it, err := s.lookup(st.Relation)
-	return err == nil && it.Kind != KindView
+	return err == nil && it.Kind != catalog.KindView
 }
 
 // runTail runs one statement in a tail process.

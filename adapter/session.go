@@ -7,6 +7,7 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
@@ -62,7 +63,7 @@ type Session struct {
 
 // pendingWrite is a write buffered in a transaction block.
 type pendingWrite struct {
-	item    *Item
+	item    *catalog.Item
 	updates []row.Update
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
@@ -32,8 +33,8 @@ type subscription interface {
 type subscribePlan struct {
 	s      *Session
 	st     *sql.Subscribe
-	item   *Item
-	source *Item // the collection read (item itself unless a view/query)
+	item   *catalog.Item
+	source *catalog.Item // the collection read (item itself unless a view/query)
 	q      *queryPlan
 	opts   *formatter.Options
 	snap   bool
@@ -76,7 +77,7 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 			return nil, err
 		}
 		p.item = it
-		if it.Kind == KindView {
+		if it.Kind == catalog.KindView {
 			if p.q, err = s.planView(it); err != nil {
 				return nil, err
 			}
@@ -178,7 +179,7 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 	}
 	path := "dataflow"
 	var sub subscription
-	if p.st.Query == nil && p.item.Kind != KindView && s.fastPath() {
+	if p.st.Query == nil && p.item.Kind != catalog.KindView && s.fastPath() {
 		path = "fast"
 		ts, err := s.c.tails.Subscribe(ctx, tail.Request{Shard: src.Shard, AsOf: asOf, AsOfAtLeast: p.asOfAtLeast(), UpTo: upTo, Snapshot: p.snap,
 			Output: p.opts, MaxBufferedBytes: s.maxBufferedBytes(), MaxResultSize: s.maxResultSize()})
@@ -223,7 +224,7 @@ func (p *subscribePlan) startConstant() (subscription, error) {
 
 // startDataflow starts the private pipeline of the dataflow path, reading
 // src, or constant when src is nil.
-func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64, constant []row.Update) subscription {
+func (p *subscribePlan) startDataflow(src *catalog.Item, asOf uint64, upTo *uint64, constant []row.Update) subscription {
 	s := p.s
 	cfg := dataflow.SubscribeConfig{
 		Persist:          s.c.persist,
@@ -252,7 +253,7 @@ func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64, cons
 func (p *subscribePlan) asOfAtLeast() bool { return p.st.AsOf == nil || p.st.AsOf.AtLeast }
 
 // timestamps selects AS OF and UP TO (SUBSCRIBE-SPEC.md, "Timestamps").
-func (p *subscribePlan) timestamps(ctx context.Context, src *Item) (uint64, *uint64, error) {
+func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item) (uint64, *uint64, error) {
 	s := p.s
 	// A linearizable read of the shard's frontiers: every write acknowledged
 	// before this statement is below the upper. Concurrent subscribes in

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -45,7 +46,7 @@ func (t *trackedSubscription) Close() {
 	}
 }
 
-func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *Item, path string, asOf uint64, sub subscription) subscription {
+func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.Item, path string, asOf uint64, sub subscription) subscription {
 	var ids []uint64
 	if src != nil {
 		ids = append(ids, src.ID)

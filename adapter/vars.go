@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
@@ -204,7 +205,7 @@ func (s *Session) planSet(ctx context.Context, st *sql.SetVariable) (*plan, erro
 			if err := s.requireSuperuser("ALTER SYSTEM"); err != nil {
 				return nil, err
 			}
-			_, err := s.c.catalog.Update(ctx, func(cs *CatalogState) error {
+			_, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 				if st.Default {
 					delete(cs.System, name)
 				} else {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob"
 	"github.com/shardtail/shardtail/persist/consensus"
@@ -502,7 +502,7 @@ func checkShards(t *testing.T, dataDir string) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	cat, err := adapter.OpenCatalog(ctx, cons)
+	cat, err := catalog.Open(ctx, cons)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,13 +17,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/persist"
-	"github.com/shardtail/shardtail/persist/blob"
-	"github.com/shardtail/shardtail/persist/consensus"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/server"
+	"github.com/shardtail/shardtail/storage"
 )
 
 // serveConfig is the configuration of `shardtail serve`.
@@ -81,7 +78,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.FastPath, "subscribe-persist-fast-path", true, "serve bare SUBSCRIBE <collection> from a shared tail")
 	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most client connections at once; past it a client gets FATAL 53300 (0: derived from RLIMIT_NOFILE, raised to its hard limit, less a reserve of max(256, 10%) descriptors for storage)")
-	fs.DurationVar(&cfg.Tick, "tick", adapter.DefaultTick, "how often table and source uppers advance without writes")
+	fs.DurationVar(&cfg.Tick, "tick", storage.DefaultTick, "how often table and source uppers advance without writes")
 	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	if err := fs.Parse(args); err != nil {
@@ -125,43 +122,6 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 
-	b, err := blob.Open(ctx, cfg.Blob)
-	if err != nil {
-		return fmt.Errorf("open blob %s: %w", cfg.Blob, err)
-	}
-	defer b.Close()
-	cons, err := consensus.Open(ctx, cfg.Consensus)
-	if err != nil {
-		return fmt.Errorf("open consensus %s: %w", cfg.Consensus, err)
-	}
-	defer cons.Close()
-	pc, err := persist.NewClient(b, cons, persist.Config{OrphanGrace: cfg.OrphanGrace, SweepInterval: cfg.SweepInterval})
-	if err != nil {
-		return err
-	}
-	defer pc.Close()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := pc.Metrics().Register(reg); err != nil {
-		return err
-	}
-	coord, err := adapter.NewCoordinator(ctx, adapter.Config{
-		Persist:          pc,
-		Consensus:        cons,
-		Tick:             cfg.Tick,
-		FastPath:         cfg.FastPath,
-		Upstream:         cfg.Upstream,
-		UpstreamPassword: cfg.UpstreamPass,
-		RequirePassword:  cfg.RequirePassword,
-		Registerer:       reg,
-		Version:          Version,
-	})
-	if err != nil {
-		return err
-	}
-	defer coord.Close()
-
 	auth := pgwire.AuthSCRAM
 	if cfg.Upstream != "" {
 		// A tail passes the client's password on to the upstream, so it
@@ -180,53 +140,43 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if err != nil {
 		return err
 	}
-	srv, err := pgwire.NewServer(coord, pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns, Registerer: reg})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := server.New(ctx, server.Config{
+		BlobURL:      cfg.Blob,
+		ConsensusURL: cfg.Consensus,
+		Persist:      persist.Config{OrphanGrace: cfg.OrphanGrace, SweepInterval: cfg.SweepInterval},
+		Adapter: adapter.Config{
+			Tick:             cfg.Tick,
+			FastPath:         cfg.FastPath,
+			Upstream:         cfg.Upstream,
+			UpstreamPassword: cfg.UpstreamPass,
+			RequirePassword:  cfg.RequirePassword,
+			Version:          Version,
+		},
+		PGWire:     pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns},
+		Listen:     cfg.Listen,
+		HTTPListen: cfg.HTTPListen,
+		Registry:   reg,
+		Log:        log,
+	})
 	if err != nil {
 		return err
 	}
-	coord.SetCanceler(srv.CancelProcess)
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
-	}
-	hln, err := net.Listen("tcp", cfg.HTTPListen)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("http listen %s: %w", cfg.HTTPListen, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	// Profiles for operators (the HTTP port listens on loopback by default).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if err := coord.Healthy(r.Context()); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(hln)
-	defer hs.Close()
 
-	host, port, _ := net.SplitHostPort(ln.Addr().String())
-	log.Info("shardtail serving", "pgwire", ln.Addr().String(), "http", hln.Addr().String(), "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns)
+	host, port, _ := net.SplitHostPort(srv.Addr().String())
+	httpAddr := "off"
+	if a := srv.HTTPAddr(); a != nil {
+		httpAddr = a.String()
+	}
+	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns)
 	fmt.Fprintf(m.Stdout, "shardtail %s is ready. Connect with:\n  psql -h %s -p %s -U materialize materialize\n", Version, host, port)
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ctx, ln) }()
-	select {
-	case <-ctx.Done():
+	err = srv.Wait(ctx)
+	if err == nil {
 		log.Info("shutting down")
-		srv.Close()
-		<-errc
-		return nil
-	case err := <-errc:
-		srv.Close()
-		return err
 	}
+	return errors.Join(err, srv.Close())
 }
 
 // parsePeers parses --peers: ID=HOST:PORT, comma-separated.

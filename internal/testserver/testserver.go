@@ -1,6 +1,8 @@
 // Package testserver starts a real shardtail server in-process for tests:
 // the coordinator and the pgwire server on a loopback port, over the
-// storage a test chooses (in-memory by default).
+// storage a test chooses (in-memory by default). It is the test-friendly
+// face of package server: defaults for tests, t.Fatal on errors, and a
+// stop when the test ends.
 package testserver
 
 import (
@@ -17,6 +19,7 @@ import (
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/server"
 	"github.com/shardtail/shardtail/tail"
 )
 
@@ -46,8 +49,7 @@ type Server struct {
 	Persist     *persist.Client
 	Registry    *prometheus.Registry
 	Addr        string
-	srv         *pgwire.Server
-	done        chan error
+	srv         *server.Server
 }
 
 // Start starts a server and stops it when the test ends.
@@ -69,39 +71,24 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.FastPath != nil {
 		fast = *opts.FastPath
 	}
-	pc, err := persist.NewClient(opts.Blob, opts.Consensus, opts.Persist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	cfg := adapter.Config{Persist: pc, Consensus: opts.Consensus, Tick: opts.Tick, FastPath: fast, Registerer: reg, Version: "test", Tail: opts.Tail}
+	acfg := adapter.Config{Tick: opts.Tick, FastPath: fast, Version: "test", Tail: opts.Tail}
 	if opts.Adapter != nil {
-		opts.Adapter(&cfg)
+		opts.Adapter(&acfg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	coord, err := adapter.NewCoordinator(ctx, cfg)
+	srv, err := server.New(ctx, server.Config{
+		Blob:      opts.Blob,
+		Consensus: opts.Consensus,
+		Persist:   opts.Persist,
+		Adapter:   acfg,
+		PGWire:    opts.PGWire,
+		Listen:    opts.Listen,
+	})
 	if err != nil {
-		pc.Close()
 		t.Fatal(err)
 	}
-	srv, err := pgwire.NewServer(coord, opts.PGWire)
-	if err != nil {
-		t.Fatal(err)
-	}
-	coord.SetCanceler(srv.CancelProcess)
-	listen := opts.Listen
-	if listen == "" {
-		listen = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		coord.Close()
-		pc.Close()
-		t.Fatal(err)
-	}
-	s := &Server{Coordinator: coord, Persist: pc, Registry: reg, Addr: ln.Addr().String(), srv: srv, done: make(chan error, 1)}
-	go func() { s.done <- srv.Serve(context.Background(), ln) }()
+	s := &Server{Coordinator: srv.Coordinator(), Persist: srv.Persist(), Registry: srv.Registry(), Addr: srv.Addr().String(), srv: srv}
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -115,9 +102,6 @@ func (s *Server) Stop() {
 		return
 	}
 	s.srv.Close()
-	<-s.done
-	s.Coordinator.Close()
-	s.Persist.Close()
 	s.srv = nil
 }
 

@@ -1,4 +1,4 @@
-package adapter
+package storage
 
 import (
 	"context"
@@ -17,8 +17,11 @@ import (
 // DefaultTick is how often table and source uppers advance without writes.
 const DefaultTick = time.Second
 
-// DefaultRetainMs is a collection's default RETAIN HISTORY window.
-const DefaultRetainMs = 1000
+// Oracle issues write timestamps (catalog.Oracle): each above every one
+// issued before, and at least min.
+type Oracle interface {
+	WriteTS(ctx context.Context, min uint64) (uint64, error)
+}
 
 // Storage owns the writable side of collections in role `all`: one writer
 // per table shard (appends are serialized per shard), the tick that
@@ -27,7 +30,7 @@ const DefaultRetainMs = 1000
 // upper by the collection's RETAIN HISTORY window).
 type Storage struct {
 	persist *persist.Client
-	oracle  *Oracle
+	oracle  Oracle
 	log     *slog.Logger
 
 	mu     sync.Mutex
@@ -97,8 +100,8 @@ func (s *Storage) expireOldPolicies(ctx context.Context, shard string) error {
 	return nil
 }
 
-// NewStorage returns a Storage over p issuing timestamps from o.
-func NewStorage(p *persist.Client, o *Oracle) *Storage {
+// New returns a Storage over p issuing timestamps from o.
+func New(p *persist.Client, o Oracle) *Storage {
 	return &Storage{persist: p, oracle: o, log: slog.Default(), shards: map[string]*ownedShard{}}
 }
 
@@ -174,7 +177,7 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for {
+	return s.retryAppend(shard, func() (uint64, error) {
 		upper := o.w.Upper()
 		ts, err := s.oracle.WriteTS(ctx, upper)
 		if err != nil {
@@ -183,7 +186,20 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 		for i := range updates {
 			updates[i].T = ts
 		}
-		err = o.w.CompareAndAppend(ctx, updates, upper, ts+1)
+		return ts, o.w.CompareAndAppend(ctx, updates, upper, ts+1)
+	})
+}
+
+// retryAppend is the compare-and-append loop of every write timed by the
+// oracle: attempt takes a timestamp above the shard's upper and appends at
+// it; when another process advanced the upper first (persist's
+// UpperMismatchError) it runs again, above the new upper. A committed write
+// is noted for LastWrite. persist has no retry helper of its own: its
+// CompareAndAppend leaves the choice of the next timestamp to the caller,
+// which here is the oracle's. The shard's o.mu must be held.
+func (s *Storage) retryAppend(shard string, attempt func() (uint64, error)) (uint64, error) {
+	for {
+		ts, err := attempt()
 		var mm *persist.UpperMismatchError
 		if errors.As(err, &mm) {
 			continue // another process advanced it; retry above its upper
@@ -256,24 +272,15 @@ func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *pe
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for {
+	return s.retryAppend(shard, func() (uint64, error) {
 		upper := o.w.Upper()
 		ts, err := s.oracle.WriteTS(ctx, upper)
 		if err != nil {
-			b.Abort(ctx)
+			b.Abort(ctx) // nothing of it was committed
 			return 0, err
 		}
-		err = b.Append(ctx, ts, upper)
-		var mm *persist.UpperMismatchError
-		if errors.As(err, &mm) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		s.noteWrite(ts, shard)
-		return ts, nil
-	}
+		return ts, b.Append(ctx, ts, upper)
+	})
 }
 
 // ReadModifyWrite reads the shard's contents at its latest time and appends
@@ -286,7 +293,7 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for {
+	return s.retryAppend(shard, func() (uint64, error) {
 		st, err := s.persist.State(ctx, shard)
 		if err != nil {
 			return 0, err
@@ -297,7 +304,7 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 			if err != nil {
 				return 0, err
 			}
-			current, err = readAll(ctx, r, st.Upper-1)
+			current, err = ReadAll(ctx, r, st.Upper-1)
 			r.Close()
 			if err != nil {
 				return 0, err
@@ -308,7 +315,7 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 			return 0, err
 		}
 		if len(updates) == 0 {
-			return 0, nil
+			return 0, nil // nothing to write (noted at 0, which LastWrite ignores)
 		}
 		ts, err := s.oracle.WriteTS(ctx, st.Upper)
 		if err != nil {
@@ -317,20 +324,14 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 		for i := range updates {
 			updates[i].T = ts
 		}
-		err = o.w.CompareAndAppend(ctx, updates, st.Upper, ts+1)
-		var mm *persist.UpperMismatchError
-		if errors.As(err, &mm) {
-			continue // another process wrote: read again
-		}
-		if err == nil {
-			s.noteWrite(ts, shard)
-		}
-		return ts, err
-	}
+		// A mismatch means another process wrote: read again.
+		return ts, o.w.CompareAndAppend(ctx, updates, st.Upper, ts+1)
+	})
 }
 
-// readAll reads a shard's whole contents at asOf.
-func readAll(ctx context.Context, r *persist.Reader, asOf uint64) ([]row.Update, error) {
+// ReadAll reads a shard's whole contents at asOf (UPDATE and DELETE, and a
+// materialized view's restart correction).
+func ReadAll(ctx context.Context, r *persist.Reader, asOf uint64) ([]row.Update, error) {
 	cur, err := r.Snapshot(ctx, asOf)
 	if err != nil {
 		return nil, err
@@ -392,6 +393,7 @@ func (s *Storage) Tick(ctx context.Context) {
 	}
 }
 
+// advance moves a ticking shard's upper to a fresh timestamp.
 func (s *Storage) advance(ctx context.Context, o *ownedShard) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -406,7 +408,7 @@ func (s *Storage) advance(ctx context.Context, o *ownedShard) error {
 	err = o.w.CompareAndAppend(ctx, nil, upper, ts)
 	var mm *persist.UpperMismatchError
 	if errors.As(err, &mm) {
-		return nil
+		return nil // another process advanced it, which is all a tick wants: no retry
 	}
 	return err
 }
@@ -425,13 +427,18 @@ func (s *Storage) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Close releases every owned shard.
-func (s *Storage) Close() {
+// Close releases every owned shard and returns the errors met closing
+// their retention policy readers.
+func (s *Storage) Close() error {
 	s.mu.Lock()
 	shards := s.shards
 	s.shards = map[string]*ownedShard{}
 	s.mu.Unlock()
-	for _, o := range shards {
-		o.policy.Close()
+	var errs []error
+	for shard, o := range shards {
+		if err := o.policy.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close retention policy of %s: %w", shard, err))
+		}
 	}
+	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package adapter
+package catalog
 
 import (
 	"context"
@@ -14,15 +14,15 @@ import (
 // mustOpenCatalog opens the catalog in c, failing the test on an error.
 func mustOpenCatalog(t *testing.T, c persist.Consensus) *Catalog {
 	t.Helper()
-	cat, err := OpenCatalog(context.Background(), c)
+	cat, err := Open(context.Background(), c)
 	if err != nil {
-		t.Fatalf("OpenCatalog: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
 	return cat
 }
 
 // catalogJSON renders a state canonically (map keys sorted) for comparison.
-func catalogJSON(t *testing.T, s *CatalogState) string {
+func catalogJSON(t *testing.T, s *State) string {
 	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -32,7 +32,7 @@ func catalogJSON(t *testing.T, s *CatalogState) string {
 }
 
 // wantSameCatalog fails unless got holds the state want does.
-func wantSameCatalog(t *testing.T, what string, got, want *CatalogState) {
+func wantSameCatalog(t *testing.T, what string, got, want *State) {
 	t.Helper()
 	if g, w := catalogJSON(t, got), catalogJSON(t, want); g != w {
 		t.Fatalf("%s:\n got %s\nwant %s", what, g, w)
@@ -53,7 +53,7 @@ func TestCatalogModel(t *testing.T) {
 	names := func() string { return fmt.Sprintf("x%d", rng.IntN(20)) }
 	for step := range 300 {
 		var what string
-		_, err := w.Update(ctx, func(s *CatalogState) error {
+		_, err := w.Update(ctx, func(s *State) error {
 			switch op := rng.IntN(6); op {
 			case 0, 1:
 				what = "create or replace an item"
@@ -94,7 +94,7 @@ func TestCatalogModel(t *testing.T) {
 				t.Fatalf("step %d: follower at %s, writer at %s", step, got, want)
 			}
 		}
-		vds, err := cons.Scan(ctx, catalogKey, 0, 1000)
+		vds, err := cons.Scan(ctx, Key, 0, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestCatalogModel(t *testing.T) {
 func TestCatalogFirstFormat(t *testing.T) {
 	ctx := context.Background()
 	cons := consmem.New()
-	old := &CatalogState{
+	old := &State{
 		Items:  map[string]*Item{"t": {ID: 1, Name: "t", Kind: KindTable, Shard: "s1", RetainMs: 1000, Owner: "materialize"}},
 		Roles:  map[string]*Role{"materialize": {Name: "materialize", Login: true, Superuser: true}},
 		System: map[string]string{"max_result_size": "2GB"}, NextID: 2,
@@ -125,7 +125,7 @@ func TestCatalogFirstFormat(t *testing.T) {
 			prev := seq - 1
 			expected = &prev
 		}
-		if ok, err := cons.CompareAndSet(ctx, catalogKey, expected, persist.VersionedData{SeqNo: seq, Data: data}); !ok || err != nil {
+		if ok, err := cons.CompareAndSet(ctx, Key, expected, persist.VersionedData{SeqNo: seq, Data: data}); !ok || err != nil {
 			t.Fatalf("write first-format version %s: %v, %v", seq, ok, err)
 		}
 	}
@@ -134,7 +134,7 @@ func TestCatalogFirstFormat(t *testing.T) {
 	if got := cat.Seq(); got != 3 {
 		t.Fatalf("Seq = %s, want v3", got)
 	}
-	next, err := cat.Update(ctx, func(s *CatalogState) error {
+	next, err := cat.Update(ctx, func(s *State) error {
 		s.Items["u"] = &Item{ID: s.NextID, Name: "u", Kind: KindTable, Shard: "s2", Owner: "materialize"}
 		s.NextID++
 		return nil
@@ -142,7 +142,7 @@ func TestCatalogFirstFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, err := cons.Head(ctx, catalogKey)
+	head, err := cons.Head(ctx, Key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,141 +1,24 @@
-package adapter
+package catalog
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/shardtail/shardtail/internal/coalesce"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/mapdiff"
-	"github.com/shardtail/shardtail/row"
 )
 
-// ItemKind is the kind of a catalog item.
-type ItemKind string
-
-// The kinds of catalog items.
-const (
-	KindTable            ItemKind = "table"
-	KindView             ItemKind = "view"
-	KindMaterializedView ItemKind = "materialized view"
-	KindSource           ItemKind = "source"
-)
-
-// Item is a named collection in the catalog.
-type Item struct {
-	ID     uint64     `json:"id"`
-	Name   string     `json:"name"`
-	Kind   ItemKind   `json:"kind"`
-	Schema row.Schema `json:"schema"`
-	// Shard holds the collection's data (tables, sources, materialized
-	// views); empty for views.
-	Shard string `json:"shard,omitempty"`
-	// SQL is the CREATE statement, for views, materialized views and
-	// sources: what a restart re-plans.
-	SQL string `json:"sql,omitempty"`
-	// DependsOn lists the ids of the items the definition reads.
-	DependsOn []uint64 `json:"depends_on,omitempty"`
-	// RetainMs is the RETAIN HISTORY window: since trails upper by it.
-	RetainMs int64  `json:"retain_ms"`
-	Owner    string `json:"owner"`
-	// Grants maps a role to the privileges granted to it ("SELECT", ...).
-	Grants map[string][]string `json:"grants,omitempty"`
-}
-
-// Writable reports whether INSERT/UPDATE/DELETE/COPY FROM may target it.
-func (it *Item) Writable() bool { return it.Kind == KindTable }
-
-// Role is a database role.
-type Role struct {
-	Name      string `json:"name"`
-	Login     bool   `json:"login"`
-	Superuser bool   `json:"superuser"`
-	// CreateRole lets a role create, alter and drop roles that are not
-	// superusers (PostgreSQL's CREATEROLE).
-	CreateRole bool `json:"create_role,omitempty"`
-	// Verifier is the SCRAM-SHA-256 verifier of the password, or empty.
-	Verifier string `json:"verifier,omitempty"`
-	// ConnLimit is the CONNECTION LIMIT: the sessions the role may hold at
-	// once in one process, unless it is a superuser. Nil means no limit
-	// (CONNECTION LIMIT -1, and roles written before the limit existed).
-	ConnLimit *int `json:"conn_limit,omitempty"`
-}
-
-// CatalogState is one version of the catalog. It is stored as diffs from
-// version to version with periodic rollups (see Catalog), so its maps are
-// copy-on-write: a change replaces an *Item or *Role, never modifies one.
-type CatalogState struct {
-	Items  map[string]*Item  `json:"items"`
-	Roles  map[string]*Role  `json:"roles"`
-	System map[string]string `json:"system"` // ALTER SYSTEM SET values
-	NextID uint64            `json:"next_id"`
-}
-
-func (s *CatalogState) clone() *CatalogState {
-	c := &CatalogState{Items: maps.Clone(s.Items), Roles: maps.Clone(s.Roles), System: maps.Clone(s.System), NextID: s.NextID}
-	if c.Items == nil {
-		c.Items = map[string]*Item{}
-	}
-	if c.Roles == nil {
-		c.Roles = map[string]*Role{}
-	}
-	if c.System == nil {
-		c.System = map[string]string{}
-	}
-	return c
-}
-
-// ItemByID finds an item by id.
-func (s *CatalogState) ItemByID(id uint64) *Item {
-	for _, it := range s.Items {
-		if it.ID == id {
-			return it
-		}
-	}
-	return nil
-}
-
-// Dependents returns the items that depend on id, directly or not, in an
-// order in which they can be dropped (dependents first).
-func (s *CatalogState) Dependents(id uint64) []*Item {
-	var out []*Item
-	seen := map[uint64]bool{}
-	var visit func(uint64)
-	visit = func(id uint64) {
-		for _, it := range s.sortedItems() {
-			for _, d := range it.DependsOn {
-				if d == id && !seen[it.ID] {
-					seen[it.ID] = true
-					visit(it.ID)
-					out = append(out, it)
-				}
-			}
-		}
-	}
-	visit(id)
-	return out
-}
-
-func (s *CatalogState) sortedItems() []*Item {
-	items := make([]*Item, 0, len(s.Items))
-	for _, it := range s.Items {
-		items = append(items, it)
-	}
-	sort.Slice(items, func(i, j int) bool { return items[i].ID < items[j].ID })
-	return items
-}
-
-// catalogKey is the consensus key of the catalog.
-const catalogKey = "catalog"
+// Key is the consensus key of the catalog: a tail process rings its
+// doorbell to follow changes, and a health check reads its head.
+const Key = "catalog"
 
 // Catalog is the durable catalog, a log of versions in consensus under
-// catalogKey changed by compare-and-set. Every process reads it from the
+// Key changed by compare-and-set. Every process reads it from the
 // shared consensus; only role `all` writes it.
 //
 // A version is stored as a diff from its predecessor (the items, roles and
@@ -160,7 +43,7 @@ type Catalog struct {
 
 	mu    sync.Mutex
 	seq   persist.SeqNo // mu
-	state *CatalogState // mu
+	state *State        // mu
 	log   catalogLog    // mu
 	// changed is closed and replaced when the state changes.
 	changed chan struct{} // mu
@@ -174,7 +57,7 @@ type Catalog struct {
 const catalogRollupMaxDiffs = 4096
 
 // catalogFormat marks versions written as catalogEntry. Versions of the
-// first format (a bare CatalogState) have no format field.
+// first format (a bare State) have no format field.
 const catalogFormat = 2
 
 // catalogEntry is one version of the catalog in consensus: the whole state
@@ -185,7 +68,7 @@ type catalogEntry struct {
 	// whole state: where a cold reader starts.
 	Rollup persist.SeqNo `json:"rollup"`
 	// State is the whole catalog, in a rollup; nil in a diff.
-	State *CatalogState `json:"state,omitempty"`
+	State *State `json:"state,omitempty"`
 
 	NextID    uint64            `json:"next_id,omitempty"`
 	ItemsSet  map[string]*Item  `json:"items_set,omitempty"`
@@ -226,7 +109,7 @@ func decodeCatalogEntry(vd persist.VersionedData) (*catalogEntry, error) {
 	case catalogFormat:
 	case 0:
 		// The first format: the whole state, which is a rollup.
-		st := &CatalogState{}
+		st := &State{}
 		if err := json.Unmarshal(vd.Data, st); err != nil {
 			return nil, fmt.Errorf("%w: catalog at %s: %v", persist.ErrCorruptState, vd.SeqNo, err)
 		}
@@ -245,7 +128,7 @@ func decodeCatalogEntry(vd persist.VersionedData) (*catalogEntry, error) {
 }
 
 // diffCatalog returns the entry that turns old into new.
-func diffCatalog(old, new *CatalogState, rollup persist.SeqNo) *catalogEntry {
+func diffCatalog(old, new *State, rollup persist.SeqNo) *catalogEntry {
 	e := &catalogEntry{Format: catalogFormat, Rollup: rollup, NextID: new.NextID}
 	e.ItemsSet, e.ItemsDel = mapdiff.Diff(old.Items, new.Items)
 	e.RolesSet, e.RolesDel = mapdiff.Diff(old.Roles, new.Roles)
@@ -255,7 +138,7 @@ func diffCatalog(old, new *CatalogState, rollup persist.SeqNo) *catalogEntry {
 
 // applyTo applies a diff to st in place, or returns the rollup's state
 // (which is the entry's own: decoded entries are private to their reader).
-func (e *catalogEntry) applyTo(st *CatalogState) *CatalogState {
+func (e *catalogEntry) applyTo(st *State) *State {
 	if e.State != nil {
 		return e.State
 	}
@@ -266,9 +149,9 @@ func (e *catalogEntry) applyTo(st *CatalogState) *CatalogState {
 	return st
 }
 
-// OpenCatalog loads the catalog, creating an empty one with the default
+// Open loads the catalog, creating an empty one with the default
 // role on first use.
-func OpenCatalog(ctx context.Context, c persist.Consensus) (*Catalog, error) {
+func Open(ctx context.Context, c persist.Consensus) (*Catalog, error) {
 	cat := &Catalog{consensus: c, maxDiffs: catalogRollupMaxDiffs, changed: make(chan struct{})}
 	cat.syncs = coalesce.New(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -282,7 +165,7 @@ func OpenCatalog(ctx context.Context, c persist.Consensus) (*Catalog, error) {
 }
 
 // State returns the current catalog state. It must not be modified.
-func (c *Catalog) State() *CatalogState {
+func (c *Catalog) State() *State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
@@ -307,10 +190,6 @@ func (c *Catalog) Changed() <-chan struct{} {
 // catalogScanPage is how many versions one consensus Scan returns.
 const catalogScanPage = 1024
 
-// errCatalogGap means the versions right after the one a read started from
-// were truncated: a newer rollup replaced them, and the read starts over.
-var errCatalogGap = errors.New("catalog versions truncated")
-
 // Refresh reads the versions committed since the one this process knows
 // (all of them, from the latest rollup, on the first call).
 func (c *Catalog) Refresh(ctx context.Context) error {
@@ -324,7 +203,7 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 		} else {
 			err = c.catchUp(ctx, seq, cur, log)
 		}
-		if !errors.Is(err, errCatalogGap) || attempt >= 10 {
+		if !errors.Is(err, errGap) || attempt >= 10 {
 			return err
 		}
 		cur = nil
@@ -334,12 +213,12 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 // load reads the catalog cold: the head names the latest rollup, which with
 // the diffs after it gives the state.
 func (c *Catalog) load(ctx context.Context) error {
-	head, err := c.consensus.Head(ctx, catalogKey)
+	head, err := c.consensus.Head(ctx, Key)
 	if err != nil {
 		return fmt.Errorf("read catalog: %w", err)
 	}
 	if head == nil {
-		c.install(0, (&CatalogState{NextID: 1}).clone(), catalogLog{})
+		c.install(0, (&State{NextID: 1}).clone(), catalogLog{})
 		return nil
 	}
 	e, err := decodeCatalogEntry(*head)
@@ -358,15 +237,15 @@ func (c *Catalog) load(ctx context.Context) error {
 
 // catchUp applies the versions after seq to a private copy of st (nil when
 // the first version read must be a rollup) and installs the result.
-func (c *Catalog) catchUp(ctx context.Context, seq persist.SeqNo, st *CatalogState, log catalogLog) error {
+func (c *Catalog) catchUp(ctx context.Context, seq persist.SeqNo, st *State, log catalogLog) error {
 	copied := false
 	for {
-		vds, err := c.consensus.Scan(ctx, catalogKey, seq+1, catalogScanPage)
+		vds, err := c.consensus.Scan(ctx, Key, seq+1, catalogScanPage)
 		if err != nil {
 			return fmt.Errorf("read catalog from %s: %w", seq+1, err)
 		}
 		if len(vds) > 0 && vds[0].SeqNo != seq+1 {
-			return errCatalogGap
+			return errGap
 		}
 		for _, vd := range vds {
 			e, err := decodeCatalogEntry(vd)
@@ -387,7 +266,7 @@ func (c *Catalog) catchUp(ctx context.Context, seq persist.SeqNo, st *CatalogSta
 		if len(vds) < catalogScanPage {
 			if st == nil {
 				// The named rollup is gone: a newer one truncated it.
-				return errCatalogGap
+				return errGap
 			}
 			c.install(seq, st, log)
 			return nil
@@ -401,7 +280,7 @@ func (c *Catalog) catchUp(ctx context.Context, seq persist.SeqNo, st *CatalogSta
 // reads, not one each.
 func (c *Catalog) Sync(ctx context.Context) error { return c.syncs.Do(ctx) }
 
-func (c *Catalog) install(seq persist.SeqNo, st *CatalogState, log catalogLog) {
+func (c *Catalog) install(seq persist.SeqNo, st *State, log catalogLog) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.state != nil && seq <= c.seq {
@@ -416,7 +295,7 @@ func (c *Catalog) install(seq persist.SeqNo, st *CatalogState, log catalogLog) {
 // by CAS, retrying on conflicts. fn may return an error to abort; it may be
 // called more than once. fn replaces the items and roles it changes (the
 // maps are copy-on-write) and never modifies one in place.
-func (c *Catalog) Update(ctx context.Context, fn func(*CatalogState) error) (*CatalogState, error) {
+func (c *Catalog) Update(ctx context.Context, fn func(*State) error) (*State, error) {
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
 		seq, cur, log := c.seq, c.state, c.log
@@ -434,7 +313,7 @@ func (c *Catalog) Update(ctx context.Context, fn func(*CatalogState) error) (*Ca
 		if seq > 0 {
 			expected = &seq
 		}
-		ok, err := c.consensus.CompareAndSet(ctx, catalogKey, expected, vd)
+		ok, err := c.consensus.CompareAndSet(ctx, Key, expected, vd)
 		if err != nil && !persist.IsIndeterminate(err) {
 			return nil, fmt.Errorf("write catalog: %w", err)
 		}
@@ -442,7 +321,7 @@ func (c *Catalog) Update(ctx context.Context, fn func(*CatalogState) error) (*Ca
 			time.Sleep(10 * time.Millisecond)
 			// An indeterminate CAS may have committed: if the head is our
 			// write, it did.
-			if head, herr := c.consensus.Head(ctx, catalogKey); herr == nil && head != nil &&
+			if head, herr := c.consensus.Head(ctx, Key); herr == nil && head != nil &&
 				head.SeqNo == vd.SeqNo && string(head.Data) == string(data) {
 				ok = true
 			}
@@ -451,7 +330,7 @@ func (c *Catalog) Update(ctx context.Context, fn func(*CatalogState) error) (*Ca
 			c.install(vd.SeqNo, next, log.after(vd, e))
 			if e.State != nil {
 				// Nothing reads the versions before a rollup any more.
-				_, _ = c.consensus.Truncate(ctx, catalogKey, vd.SeqNo)
+				_, _ = c.consensus.Truncate(ctx, Key, vd.SeqNo)
 			}
 			return next, nil
 		}
@@ -466,7 +345,7 @@ func (c *Catalog) Update(ctx context.Context, fn func(*CatalogState) error) (*Ca
 
 // encodeNext encodes version seq+1 with state next: a diff from cur, or a
 // rollup when one is due.
-func (c *Catalog) encodeNext(seq persist.SeqNo, cur, next *CatalogState, log catalogLog) ([]byte, *catalogEntry, error) {
+func (c *Catalog) encodeNext(seq persist.SeqNo, cur, next *State, log catalogLog) ([]byte, *catalogEntry, error) {
 	e := diffCatalog(cur, next, log.rollup)
 	data, err := json.Marshal(e)
 	if err != nil {

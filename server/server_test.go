@@ -1,0 +1,113 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardtail/shardtail/server"
+)
+
+// settleGoroutines waits for the number of goroutines to fall to at most
+// want and returns the last count seen.
+func settleGoroutines(t *testing.T, want int) int {
+	t.Helper()
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(10 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n
+}
+
+// TestServerServesAndCloses starts a server from URLs, runs a statement
+// over pgwire, reads /healthz, closes it, and checks that Close reports no
+// error and that no goroutine of the server outlives it.
+func TestServerServesAndCloses(t *testing.T) {
+	ctx := context.Background()
+	before := runtime.NumGoroutine()
+	s, err := server.New(ctx, server.Config{BlobURL: "mem://", ConsensusURL: "mem://", HTTPListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := pgx.Connect(ctx, "postgres://materialize@"+s.Addr().String()+"/materialize?sslmode=disable")
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	var got int
+	if err := conn.QueryRow(ctx, "SELECT 1 + 1").Scan(&got); err != nil || got != 2 {
+		t.Errorf("SELECT 1 + 1 = %d, %v; want 2", got, err)
+	}
+	conn.Close(ctx)
+
+	resp, err := http.Get("http://" + s.HTTPAddr().String() + "/healthz")
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		t.Errorf("/healthz = %d %q, want 200 \"ok\"", resp.StatusCode, body)
+	}
+	http.DefaultClient.CloseIdleConnections()
+
+	if err := s.Close(); err != nil {
+		t.Errorf("Close = %v, want nil", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	if got := settleGoroutines(t, before); got > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after Close, want at most the %d before:\n%s", got, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestNewFailureClosesWhatItOpened makes New fail at its last step (the
+// pgwire address is taken) and checks that the error comes back and that
+// nothing New had started is left running.
+func TestNewFailureClosesWhatItOpened(t *testing.T) {
+	ctx := context.Background()
+	first, err := server.New(ctx, server.Config{BlobURL: "mem://", ConsensusURL: "mem://"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	before := settleGoroutines(t, runtime.NumGoroutine())
+	s, err := server.New(ctx, server.Config{BlobURL: "mem://", ConsensusURL: "mem://", Listen: first.Addr().String()})
+	if err == nil {
+		s.Close()
+		t.Fatal("New on a taken address succeeded, want an error")
+	}
+	if got := settleGoroutines(t, before); got > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after a failed New, want at most the %d before:\n%s", got, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestConfigValidate names the missing storage.
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  server.Config
+		want string
+	}{
+		{"NoBlob", server.Config{ConsensusURL: "mem://"}, "Blob"},
+		{"NoConsensus", server.Config{BlobURL: "mem://"}, "Consensus"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate = %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
