@@ -2,13 +2,13 @@ package tail
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // SharedTail serves every fast-path subscriber of one collection: one
@@ -225,10 +225,7 @@ func (t *SharedTail) windowFrom(pos uint64) ([]*batch, bool) {
 func (t *SharedTail) fail(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if errors.Is(err, persist.ErrShardTombstoned) {
-		err = ErrDropped
-	}
-	t.err = err
+	t.err = subscribe.Dropped(err)
 	for s := range t.subs {
 		s.wake()
 	}
