@@ -95,14 +95,14 @@ func (s *Session) route(ctx context.Context, st sql.Statement) route {
 	return routeUpstream
 }
 
-// fastPathEligible reports whether a SUBSCRIBE takes the fast path here: a
-// bare table, source or materialized view, with the flag on.
+// fastPathEligible reports whether a SUBSCRIBE takes the fast path here
+// (the rule is takesFastPath, which start applies too).
 func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
-	if st.Query != nil || !s.fastPath() {
-		return false
+	var it *catalog.Item
+	if st.Query == nil {
+		it, _ = s.lookup(st.Relation)
 	}
-	it, err := s.lookup(st.Relation)
-	return err == nil && it.Kind != catalog.KindView
+	return takesFastPath(st, it, s.fastPath())
 }
 
 // runTail runs one statement in a tail process.

@@ -14,18 +14,8 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
-	"github.com/shardtail/shardtail/tail"
+	"github.com/shardtail/shardtail/subscribe"
 )
-
-// subscription is a running SUBSCRIBE as the session sees it, whichever
-// path serves it: rows are pulled by the session while it executes FETCH
-// or streams COPY, never pushed through the coordinator.
-type subscription interface {
-	// Next returns up to max rows (all ready when max <= 0), blocking until
-	// at least one is ready; io.EOF once complete.
-	Next(ctx context.Context, max int) ([]formatter.Row, error)
-	Close()
-}
 
 // subscribePlan is a planned SUBSCRIBE: its output and how to start it.
 // Planning does no work; start chooses the timestamp and begins reading,
@@ -164,7 +154,7 @@ func (p *subscribePlan) relationName() string {
 
 // start chooses the timestamps and starts the subscription on the fast path
 // when eligible, else on the dataflow path.
-func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
+func (p *subscribePlan) start(ctx context.Context) (subscribe.Subscription, error) {
 	s := p.s
 	if p.q != nil && p.q.values != nil {
 		return p.startConstant()
@@ -177,20 +167,43 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := "dataflow"
-	var sub subscription
-	if p.st.Query == nil && p.item.Kind != catalog.KindView && s.fastPath() {
-		path = "fast"
-		ts, err := s.c.tails.Subscribe(ctx, tail.Request{Shard: src.Shard, AsOf: asOf, AsOfAtLeast: p.asOfAtLeast(), UpTo: upTo, Snapshot: p.snap,
-			Output: p.opts, MaxBufferedBytes: s.maxBufferedBytes(), MaxResultSize: s.maxResultSize()})
-		if err != nil {
-			return nil, mapPersistErr(err, p.relationName())
-		}
-		sub = ts
-	} else {
-		sub = p.startDataflow(src, asOf, upTo, nil)
+	req := p.request(src, asOf, upTo)
+	if !takesFastPath(p.st, p.item, s.fastPath()) {
+		return s.c.trackSubscribe(s, p, src, "dataflow", asOf, p.startDataflow(req, nil)), nil
 	}
-	return s.c.trackSubscribe(s, p, src, path, asOf, sub), nil
+	ts, err := s.c.tails.Subscribe(ctx, req)
+	if err != nil {
+		return nil, mapPersistErr(err, p.relationName())
+	}
+	return s.c.trackSubscribe(s, p, src, "fast", asOf, ts), nil
+}
+
+// takesFastPath is the fast-path eligibility rule, the one place both
+// routing (which SUBSCRIBEs a tail process serves itself) and start (which
+// path serves it) decide it: a SUBSCRIBE of a bare table, source or
+// materialized view it, not a query or a view, with
+// enable_subscribe_persist_fast_path on. it is nil when the relation is
+// unknown.
+func takesFastPath(st *sql.Subscribe, it *catalog.Item, flag bool) bool {
+	return flag && st.Query == nil && it != nil && it.Kind != catalog.KindView
+}
+
+// request is the subscription contract's request for reading src (nil for
+// a constant input) from asOf to upTo.
+func (p *subscribePlan) request(src *catalog.Item, asOf uint64, upTo *uint64) subscribe.Request {
+	req := subscribe.Request{
+		AsOf:             asOf,
+		AsOfAtLeast:      p.asOfAtLeast(),
+		UpTo:             upTo,
+		Snapshot:         p.snap,
+		Output:           p.opts,
+		MaxBufferedBytes: p.s.maxBufferedBytes(),
+		MaxResultSize:    p.s.maxResultSize(),
+	}
+	if src != nil {
+		req.Shard = src.Shard
+	}
+	return req
 }
 
 // startConstant starts a subscribe to a query that reads no collection
@@ -198,7 +211,7 @@ func (p *subscribePlan) start(ctx context.Context) (subscription, error) {
 // constant input. Its rows hold from the beginning of time, so every AS
 // OF is valid (there is no since); without one it reads now, like a
 // collection's latest complete time.
-func (p *subscribePlan) startConstant() (subscription, error) {
+func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
 	s := p.s
 	if p.item != nil && s.c.catalog.State().ItemByID(p.item.ID) == nil {
 		return nil, errDropped(p.relationName())
@@ -219,28 +232,13 @@ func (p *subscribePlan) startConstant() (subscription, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(nil, asOf, upTo, rows)), nil
+	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(p.request(nil, asOf, upTo), rows)), nil
 }
 
-// startDataflow starts the private pipeline of the dataflow path, reading
-// src, or constant when src is nil.
-func (p *subscribePlan) startDataflow(src *catalog.Item, asOf uint64, upTo *uint64, constant []row.Update) subscription {
-	s := p.s
-	cfg := dataflow.SubscribeConfig{
-		Persist:          s.c.persist,
-		Constant:         constant,
-		Output:           p.opts,
-		AsOf:             asOf,
-		AsOfAtLeast:      p.asOfAtLeast(),
-		UpTo:             upTo,
-		Snapshot:         p.snap,
-		MaxBufferedBytes: s.maxBufferedBytes(),
-		MaxResultSize:    s.maxResultSize(),
-		Purpose:          "subscribe",
-	}
-	if src != nil {
-		cfg.Shard = src.Shard
-	}
+// startDataflow starts the private pipeline of the dataflow path for req,
+// reading constant instead of a shard when req.Shard is "".
+func (p *subscribePlan) startDataflow(req subscribe.Request, constant []row.Update) *dataflow.Subscribe {
+	cfg := dataflow.SubscribeConfig{Request: req, Persist: p.s.c.persist, Constant: constant, Purpose: "subscribe"}
 	if p.q != nil {
 		cfg.MFP = p.q.mfp.bind(nil)
 	}
@@ -308,7 +306,7 @@ func errDropped(name string) *Error {
 // past), then storage faults as storageError maps them for every statement.
 func mapPersistErr(err error, relation string) error {
 	switch {
-	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, dataflow.ErrDropped), errors.Is(err, tail.ErrDropped):
+	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, subscribe.ErrDropped):
 		return errDropped(relation)
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError
@@ -379,7 +377,7 @@ func (s *Session) noteRead(subscribe bool) error {
 // subscribeResult streams a bare SUBSCRIBE as DataRows.
 type subscribeResult struct {
 	p      *subscribePlan
-	sub    subscription
+	sub    subscribe.Subscription
 	enc    *formatter.Encoder
 	fields []pgwire.Field
 	pre    [][]byte
@@ -424,7 +422,7 @@ func (p *subscribePlan) mapErr(err error) error {
 // copySubscribeResult streams COPY (SUBSCRIBE ...) TO STDOUT.
 type copySubscribeResult struct {
 	p      *subscribePlan
-	sub    subscription
+	sub    subscribe.Subscription
 	enc    *formatter.CopyEncoder
 	format formatter.CopyFormat
 	header bool
@@ -489,7 +487,7 @@ type cursor struct {
 	name    string
 	sub     *subscribePlan
 	query   *plan // a cursor over SELECT
-	running subscription
+	running subscribe.Subscription
 	pending []formatter.Row
 	done    bool
 	// selectRows buffers a SELECT cursor's rows.
@@ -682,7 +680,7 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 }
 
 // pollReady returns rows that are ready without blocking.
-func pollReady(sub subscription) ([]formatter.Row, error) {
+func pollReady(sub subscribe.Subscription) ([]formatter.Row, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	rows, err := sub.Next(ctx, 0)

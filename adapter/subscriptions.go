@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // subInfo is a running subscribe as mz_internal.mz_subscriptions shows it.
@@ -18,25 +19,18 @@ type subInfo struct {
 	path       string
 	collection string
 	asOf       uint64
-	sub        subscription
-}
-
-// progressReporter is implemented by subscriptions that know their
-// delivered frontier and queued bytes.
-type progressReporter interface {
-	Frontier() uint64
-	QueuedBytes() int64
+	sub        subscribe.Subscription
 }
 
 // trackedSubscription unregisters itself when closed.
 type trackedSubscription struct {
-	subscription
+	subscribe.Subscription
 	c    *Coordinator
 	info *subInfo
 }
 
 func (t *trackedSubscription) Close() {
-	t.subscription.Close()
+	t.Subscription.Close()
 	t.c.mu.Lock()
 	_, ok := t.c.subs[t.info.id]
 	delete(t.c.subs, t.info.id)
@@ -46,7 +40,7 @@ func (t *trackedSubscription) Close() {
 	}
 }
 
-func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.Item, path string, asOf uint64, sub subscription) subscription {
+func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.Item, path string, asOf uint64, sub subscribe.Subscription) subscribe.Subscription {
 	var ids []uint64
 	if src != nil {
 		ids = append(ids, src.ID)
@@ -62,7 +56,7 @@ func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.
 	c.mu.Unlock()
 	c.metrics.subsTotal.WithLabelValues(path).Inc()
 	c.metrics.subscribes.WithLabelValues(path).Inc()
-	return &trackedSubscription{subscription: sub, c: c, info: info}
+	return &trackedSubscription{Subscription: sub, c: c, info: info}
 }
 
 // subscriptionsColumns are mz_internal.mz_subscriptions' columns:
@@ -108,11 +102,8 @@ func (c *Coordinator) subscriptionRows() []row.Row {
 			ids += "u" + strconv.FormatUint(id, 10)
 		}
 		ids += "}"
-		var frontier, queued row.Datum
-		if pr, ok := info.sub.(progressReporter); ok {
-			frontier = row.Numeric(strconv.FormatUint(pr.Frontier(), 10))
-			queued = pr.QueuedBytes()
-		}
+		frontier := row.Numeric(strconv.FormatUint(info.sub.Frontier(), 10))
+		queued := info.sub.QueuedBytes()
 		rows = append(rows, row.Row{"s" + strconv.FormatUint(info.id, 10), strconv.FormatUint(uint64(info.session), 10), "u1",
 			row.TimestampTZ(info.createdAt.UnixMicro()), ids, info.path, info.collection,
 			row.Numeric(strconv.FormatUint(info.asOf, 10)), frontier, queued})

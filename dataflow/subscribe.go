@@ -9,6 +9,7 @@ import (
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // MFP is a map/filter/project over the rows of a collection: it returns the
@@ -18,11 +19,11 @@ type MFP interface {
 	Apply(r row.Row) (row.Row, bool, error)
 }
 
-// SubscribeConfig describes one dataflow-path subscribe.
+// SubscribeConfig describes one dataflow-path subscribe: the Request both
+// paths take, and what only this path needs to build its pipeline.
 type SubscribeConfig struct {
+	subscribe.Request
 	Persist *persist.Client
-	// Shard is the collection read; "" for a constant input.
-	Shard string
 	// Constant, with no Shard, is the input instead of a shard: the rows
 	// of a query that reads no collection (VALUES), as updates at AsOf.
 	// They hold at every time and never change, so the subscribe sends
@@ -31,31 +32,18 @@ type SubscribeConfig struct {
 	// MFP maps the shard's rows to the subscribed relation; nil for a bare
 	// collection.
 	MFP MFP
-	// Output is the subscribe's output shape over the relation.
-	Output *formatter.Options
-	AsOf   uint64
-	// AsOfAtLeast lets the subscribe move AsOf forward to the since its
-	// reader holds (the statement had no AS OF, or AS OF AT LEAST): a time
-	// chosen a moment ago may have been compacted away since.
-	AsOfAtLeast bool
-	UpTo        *uint64
-	Snapshot    bool
-	// MaxBufferedBytes bounds the rows produced and not yet taken by the
-	// client: over it the subscribe fails with a *formatter.BufferError.
-	MaxBufferedBytes int64
-	// MaxResultSize bounds the snapshot held back to order or envelope it
-	// whole (max_result_size): past it the subscribe fails with a
-	// *formatter.ResultSizeError. 0 means no bound.
-	MaxResultSize int64
 	// Purpose labels the subscribe's reader in shard state.
 	Purpose string
 }
+
+// The dataflow path implements the subscription contract.
+var _ subscribe.Subscription = (*Subscribe)(nil)
 
 // Subscribe is the dataflow path: a private pipeline per subscribe. Its own
 // goroutine registers a reader, reads and consolidates the snapshot, applies
 // the MFP, follows a listen, and formats rows into a queue that the
 // client's session drains with Next. It never waits for the client: a
-// backlog over the budget ends the subscribe with a *formatter.BufferError.
+// backlog over the budget ends the subscribe with a *subscribe.BufferError.
 type Subscribe struct {
 	cfg    SubscribeConfig
 	cancel context.CancelFunc
@@ -86,9 +74,9 @@ func (s *Subscribe) Frontier() uint64 {
 	return s.frontier
 }
 
-// Buffered is the estimated bytes queued for the client, and the snapshot
-// held back to order or envelope it whole.
-func (s *Subscribe) Buffered() int64 {
+// QueuedBytes is the estimated bytes queued for the client, and the
+// snapshot held back to order or envelope it whole.
+func (s *Subscribe) QueuedBytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buffered + s.held
@@ -100,9 +88,7 @@ func (s *Subscribe) run(ctx context.Context) {
 	if err == nil {
 		err = io.EOF
 	}
-	if errors.Is(err, persist.ErrShardTombstoned) {
-		err = ErrDropped
-	}
+	err = subscribe.Dropped(err)
 	s.mu.Lock()
 	if s.err == nil {
 		s.err = err
@@ -110,10 +96,6 @@ func (s *Subscribe) run(ctx context.Context) {
 	s.signal()
 	s.mu.Unlock()
 }
-
-// ErrDropped ends a subscribe whose collection was dropped; the session
-// reports it with the relation's name (42704).
-var ErrDropped = errors.New("subscribed relation was dropped")
 
 func (s *Subscribe) pipeline(ctx context.Context) error {
 	if s.cfg.Shard == "" {
@@ -124,10 +106,7 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 		return err
 	}
 	defer r.Close()
-	asOf := s.cfg.AsOf
-	if since := r.Since(); s.cfg.AsOfAtLeast && asOf < since && (s.cfg.UpTo == nil || since <= *s.cfg.UpTo) {
-		asOf = since
-	}
+	asOf := s.cfg.StartAt(r.Since())
 	b := formatter.NewBatcher(s.cfg.Output, asOf, s.cfg.UpTo)
 	b.SetMaxBuffered(s.cfg.MaxResultSize)
 	if err := s.push(b.Start(), b); err != nil || b.Done() {
@@ -327,7 +306,7 @@ func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
 	s.queue = append(s.queue, rows...)
 	s.signal()
 	if s.cfg.MaxBufferedBytes > 0 && s.buffered > s.cfg.MaxBufferedBytes {
-		return &formatter.BufferError{Buffered: s.buffered, Max: s.cfg.MaxBufferedBytes}
+		return &subscribe.BufferError{Buffered: s.buffered, Max: s.cfg.MaxBufferedBytes}
 	}
 	return nil
 }
@@ -341,12 +320,12 @@ func (s *Subscribe) signal() {
 // Next returns up to max queued rows (all of them when max <= 0), blocking
 // until at least one is queued. After the last row it returns io.EOF when
 // the subscribe completed (UP TO), or the error that ended it. A
-// *formatter.BufferError is returned at once, before the queued rows: the client is
+// *subscribe.BufferError is returned at once, before the queued rows: the client is
 // too far behind to catch up.
 func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) {
 	for {
 		s.mu.Lock()
-		var be *formatter.BufferError
+		var be *subscribe.BufferError
 		if errors.As(s.err, &be) {
 			s.mu.Unlock()
 			return nil, s.err

@@ -13,6 +13,7 @@ import (
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 var schema = row.Schema{Columns: []row.Column{{Name: "k", Type: row.TypeInt8}}}
@@ -61,8 +62,8 @@ func TestSubscribeMFPAndUpTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	upTo := uint64(3)
-	s := StartSubscribe(SubscribeConfig{Persist: p, Shard: shard, MFP: evens{}, AsOf: 0, UpTo: &upTo, Snapshot: true,
-		Output: &formatter.Options{Relation: schema}})
+	s := StartSubscribe(SubscribeConfig{Persist: p, MFP: evens{}, Request: subscribe.Request{Shard: shard, AsOf: 0, UpTo: &upTo, Snapshot: true,
+		Output: &formatter.Options{Relation: schema}}})
 	defer s.Close()
 	for i := uint64(1); i < 4; i++ {
 		if err := w.CompareAndAppend(ctx, ups(i, int64(10+i)), i, i+1); err != nil {
@@ -130,8 +131,8 @@ func TestSubscribeBudget(t *testing.T) {
 	if err := w.CompareAndAppend(ctx, nil, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	s := StartSubscribe(SubscribeConfig{Persist: p, Shard: shard, AsOf: 0, Snapshot: true, MaxBufferedBytes: 1000,
-		Output: &formatter.Options{Relation: schema, Progress: true}})
+	s := StartSubscribe(SubscribeConfig{Persist: p, Request: subscribe.Request{Shard: shard, AsOf: 0, Snapshot: true, MaxBufferedBytes: 1000,
+		Output: &formatter.Options{Relation: schema, Progress: true}}})
 	defer s.Close()
 	for i := uint64(1); i < 50; i++ {
 		if err := w.CompareAndAppend(ctx, ups(i, int64(i)), i, i+1); err != nil {
@@ -140,7 +141,7 @@ func TestSubscribeBudget(t *testing.T) {
 	}
 	for {
 		_, err := s.Next(ctx, 1)
-		var be *formatter.BufferError
+		var be *subscribe.BufferError
 		if errors.As(err, &be) {
 			if be.SQLState() != "53200" || be.Max != 1000 || be.Buffered <= 1000 {
 				t.Fatalf("BufferError %+v", be)
@@ -174,8 +175,8 @@ func TestSubscribeAsOfAtLeast(t *testing.T) {
 	}
 	upTo := uint64(4)
 	start := func(atLeast bool) *Subscribe {
-		return StartSubscribe(SubscribeConfig{Persist: p, Shard: shard, AsOf: 1, AsOfAtLeast: atLeast, UpTo: &upTo, Snapshot: true,
-			Output: &formatter.Options{Relation: schema}})
+		return StartSubscribe(SubscribeConfig{Persist: p, Request: subscribe.Request{Shard: shard, AsOf: 1, AsOfAtLeast: atLeast, UpTo: &upTo, Snapshot: true,
+			Output: &formatter.Options{Relation: schema}}})
 	}
 	s := start(true)
 	defer s.Close()

@@ -59,16 +59,36 @@
 // bounded size in which every row is final. Listen(as_of) yields the updates
 // after as_of batch by batch, each with its progress frontier:
 //
-//	r, _ := client.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "example"})
+//	r, err := client.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "example"})
+//	if err != nil {
+//		return err
+//	}
 //	defer r.Close()
-//	cur, _ := r.Snapshot(ctx, asOf)
-//	for chunk, err := cur.Next(ctx); err != io.EOF; chunk, err = cur.Next(ctx) {
+//	cur, err := r.Snapshot(ctx, asOf) // ErrSinceAdvanced if asOf < since
+//	if err != nil {
+//		return err
+//	}
+//	defer cur.Close()
+//	for {
+//		chunk, err := cur.Next(ctx)
+//		if errors.Is(err, io.EOF) {
+//			break // the whole snapshot was read
+//		}
+//		if err != nil {
+//			return err // storage, or the shard was dropped (ErrShardTombstoned)
+//		}
 //		emit(chunk) // every update at asOf
 //	}
-//	l, _ := r.Listen(ctx, asOf)
+//	l, err := r.Listen(ctx, asOf)
+//	if err != nil {
+//		return err
+//	}
 //	for {
 //		updates, frontier, err := l.Next(ctx) // blocks for the next batch
-//		emit(updates)                         // asOf < t < frontier
+//		if err != nil {
+//			return err // ctx ended, the shard was dropped (ErrShardTombstoned), ...
+//		}
+//		emit(updates) // asOf < t < frontier
 //		progress(frontier)
 //	}
 //

@@ -85,17 +85,19 @@
 //	send(commandComplete(res.Tag()))
 //	res.Close()
 //
-// and a streaming Result of the adapter looks like:
+// and a streaming Result of the adapter (a bare SUBSCRIBE) pulls from its
+// subscription on this same goroutine and encodes what it gets:
 //
 //	func (r *subscribeResult) Next(ctx context.Context) ([][]byte, error) {
-//		select {
-//		case b := <-r.batches: // DataRows encoded once, shared by every subscriber
-//			return b.msgs, nil
-//		case <-r.done: // UP TO reached
-//			return nil, io.EOF
-//		case <-ctx.Done(): // CancelRequest, disconnect, shutdown
-//			return nil, ctx.Err()
+//		// Blocks until rows are ready; io.EOF at UP TO; ctx.Err() on a
+//		// CancelRequest, a disconnect or shutdown.
+//		rows, err := r.sub.Next(ctx, 0)
+//		if err != nil {
+//			return nil, r.p.mapErr(err)
 //		}
+//		// DataRows, their bytes encoded once per shape and shared by
+//		// every subscriber of it.
+//		return formatter.Messages(r.enc, rows, &r.buf), nil
 //	}
 //
 // # Threading and contexts

@@ -67,7 +67,20 @@ type Manager struct {
 	wg     sync.WaitGroup
 
 	mu    sync.Mutex
-	tails map[string]*SharedTail // mu
+	tails map[string]*SharedTail // mu: running tails
+	// starting holds the tails being created, one per collection, so that
+	// the first subscribes to one collection wait for one creation (two
+	// reader registrations and a listen, consensus round trips) while
+	// subscribes to other collections do not wait at all.
+	starting map[string]*tailStart // mu
+	closed   bool                  // mu: Close began; no new tails
+}
+
+// tailStart is a shared tail being created: closed done publishes t or err.
+type tailStart struct {
+	done chan struct{}
+	t    *SharedTail
+	err  error
 }
 
 // NewManager returns a Manager reading shards through p. It retires idle
@@ -75,7 +88,7 @@ type Manager struct {
 func NewManager(p *persist.Client, cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{persist: p, cfg: cfg.withDefaults(), metrics: newMetrics(), log: slog.Default(),
-		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}}
+		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}, starting: map[string]*tailStart{}}
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -85,25 +98,75 @@ func NewManager(p *persist.Client, cfg Config) *Manager {
 func (m *Manager) Metrics() *Metrics { return m.metrics }
 
 // tail returns the shard's shared tail, creating it with its listen at asOf.
+// The manager's lock is not held while a tail is created: subscribers to
+// the same collection arriving meanwhile wait for that creation (and
+// retry it if it failed), others go on.
 func (m *Manager) tail(ctx context.Context, shard string, asOf uint64) (*SharedTail, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if t := m.tails[shard]; t != nil {
-		t.mu.Lock()
-		failed := t.err != nil
-		t.mu.Unlock()
-		if !failed {
-			return t, nil
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
 		}
-		delete(m.tails, shard)
-		go t.close()
+		if t := m.tails[shard]; t != nil {
+			if !t.failed() {
+				m.mu.Unlock()
+				return t, nil
+			}
+			delete(m.tails, shard)
+			m.closeInBackground(t)
+		}
+		if st := m.starting[shard]; st != nil {
+			m.mu.Unlock()
+			select {
+			case <-st.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if st.err == nil {
+				return st.t, nil
+			}
+			// The creation failed, perhaps only for its own subscriber's
+			// context: try again (a shard that is gone fails every try).
+			continue
+		}
+		st := &tailStart{done: make(chan struct{})}
+		m.starting[shard] = st
+		m.mu.Unlock()
+
+		t, err := m.newSharedTail(ctx, shard, asOf)
+		m.mu.Lock()
+		delete(m.starting, shard)
+		// Close may have begun meanwhile and no longer waits for anything
+		// new: this goroutine closes what it made.
+		abandoned := err == nil && m.closed
+		switch {
+		case abandoned:
+			st.err = ErrClosed
+		case err == nil:
+			m.tails[shard] = t
+			st.t = t
+		default:
+			st.err = err
+		}
+		close(st.done)
+		m.mu.Unlock()
+		if abandoned {
+			t.close()
+		}
+		return st.t, st.err
 	}
-	t, err := m.newSharedTail(ctx, shard, asOf)
-	if err != nil {
-		return nil, err
-	}
-	m.tails[shard] = t
-	return t, nil
+}
+
+// closeInBackground closes a tail no longer in m.tails without holding up
+// the caller (closing expires two readers, a CAS each); Close waits for it.
+// m.mu must be held, and Close must not have waited yet.
+func (m *Manager) closeInBackground(t *SharedTail) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t.close()
+	}()
 }
 
 // Tails returns the number of shared tails.
@@ -149,14 +212,17 @@ func (m *Manager) retireIdle(now time.Time) int {
 	return len(idle)
 }
 
-// Close retires every tail. Subscribers must be closed first.
+// Close retires every tail and waits for the manager's goroutines.
+// Subscribers must be closed first; Subscribe fails with ErrClosed after.
 func (m *Manager) Close() {
-	m.cancel()
-	m.wg.Wait()
 	m.mu.Lock()
+	m.closed = true
 	tails := m.tails
 	m.tails = map[string]*SharedTail{}
 	m.mu.Unlock()
+	m.cancel()
+	// The reaper and background closes; none start once closed is set.
+	m.wg.Wait()
 	for _, t := range tails {
 		t.close()
 	}

@@ -75,24 +75,35 @@ func (sh *share) join(s *Subscriber) bool {
 
 // leave unregisters s and releases pieces nobody needs.
 func (sh *share) leave(s *Subscriber) {
+	var private *persist.Reader
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	delete(sh.readers, s)
 	sh.trim()
 	if len(sh.readers) == 0 && sh.cur != nil && !sh.reading {
-		sh.closeCursor()
+		private = sh.closeCursor()
 	}
+	sh.mu.Unlock()
+	closeReader(private)
 }
 
-// closeCursor releases the cursor and a private reader. sh.mu must be held.
-func (sh *share) closeCursor() {
+// closeCursor releases the cursor and returns the share's private reader,
+// if any, for the caller to close once sh.mu is released: expiring a reader
+// is a CAS, too slow to make the share's other subscribers wait for it.
+// sh.mu must be held.
+func (sh *share) closeCursor() *persist.Reader {
 	if sh.cur != nil {
 		sh.cur.Close()
 		sh.cur = nil
 	}
-	if sh.private != nil {
-		go sh.private.Close() // a CAS; not under the lock
-		sh.private = nil
+	private := sh.private
+	sh.private = nil
+	return private
+}
+
+// closeReader closes r unless it is nil.
+func closeReader(r *persist.Reader) {
+	if r != nil {
+		r.Close()
 	}
 }
 
@@ -170,12 +181,13 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		// cancel must not break a cursor others share. Other subscribers
 		// wait on ready.
 		chunk, err := cur.Next(sh.t.ctx)
+		var private *persist.Reader
 		sh.mu.Lock()
 		sh.reading = false
 		switch {
 		case errors.Is(err, io.EOF):
 			sh.done = true
-			sh.closeCursor()
+			private = sh.closeCursor()
 		case err != nil:
 			sh.err = err
 		default:
@@ -191,5 +203,6 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		close(sh.ready)
 		sh.ready = make(chan struct{})
 		sh.mu.Unlock()
+		closeReader(private)
 	}
 }

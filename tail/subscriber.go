@@ -8,30 +8,11 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
-// ErrDropped ends the subscribers of a dropped collection.
-var ErrDropped = errors.New("subscribed collection was dropped")
-
-// Request describes one fast-path subscribe.
-type Request struct {
-	Shard string
-	AsOf  uint64
-	// AsOfAtLeast lets the subscribe move AsOf forward to a time the tail
-	// holds (the statement had no AS OF, or AS OF AT LEAST): a time chosen
-	// a moment ago may have been compacted away since.
-	AsOfAtLeast bool
-	UpTo        *uint64
-	Snapshot    bool
-	Output      *formatter.Options
-	// MaxBufferedBytes is the queue budget: over it the subscriber is
-	// detached, not failed.
-	MaxBufferedBytes int64
-	// MaxResultSize bounds the snapshot a subscriber holds back to order or
-	// envelope it whole (max_result_size): past it the subscribe fails with
-	// a *formatter.ResultSizeError. 0 means no bound.
-	MaxResultSize int64
-}
+// The fast path implements the subscription contract.
+var _ subscribe.Subscription = (*Subscriber)(nil)
 
 // phases of a subscriber, driven by Next on the session's goroutine.
 const (
@@ -51,10 +32,10 @@ const (
 // delivered. The next Next resumes it from the window, or, if the window
 // no longer reaches back, from the shard with a private listen — no
 // snapshot, no gap, no duplicate. Only if the shard has compacted past that
-// frontier does Next fail, with the 53200 BufferError.
+// frontier does Next fail, with the 53200 *subscribe.BufferError.
 type Subscriber struct {
 	t   *SharedTail
-	req Request
+	req subscribe.Request
 	b   *formatter.Batcher
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
@@ -90,15 +71,13 @@ type Subscriber struct {
 
 // Subscribe starts a fast-path subscribe on the collection's shared tail,
 // creating the tail if needed.
-func (m *Manager) Subscribe(ctx context.Context, req Request) (*Subscriber, error) {
+func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscriber, error) {
 	t, err := m.tail(ctx, req.Shard, req.AsOf)
 	if err != nil {
 		return nil, err
 	}
 	t.mu.Lock()
-	if floor := max(t.snapFloor, t.snapReader.Since()); req.AsOfAtLeast && req.AsOf < floor && (req.UpTo == nil || floor <= *req.UpTo) {
-		req.AsOf = floor
-	}
+	req.AsOf = req.StartAt(max(t.snapFloor, t.snapReader.Since()))
 	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), ready: make(chan struct{})}
 	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
@@ -322,7 +301,7 @@ func (s *Subscriber) join(ctx context.Context) error {
 }
 
 // mapErr turns a lost position into the 53200 error and a dropped shard
-// into ErrDropped.
+// into subscribe.ErrDropped.
 func (s *Subscriber) mapErr(err error) error {
 	switch {
 	case errors.Is(err, persist.ErrSinceAdvanced):
@@ -330,11 +309,9 @@ func (s *Subscriber) mapErr(err error) error {
 		s.t.mu.Lock()
 		lost := s.lost
 		s.t.mu.Unlock()
-		return &formatter.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes}
-	case errors.Is(err, persist.ErrShardTombstoned):
-		return ErrDropped
+		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes}
 	}
-	return err
+	return subscribe.Dropped(err)
 }
 
 func (s *Subscriber) closePrivate() {

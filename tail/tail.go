@@ -2,13 +2,13 @@ package tail
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // SharedTail serves every fast-path subscriber of one collection: one
@@ -222,13 +222,19 @@ func (t *SharedTail) windowFrom(pos uint64) ([]*batch, bool) {
 	return append([]*batch(nil), t.window[i:]...), true
 }
 
+// failed reports whether the listen failed: the tail serves no one and is
+// replaced by the next subscribe.
+func (t *SharedTail) failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err != nil
+}
+
+// fail ends the listen with err and wakes every subscriber to see it.
 func (t *SharedTail) fail(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if errors.Is(err, persist.ErrShardTombstoned) {
-		err = ErrDropped
-	}
-	t.err = err
+	t.err = subscribe.Dropped(err)
 	for s := range t.subs {
 		s.wake()
 	}
@@ -338,15 +344,19 @@ func (t *SharedTail) leaveShare(sh *share, s *Subscriber) {
 func (t *SharedTail) close() {
 	t.stop()
 	<-t.done
+	var private []*persist.Reader
 	t.mu.Lock()
 	for _, sh := range t.shares {
 		sh.mu.Lock()
 		if !sh.reading {
-			sh.closeCursor()
+			private = append(private, sh.closeCursor())
 		}
 		sh.mu.Unlock()
 	}
 	t.mu.Unlock()
+	for _, r := range private {
+		closeReader(r)
+	}
 	t.listenReader.Close()
 	t.snapReader.Close()
 	t.m.metrics.tails.Dec()

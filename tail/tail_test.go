@@ -18,6 +18,7 @@ import (
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 var schema = row.Schema{Columns: []row.Column{{Name: "k", Type: row.TypeInt8}, {Name: "v", Type: row.TypeText, Nullable: true}}}
@@ -83,7 +84,7 @@ func del(k int64, v string) row.Update { return row.Update{Row: row.Row{k, v}, D
 
 func (f *fixture) subscribe(asOf uint64, snapshot bool, budget int64, upTo *uint64) *Subscriber {
 	f.t.Helper()
-	s, err := f.m.Subscribe(f.ctx, Request{Shard: f.shard, AsOf: asOf, UpTo: upTo, Snapshot: snapshot,
+	s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: asOf, UpTo: upTo, Snapshot: snapshot,
 		Output: &formatter.Options{Relation: schema, Progress: true}, MaxBufferedBytes: budget})
 	if err != nil {
 		f.t.Fatal(err)
@@ -145,8 +146,8 @@ func TestMatchesDataflowPath(t *testing.T) {
 	f.write(ins(1, "a"), ins(2, "b"))
 	asOf := f.upper - 1
 	fast := f.subscribe(asOf, true, 0, nil)
-	df := dataflow.StartSubscribe(dataflow.SubscribeConfig{Persist: f.p, Shard: f.shard, Output: &formatter.Options{Relation: schema, Progress: true},
-		AsOf: asOf, Snapshot: true})
+	df := dataflow.StartSubscribe(dataflow.SubscribeConfig{Persist: f.p, Request: subscribe.Request{Shard: f.shard, Output: &formatter.Options{Relation: schema, Progress: true},
+		AsOf: asOf, Snapshot: true}})
 	defer df.Close()
 	for i := range 20 {
 		switch i % 3 {
@@ -208,7 +209,7 @@ func TestStormSharesOneCursor(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := f.m.Subscribe(f.ctx, Request{Shard: f.shard, AsOf: asOf, Snapshot: true,
+			s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: asOf, Snapshot: true,
 				Output: &formatter.Options{Relation: schema, Progress: true}})
 			if err != nil {
 				t.Error(err)
@@ -334,7 +335,7 @@ func TestHistoryLoss(t *testing.T) {
 		if err == nil {
 			continue
 		}
-		var be *formatter.BufferError
+		var be *subscribe.BufferError
 		if !errors.As(err, &be) {
 			t.Fatalf("got %v, want a BufferError", err)
 		}
@@ -391,7 +392,7 @@ func TestUpToAndDrop(t *testing.T) {
 		defer wg.Done()
 		for {
 			if _, err := live.Next(f.ctx, 0); err != nil {
-				if !errors.Is(err, ErrDropped) {
+				if !errors.Is(err, subscribe.ErrDropped) {
 					t.Errorf("after drop: %v, want ErrDropped", err)
 				}
 				return
@@ -470,7 +471,7 @@ func TestAsOfAtLeast(t *testing.T) {
 		f.m.mu.Unlock()
 	}
 	start := func(atLeast bool) uint64 {
-		s, err := f.m.Subscribe(f.ctx, Request{Shard: f.shard, AsOf: old, AsOfAtLeast: atLeast, Snapshot: true,
+		s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: old, AsOfAtLeast: atLeast, Snapshot: true,
 			Output: &formatter.Options{Relation: schema, Progress: true}})
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,43 @@
+// Package adapter is the server's SQL front: sessions, planning, statement
+// sequencing, routing between the two SUBSCRIBE paths, and the system
+// relations (mz_internal.mz_subscriptions and the like). pgwire calls it
+// through pgwire.Backend (the Coordinator) and pgwire.Session (a Session);
+// everything below it — persist, the catalog and timestamp oracle, table
+// writers, the fast path, the dataflow path — is reached from here.
+//
+// # A statement's way through
+//
+//  1. parse: Session.Query (simple protocol) or Session.Prepare (extended)
+//     parses the text with package sql.
+//  2. route: in a tail process (Config.Upstream set), route decides where
+//     each statement runs: fast-path SUBSCRIBEs and their cursors here,
+//     transaction control and SET on both sides, everything else proxied
+//     upstream on the same client session.
+//  3. plan: Session.plan resolves names against the catalog and returns a
+//     plan: the fields Describe reports and an exec function. Planning does
+//     no work; a SUBSCRIBE's plan (subscribePlan) fixes its output shape.
+//  4. sequence: exec runs the statement with the transaction rules
+//     (implicit transactions, blocks, a SUBSCRIBE as the only read of its
+//     block), taking timestamps from the oracle and, for SUBSCRIBE, choosing
+//     AS OF and UP TO.
+//  5. Result: exec returns a pgwire.Result, which pgwire pulls until io.EOF.
+//
+// # Where a subscribe leaves the coordinator
+//
+// subscribePlan.start chooses the timestamps, then the path with
+// takesFastPath (the one eligibility rule, which routing applies too): a
+// bare table, source or materialized view with the flag on goes to the
+// Coordinator's tail.Manager; anything else starts a dataflow.Subscribe.
+// Both take one subscribe.Request and return a subscribe.Subscription,
+// registered for mz_internal.mz_subscriptions. From then on the coordinator
+// is off the data path: the session's goroutine pulls rows from the
+// subscription while it streams the Result (bare SUBSCRIBE, COPY) or
+// executes FETCH on a cursor, and encodes them there (formatter). Closing
+// the Result, the cursor or the session closes the subscription.
+//
+// # Errors
+//
+// Client-visible errors are *Error values with a SQLSTATE (errors.go);
+// mapPersistErr turns storage and subscription errors into them (a dropped
+// relation 42704, a client too far behind 53200).
+package adapter

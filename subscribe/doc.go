@@ -1,0 +1,30 @@
+// Package subscribe is the contract between the adapter and the two paths
+// that serve SUBSCRIBE: the fast path (package tail, a SharedTail per
+// collection) and the dataflow path (package dataflow, a private pipeline
+// per subscribe). Both take one Request and return a Subscription; both end
+// a subscription with the same errors (ErrDropped, *BufferError, io.EOF at
+// UP TO, *formatter.ResultSizeError past max_result_size). Which path serves
+// a statement is the adapter's decision (its fastPathEligible); the client
+// cannot tell them apart, since both format through package formatter.
+//
+// The session drives a Subscription from its own goroutine:
+//
+//	sub, err := tails.Subscribe(ctx, req) // or dataflow.StartSubscribe(req, in)
+//	if err != nil {
+//		return err
+//	}
+//	defer sub.Close()
+//	for {
+//		rows, err := sub.Next(ctx, 0)
+//		if errors.Is(err, io.EOF) {
+//			return nil // UP TO reached
+//		}
+//		if err != nil {
+//			return err // ErrDropped, *BufferError, ctx.Err(), storage
+//		}
+//		send(rows)
+//	}
+//
+// Frontier and QueuedBytes may be read from any goroutine meanwhile; they
+// back mz_internal.mz_subscriptions' delivered_frontier and queued_bytes.
+package subscribe

@@ -1,0 +1,101 @@
+// Package tail is SUBSCRIBE's fast path: one SharedTail per collection in
+// use reads the collection's shard once and fans decoded, already formatted
+// batches out to every subscriber, so that a storm of clients costs about
+// one read of the shard plus the bytes each client receives, instead of a
+// private reader and pipeline each (package dataflow, the other path).
+//
+// # Types
+//
+// A Manager owns the SharedTails of one process, at most one per
+// collection. It creates a tail at the collection's first subscribe and
+// retires it RetireAfter after its last subscriber left (releasing its
+// reader leases); Close retires the rest.
+//
+// A SharedTail holds two persist readers of its shard:
+//
+//   - the listen reader follows the shard. Its one goroutine (run) decodes
+//     each listen batch once, appends it to the retained window (the newest
+//     batches, bounded by Config.WindowBytes and Config.WindowAge) and pushes
+//     a reference to it into every attached subscriber's queue. It never
+//     waits for a subscriber; it downgrades its reader's since as it goes,
+//     so the shard can compact what every subscriber has passed.
+//   - the snapshot reader serves snapshots. Subscribers that want the
+//     snapshot at the same AS OF join one share: one consolidating cursor
+//     whose pieces are read as the fastest of them asks, kept until the
+//     slowest took them, and formatted once per output shape. A FETCH 10
+//     on a new cursor returns after the first piece, and a large snapshot
+//     is never held whole. The snapshot reader's since stays at or below
+//     the AS OF of every subscriber that still needs its snapshot (until its
+//     cursor is open and it joined the live stream), so a storm whose
+//     snapshots start late does not find its AS OF compacted away.
+//
+// Batches and snapshot pieces are formatted once per shape
+// (formatter.Options.ShapeKey) and the rows shared, never modified, by every
+// subscriber of that shape, whatever its AS OF.
+//
+// A Subscriber is one subscribe. It implements subscribe.Subscription: the
+// session pulls its rows with Next; the shared listen pushes into its queue.
+//
+// # Subscriber phases
+//
+// Next drives a small state machine on the session's goroutine:
+//
+//  1. start: the progress row at AS OF (with PROGRESS).
+//  2. snapshot (WITH SNAPSHOT): the pieces of the share at AS OF.
+//  3. join: attach to the live stream at the subscriber's position, taking
+//     the window's batches from there at once. If the window no longer
+//     reaches back that far, go to 4.
+//  4. private: catch up from the shard with a private reader and listen,
+//     until the window covers the position again; then back to 3.
+//  5. live: take batches from the queue, blocking until one arrives.
+//
+// # Detach and resume
+//
+// A subscriber's queue is charged with the bytes of the batches it
+// references (subscribe.Request.MaxBufferedBytes). A push over budget drops
+// the queue, not the client: the subscriber is detached at the frontier it
+// had delivered. Its next Next resumes it at phase 3, from the window or
+// privately from the shard, with no snapshot, no gap and no duplicate. The
+// invariant that makes this exact: every update below the subscriber's
+// delivered frontier was handed to Next's caller, and none at or above it,
+// so any source that yields the shard's updates from that frontier (window,
+// private listen) continues the stream. Only when the shard has compacted
+// past that frontier does Next fail, with *subscribe.BufferError (53200);
+// RETAIN HISTORY, not the tail, bounds how far behind a client may fall.
+//
+// # The caller's duties
+//
+//  1. Call a Subscriber's Next from one goroutine (the session's). Frontier
+//     and QueuedBytes may be called from any goroutine.
+//  2. Close every Subscriber exactly once, after its last Next.
+//  3. Close every Subscriber before Manager.Close; do not call Subscribe
+//     during or after Close (it fails with ErrClosed).
+//
+// The canonical use, from the adapter:
+//
+//	m := tail.NewManager(persistClient, tail.Config{})
+//	defer m.Close()
+//	sub, err := m.Subscribe(ctx, subscribe.Request{Shard: shard, AsOf: asOf, Snapshot: true, Output: opts})
+//	if err != nil {
+//		return err
+//	}
+//	defer sub.Close()
+//	for {
+//		rows, err := sub.Next(ctx, 0)
+//		if err != nil {
+//			return err // io.EOF at UP TO; subscribe.ErrDropped; *subscribe.BufferError
+//		}
+//		send(rows)
+//	}
+//
+// # Goroutines and locks
+//
+// The Manager owns its reaper and the goroutines closing failed tails; each
+// SharedTail owns its listen loop; Close waits for all of them. Creating a
+// tail (two reader registrations and a listen: consensus round trips)
+// happens outside the Manager's lock: subscribes to the same collection
+// meanwhile wait for that one creation, subscribes to others do not wait.
+// SharedTail.mu guards the window, the subscriber set and every queue; a
+// share's own mu guards its pieces. Reader expiries (a CAS each) run after
+// those locks are released.
+package tail

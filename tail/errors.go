@@ -1,0 +1,6 @@
+package tail
+
+import "errors"
+
+// ErrClosed is returned by Subscribe once the Manager is closing.
+var ErrClosed = errors.New("tail manager closed")
