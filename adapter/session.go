@@ -10,6 +10,7 @@ import (
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/proxy"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
@@ -56,7 +57,7 @@ type Session struct {
 
 	// up is the upstream connection of a tail process's session;
 	// password is what the client logged in with, passed on to it.
-	up       *upstream
+	up       *proxy.Conn
 	password string
 }
 
@@ -228,7 +229,7 @@ func (s *Session) Sync(ctx context.Context, failed bool) error {
 func (s *Session) Close() error {
 	s.closeCursors()
 	if s.up != nil {
-		s.up.close()
+		s.up.Close()
 		s.up = nil
 	}
 	s.c.forgetSession(s)
