@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/tail"
@@ -76,11 +77,11 @@ type Coordinator struct {
 	ddl sync.Mutex
 
 	mu        sync.Mutex
-	dataflows map[uint64]*dataflowHandle // mu: running MVs and sources by item id
-	sessions  map[uint32]*Session        // mu: by connection id
-	userConns map[string]int             // mu: sessions by role, for CONNECTION LIMIT
-	subs      map[uint64]*subInfo        // mu: running subscribes by id
-	nextSubID uint64                     // mu
+	dataflows map[uint64]*dataflow.Handle // mu: running MVs and sources by item id
+	sessions  map[uint32]*Session         // mu: by connection id
+	userConns map[string]int              // mu: sessions by role, for CONNECTION LIMIT
+	subs      map[uint64]*subInfo         // mu: running subscribes by id
+	nextSubID uint64                      // mu
 
 	nextConnID atomic.Uint32
 
@@ -134,7 +135,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 		log:       slog.Default(),
 		ctx:       cctx,
 		cancel:    cancel,
-		dataflows: map[uint64]*dataflowHandle{},
+		dataflows: map[uint64]*dataflow.Handle{},
 		sessions:  map[uint32]*Session{},
 		userConns: map[string]int{},
 		subs:      map[uint64]*subInfo{},
@@ -255,7 +256,7 @@ func (c *Coordinator) stopItem(it *Item) {
 	delete(c.dataflows, it.ID)
 	c.mu.Unlock()
 	if df != nil {
-		df.stop()
+		df.Stop()
 	}
 	if it.Shard != "" {
 		c.storage.Release(it.Shard)
@@ -267,10 +268,10 @@ func (c *Coordinator) Close() error {
 	c.cancel()
 	c.mu.Lock()
 	dfs := c.dataflows
-	c.dataflows = map[uint64]*dataflowHandle{}
+	c.dataflows = map[uint64]*dataflow.Handle{}
 	c.mu.Unlock()
 	for _, df := range dfs {
-		df.stop()
+		df.Stop()
 	}
 	c.wg.Wait()
 	c.tails.Close()

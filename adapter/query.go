@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
@@ -343,15 +344,9 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 				return nil, err
 			}
 			var out []row.Row
-			var ups []row.Update
-			for _, u := range chunk {
-				r, ok, err := m.Apply(u.Row)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					ups = append(ups, row.Update{Row: r, Diff: u.Diff})
-				}
+			ups, err := dataflow.Apply(m, chunk)
+			if err != nil {
+				return nil, err
 			}
 			if !m.identity() {
 				ups = row.Consolidate(ups)
