@@ -145,12 +145,12 @@ func TestCatalogDDLWritesLittle(t *testing.T) {
 	})
 }
 
-// TestCatalogTailSeesDDL checks that a tail process follows the catalog as
+// TestCatalogProxySeesDDL checks that a tail process follows the catalog as
 // diffs: a table created upstream is readable through the tail, and one
 // dropped upstream is gone there.
-func TestCatalogTailSeesDDL(t *testing.T) {
-	p := startTailPair(t, testserver.Options{}, testserver.Options{})
-	up, tl := connect(t, p.up), connect(t, p.tail)
+func TestCatalogProxySeesDDL(t *testing.T) {
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	up, tl := connect(t, p.up), connect(t, p.proxy)
 	for i := range 20 {
 		mustExec(t, up, fmt.Sprintf("CREATE TABLE before_%d (a int8)", i))
 	}

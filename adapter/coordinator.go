@@ -30,7 +30,8 @@ type Config struct {
 	Tick time.Duration
 	// FastPath is enable_subscribe_persist_fast_path's default.
 	FastPath bool
-	// Upstream, when set, makes this a tail process (see DESIGN.md). Its
+	// Upstream, when set, makes this a proxy process (a "tail process" in
+	// DESIGN.md and the README; see package proxy). Its
 	// sessions connect upstream as the client's role, with the password
 	// the client logged in with (the pgwire server must then ask for it in
 	// clear text, pgwire.AuthCleartext) or else UpstreamPassword.
@@ -156,7 +157,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 			c.storage.Run(cctx, cfg.Tick)
 		}()
 	}
-	if !c.isTail() && cfg.FinalizeGrace >= 0 {
+	if !c.isProxy() && cfg.FinalizeGrace >= 0 {
 		c.wg.Add(1)
 		go c.runFinalizer()
 	}
@@ -165,8 +166,8 @@ func NewCoordinator(ctx context.Context, cfg Config) (*Coordinator, error) {
 
 // bootstrap creates the default role and resumes every collection.
 func (c *Coordinator) bootstrap(ctx context.Context) error {
-	if c.isTail() {
-		// A tail process never writes the catalog: it follows the
+	if c.isProxy() {
+		// A proxy process never writes the catalog: it follows the
 		// upstream's through the shared consensus.
 		c.wg.Add(1)
 		go c.followCatalog()
@@ -190,11 +191,11 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// catalogPoll is how often a tail process re-reads the shared catalog
+// catalogPoll is how often a proxy process re-reads the shared catalog
 // when no doorbell rings.
 const catalogPoll = 500 * time.Millisecond
 
-// followCatalog keeps a tail process's catalog current, so that a new table
+// followCatalog keeps a proxy process's catalog current, so that a new table
 // is subscribable at once, roles can log in, and the subscribers of a
 // dropped collection end. It re-reads the catalog when the consensus
 // doorbell rings for it (another process changed it) and at catalogPoll.
@@ -218,17 +219,17 @@ func (c *Coordinator) followCatalog() {
 			return
 		case err != nil && failingSince.IsZero():
 			failingSince = time.Now()
-			c.log.Warn("tail: cannot read the catalog, retrying", "err", err)
+			c.log.Warn("proxy: cannot read the catalog, retrying", "err", err)
 		case err == nil && !failingSince.IsZero():
-			c.log.Info("tail: catalog readable again", "after", time.Since(failingSince).Round(time.Millisecond))
+			c.log.Info("proxy: catalog readable again", "after", time.Since(failingSince).Round(time.Millisecond))
 			failingSince = time.Time{}
 		}
 	}
 }
 
-// isTail reports whether this process is a tail process (no writes, no
+// isProxy reports whether this process is a proxy process (no writes, no
 // dataflows).
-func (c *Coordinator) isTail() bool { return c.cfg.Upstream != "" }
+func (c *Coordinator) isProxy() bool { return c.cfg.Upstream != "" }
 
 // startItem takes ownership of an item's shard and starts its dataflow.
 func (c *Coordinator) startItem(ctx context.Context, it *Item) error {
@@ -301,11 +302,11 @@ const defaultRole = "materialize"
 
 // Role implements pgwire.Backend.
 func (c *Coordinator) Role(ctx context.Context, user string) (pgwire.Role, error) {
-	if c.isTail() {
+	if c.isProxy() {
 		// The upstream may have just created the role or changed its
 		// password.
 		if err := c.catalog.Sync(ctx); err != nil {
-			c.log.Warn("tail: sync catalog", "err", err)
+			c.log.Warn("proxy: sync catalog", "err", err)
 		}
 	}
 	r, ok := c.catalog.State().Roles[user]

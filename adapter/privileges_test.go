@@ -27,14 +27,14 @@ import (
 // passwordServers is a role-all server and a tail process in front of it,
 // both requiring passwords, on one in-memory storage.
 type passwordServers struct {
-	up, tail *testserver.Server
+	up, proxy *testserver.Server
 }
 
 // server returns the server a test's statements go to: the upstream, or
 // with viaTail the tail process.
 func (p *passwordServers) server(viaTail bool) *testserver.Server {
 	if viaTail {
-		return p.tail
+		return p.proxy
 	}
 	return p.up
 }
@@ -56,10 +56,10 @@ func startPasswordServers(t testing.TB, setup ...string) *passwordServers {
 	require := func(c *adapter.Config) { c.RequirePassword = true }
 	up := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons, Adapter: require})
 	addr := up.Addr
-	tail := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons,
+	proxy := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons,
 		PGWire:  pgwire.Config{Auth: pgwire.AuthCleartext},
 		Adapter: func(c *adapter.Config) { c.RequirePassword, c.Upstream = true, addr }})
-	return &passwordServers{up: up, tail: tail}
+	return &passwordServers{up: up, proxy: proxy}
 }
 
 // login connects as user with its password and fails the test otherwise.
@@ -472,7 +472,7 @@ func (m *privMatrix) syncTail(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := m.p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
+	if err := m.p.proxy.Coordinator.Catalog().Sync(ctx); err != nil {
 		t.Fatalf("sync the tail's catalog: %v", err)
 	}
 }
@@ -648,7 +648,7 @@ func TestViewReadsAsOwner(t *testing.T) {
 			}
 			mustExec(t, admin, "REVOKE SELECT ON t FROM own")
 			if viaTail {
-				if err := p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
+				if err := p.proxy.Coordinator.Catalog().Sync(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -666,14 +666,14 @@ func TestViewReadsAsOwner(t *testing.T) {
 	}
 }
 
-// TestTailAlterSystemWritesOnce: ALTER SYSTEM through a tail process is
+// TestProxyAlterSystemWritesOnce: ALTER SYSTEM through a tail process is
 // the upstream's to apply (and to check); the tail does not write the
 // catalog a second time.
-func TestTailAlterSystemWritesOnce(t *testing.T) {
+func TestProxyAlterSystemWritesOnce(t *testing.T) {
 	p := startPasswordServers(t, privSetup...)
-	boss := login(t, p.tail, privSuper, privSuper+"-pw")
+	boss := login(t, p.proxy, privSuper, privSuper+"-pw")
 	ctx := context.Background()
-	if err := p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
+	if err := p.proxy.Coordinator.Catalog().Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	before := p.up.Coordinator.Catalog().Seq()

@@ -234,7 +234,7 @@ func resolveOrderColumn(e sql.Expr, out row.Schema, items []sql.SelectItem) (int
 // reads.
 func (s *Session) latestTime(ctx context.Context, it *Item, state *persist.State) (uint64, error) {
 	floor := uint64(0)
-	if it.Kind == KindMaterializedView && !s.c.isTail() {
+	if it.Kind == KindMaterializedView && !s.c.isProxy() {
 		floor = s.c.writeFloor(it)
 	}
 	for state.Upper == 0 || state.Upper-1 < floor {

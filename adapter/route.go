@@ -13,7 +13,7 @@ import (
 	"github.com/shardtail/shardtail/sql"
 )
 
-// route says where a tail process runs a statement.
+// route says where a proxy process runs a statement.
 type route int
 
 const (
@@ -22,7 +22,7 @@ const (
 	routeBoth                  // applied here and upstream (transactions, SET)
 )
 
-// route decides, in a tail process, where st runs: fast-path SUBSCRIBEs
+// route decides, in a proxy process, where st runs: fast-path SUBSCRIBEs
 // and their cursors here; transaction control and session variables in
 // both places, so that both sides agree; everything else upstream.
 func (s *Session) route(ctx context.Context, st sql.Statement) route {
@@ -32,7 +32,7 @@ func (s *Session) route(ctx context.Context, st sql.Statement) route {
 		// again, a GRANT). On failure the cached catalog serves: the
 		// statement then meets the storage's error itself.
 		if err := s.c.catalog.Sync(ctx); err != nil {
-			s.c.log.Warn("tail: sync catalog", "err", err)
+			s.c.log.Warn("proxy: sync catalog", "err", err)
 		}
 	}
 	switch st := st.(type) {
@@ -77,11 +77,11 @@ func (s *Session) route(ctx context.Context, st sql.Statement) route {
 		return routeLocal
 	case *sql.Select:
 		// Constants and session functions (pg_backend_pid,
-		// pg_cancel_backend of this tail's connections) are answered here.
+		// pg_cancel_backend of this proxy's connections) are answered here.
 		if len(st.From) == 0 {
 			return routeLocal
 		}
-		// The tail's own system relations (its subscriptions).
+		// The proxy's own system relations (its subscriptions).
 		if len(st.From) == 1 {
 			if tn, ok := st.From[0].(*sql.TableName); ok {
 				if name, err := resolveName(tn.Name); err == nil {
@@ -105,8 +105,8 @@ func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
 	return err == nil && it.Kind != KindView
 }
 
-// runTail runs one statement in a tail process.
-func (s *Session) runTail(ctx context.Context, st sql.Statement, text string) (pgwire.Result, error) {
+// runProxied runs one statement in a proxy process.
+func (s *Session) runProxied(ctx context.Context, st sql.Statement, text string) (pgwire.Result, error) {
 	switch s.route(ctx, st) {
 	case routeLocal:
 		return s.run(ctx, st, nil, nil)
@@ -205,7 +205,7 @@ func (s *Session) alsoUpstream(ctx context.Context, st sql.Statement, text strin
 	switch st.(type) {
 	case *sql.Rollback:
 		if err != nil && !errors.Is(err, proxy.ErrLostInBlock) {
-			s.c.log.Warn("tail: upstream ROLLBACK", "err", err)
+			s.c.log.Warn("proxy: upstream ROLLBACK", "err", err)
 		}
 		return nil
 	case *sql.Commit:
