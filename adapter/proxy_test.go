@@ -24,15 +24,15 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 )
 
-// Tail processes, in-process: an upstream server (role all) and a tail
+// Proxy (tail) processes, in-process: an upstream server (role all) and a proxy
 // process (adapter.Config.Upstream) on the same in-memory storage, with
-// pgx clients on the tail. A cancel reaches whichever side runs the
-// statement; the tail keeps serving the fast path without its upstream and
+// pgx clients on the proxy. A cancel reaches whichever side runs the
+// statement; the proxy keeps serving the fast path without its upstream and
 // its sessions reconnect when the upstream returns; the client's password
 // passes through to the upstream; prepared transaction control and SETs
 // take effect on both sides.
 
-// proxyPair is an upstream server and a proxy (tail) process in front of it.
+// proxyPair is an upstream server and a proxy process in front of it.
 type proxyPair struct {
 	blob   persist.Blob
 	cons   persist.Consensus
@@ -41,27 +41,27 @@ type proxyPair struct {
 	proxy  *testserver.Server
 }
 
-// startProxyPair starts an upstream with upOpts and a tail with tailOpts,
+// startProxyPair starts an upstream with upOpts and a proxy with proxyOpts,
 // both on one fresh in-memory storage.
-func startProxyPair(t testing.TB, upOpts, tailOpts testserver.Options) *proxyPair {
+func startProxyPair(t testing.TB, upOpts, proxyOpts testserver.Options) *proxyPair {
 	t.Helper()
 	p := &proxyPair{blob: blobmem.New(), cons: consmem.New()}
 	upOpts.Blob, upOpts.Consensus = p.blob, p.cons
 	p.upOpts = upOpts
 	p.up = testserver.Start(t, upOpts)
-	tailOpts.Blob, tailOpts.Consensus = p.blob, p.cons
-	addr, tune := p.up.Addr, tailOpts.Adapter
-	tailOpts.Adapter = func(c *adapter.Config) {
+	proxyOpts.Blob, proxyOpts.Consensus = p.blob, p.cons
+	addr, tune := p.up.Addr, proxyOpts.Adapter
+	proxyOpts.Adapter = func(c *adapter.Config) {
 		c.Upstream = addr
 		if tune != nil {
 			tune(c)
 		}
 	}
-	p.proxy = testserver.Start(t, tailOpts)
+	p.proxy = testserver.Start(t, proxyOpts)
 	return p
 }
 
-// restartUpstream starts the upstream again where the tail expects it: on
+// restartUpstream starts the upstream again where the proxy expects it: on
 // its stopped predecessor's address and storage.
 func (p *proxyPair) restartUpstream(t testing.TB) {
 	t.Helper()
@@ -145,7 +145,7 @@ func runningSubscribes(t testing.TB, s *testserver.Server) []string {
 }
 
 // subscribes returns where p's subscribes run: "up:PATH" on the
-// upstream, "tail:PATH" on the tail.
+// upstream, "proxy:PATH" on the proxy.
 func (p *proxyPair) subscribes(t testing.TB) []string {
 	t.Helper()
 	var out []string
@@ -153,15 +153,15 @@ func (p *proxyPair) subscribes(t testing.TB) []string {
 		out = append(out, "up:"+path)
 	}
 	for _, path := range runningSubscribes(t, p.proxy) {
-		out = append(out, "tail:"+path)
+		out = append(out, "proxy:"+path)
 	}
 	return out
 }
 
 // TestProxyCancel: a CancelRequest, or pg_cancel_backend from another
-// session on the same tail, ends a long-running statement wherever it runs
+// session on the same proxy, ends a long-running statement wherever it runs
 // (proxied to the upstream: a dataflow-path SUBSCRIBE, a SUBSCRIBE of a
-// query, a FETCH from a proxied cursor; on the tail: a fast-path SUBSCRIBE
+// query, a FETCH from a proxied cursor; on the proxy: a fast-path SUBSCRIBE
 // and a FETCH from its cursor) with 57014; the statement ends on the side
 // that ran it, and the session stays usable for proxied and local
 // statements, twice in a row.
@@ -179,16 +179,16 @@ func TestProxyCancel(t *testing.T) {
 		// comes after the first. Otherwise it blocks at once.
 		streams bool
 		after   []string // run after the cancel (end the block)
-		where   string   // where it runs: "up:dataflow" or "tail:fast"
+		where   string   // where it runs: "up:dataflow" or "proxy:fast"
 	}
 	stmts := []statement{
 		{name: "DataflowPath", setup: []string{"SET enable_subscribe_persist_fast_path = false"}, query: "SUBSCRIBE t", streams: true, where: "up:dataflow"},
 		{name: "SubscribeQuery", query: "SUBSCRIBE (SELECT a FROM t)", streams: true, where: "up:dataflow"},
 		{name: "ProxiedCursor", setup: []string{"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE (SELECT a FROM t)", "FETCH ALL c"},
 			query: "FETCH ALL c WITH (timeout = '120s')", after: []string{"ROLLBACK"}, where: "up:dataflow"},
-		{name: "FastPath", query: "SUBSCRIBE t", streams: true, where: "tail:fast"},
+		{name: "FastPath", query: "SUBSCRIBE t", streams: true, where: "proxy:fast"},
 		{name: "FastPathCursor", setup: []string{"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t", "FETCH ALL c"},
-			query: "FETCH ALL c WITH (timeout = '120s')", after: []string{"ROLLBACK"}, where: "tail:fast"},
+			query: "FETCH ALL c WITH (timeout = '120s')", after: []string{"ROLLBACK"}, where: "proxy:fast"},
 	}
 	// Each way to cancel returns the function that cancels c's statement;
 	// it runs on another goroutine.
@@ -233,7 +233,7 @@ func TestProxyCancel(t *testing.T) {
 						// prepared once and executed again registers the
 						// cursor planDeclare made at Parse, whose subscription
 						// has ended, and FETCH then waits forever (on any
-						// server, not only through a tail).
+						// server, not only through a proxy).
 						execT(t, c, st.setup...)
 						// While it runs, the statement is where it belongs.
 						running := func() {
@@ -421,7 +421,7 @@ func startCopySubscriber(t testing.TB, s *testserver.Server, query string) (*cop
 	return st, done
 }
 
-// wantUpstreamDown fails unless err is the tail's "upstream unavailable"
+// wantUpstreamDown fails unless err is the proxy's "upstream unavailable"
 // error: SQLSTATE class 08 with the upstream's address in the message.
 func wantUpstreamDown(t testing.TB, err error, addr, what string) {
 	t.Helper()
@@ -463,7 +463,7 @@ func fastPathCursor(c *pgx.Conn) ([]string, error) {
 	return out, nil
 }
 
-// TestProxyUpstreamLoss: with the upstream stopped, the tail keeps serving
+// TestProxyUpstreamLoss: with the upstream stopped, the proxy keeps serving
 // the fast path (a running subscriber keeps its connection, and new
 // subscribes to existing collections start), statements that need the
 // upstream fail with 08006 naming it, and a block whose upstream work was
@@ -584,11 +584,11 @@ func TestProxyUpstreamLoss(t *testing.T) {
 	}
 }
 
-// TestProxyPasswordPassThrough: a tail that asks for passwords in clear text
+// TestProxyPasswordPassThrough: a proxy that asks for passwords in clear text
 // logs its sessions in upstream as the client's role with the client's
-// password (the upstream uses SCRAM); a wrong password fails at the tail's
+// password (the upstream uses SCRAM); a wrong password fails at the proxy's
 // login with 28P01, a role without a password logs in with trust, and a
-// tail that cannot see the password (SCRAM) uses its UpstreamPassword.
+// proxy that cannot see the password (SCRAM) uses its UpstreamPassword.
 func TestProxyPasswordPassThrough(t *testing.T) {
 	checkGoroutines(t)
 	p := startProxyPair(t, testserver.Options{PGWire: pgwire.Config{Auth: pgwire.AuthSCRAM}},
@@ -600,17 +600,17 @@ func TestProxyPasswordPassThrough(t *testing.T) {
 		"CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)", "GRANT SELECT ON t TO u", `GRANT SELECT ON t TO "u 2"`)
 
 	_, err := connectWith(t, p.proxy, "u", "wrong", pgx.QueryExecModeCacheStatement)
-	wantCode(t, err, "28P01", "wrong password at the tail")
+	wantCode(t, err, "28P01", "wrong password at the proxy")
 	_, err = connectWith(t, p.proxy, "nobody", "pw", pgx.QueryExecModeCacheStatement)
 	if err == nil {
-		t.Errorf("an unknown role logged in at the tail")
+		t.Errorf("an unknown role logged in at the proxy")
 	}
 
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
 		t.Run(mode.String(), func(t *testing.T) {
 			u, err := connectWith(t, p.proxy, "u", "pw", mode)
 			if err != nil {
-				t.Fatalf("login as u at the tail: %v", err)
+				t.Fatalf("login as u at the proxy: %v", err)
 			}
 			if got, err := tryQueryRows(u, "SELECT 1"); err != nil || !reflect.DeepEqual(got, []string{"1"}) {
 				t.Fatalf("SELECT 1: %q, %v", got, err)
@@ -630,7 +630,7 @@ func TestProxyPasswordPassThrough(t *testing.T) {
 	}
 	execT(t, u, "INSERT INTO t VALUES (2)")
 	if got := queryRows(t, admin, "SELECT a FROM t"); !reflect.DeepEqual(got, []string{"1", "2"}) {
-		t.Errorf("after u's INSERT through the tail: %q", got)
+		t.Errorf("after u's INSERT through the proxy: %q", got)
 	}
 
 	t.Run("RoleNameWithSpace", func(t *testing.T) {
@@ -645,7 +645,7 @@ func TestProxyPasswordPassThrough(t *testing.T) {
 	t.Run("Trust", func(t *testing.T) {
 		v, err := connectWith(t, p.proxy, "v", "", pgx.QueryExecModeSimpleProtocol)
 		if err != nil {
-			t.Fatalf("login as v (no password) at the tail: %v", err)
+			t.Fatalf("login as v (no password) at the proxy: %v", err)
 		}
 		_, err = v.Exec(ctx, "SELECT a FROM t")
 		wantCode(t, err, "42501", "proxied SELECT as v without the grant")
@@ -665,7 +665,7 @@ func TestProxyPasswordPassThrough(t *testing.T) {
 					Adapter: func(c *adapter.Config) { c.Upstream, c.UpstreamPassword = addr, tc.password }})
 				c, err := connectWith(t, scram, "u", "pw", pgx.QueryExecModeSimpleProtocol)
 				if err != nil {
-					t.Fatalf("login as u at a SCRAM tail: %v", err)
+					t.Fatalf("login as u at a SCRAM proxy: %v", err)
 				}
 				got, err := tryQueryRows(c, "SELECT a FROM t WHERE a = 1")
 				if tc.wantErr {
@@ -689,11 +689,11 @@ func connectAs(t testing.TB, s *testserver.Server, user, password string) (*pgx.
 	return connectWith(t, s, user, password, pgx.QueryExecModeSimpleProtocol)
 }
 
-// TestProxyExtendedProtocol: through a tail, statements prepared once and
+// TestProxyExtendedProtocol: through a proxy, statements prepared once and
 // executed many times (pgx's statement cache) take effect each time they
 // run: BEGIN, INSERT, COMMIT and ROLLBACK in turn (only the committed rows
 // remain), and SET, RESET, SET again and SET in a rolled-back block, on
-// both sides (SHOW on the tail; the limit the upstream enforces).
+// both sides (SHOW on the proxy; the limit the upstream enforces).
 func TestProxyExtendedProtocol(t *testing.T) {
 	checkGoroutines(t)
 	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
@@ -741,7 +741,7 @@ func TestProxyExtendedProtocol(t *testing.T) {
 		t.Fatalf("on the upstream: %q, want %q", got, want)
 	}
 
-	// limit checks max_result_size on both sides: SHOW runs on the tail;
+	// limit checks max_result_size on both sides: SHOW runs on the proxy;
 	// the upstream enforces it on a SELECT of t, which runs there (planned
 	// once, by pgx's cache, and executed each time). want is the SHOW
 	// value; tiny values make the SELECT fail with 53200 naming the limit.
@@ -749,7 +749,7 @@ func TestProxyExtendedProtocol(t *testing.T) {
 		t.Helper()
 		got, err := tryQueryRows(c, "SHOW max_result_size")
 		if err != nil || !reflect.DeepEqual(got, []string{want}) {
-			t.Errorf("%s: SHOW max_result_size on the tail: %q, %v; want %q", what, got, err, want)
+			t.Errorf("%s: SHOW max_result_size on the proxy: %q, %v; want %q", what, got, err, want)
 		}
 		_, err = tryQueryRows(c, "SELECT a FROM t")
 		switch want {
