@@ -83,7 +83,7 @@ func (b countingBlob) Close() error { return b.s.blob.Close() }
 // TestCatalogDDLWritesLittle creates many tables and checks that a CREATE
 // TABLE's writes do not grow with the catalog: the catalog is stored as
 // diffs with rollups now and then, not rewritten whole by every DDL. Then
-// a restart recovers every table, and a tail process sees a new one.
+// a restart recovers every table, and a proxy process sees a new one.
 func TestCatalogDDLWritesLittle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates thousands of tables")
@@ -145,34 +145,34 @@ func TestCatalogDDLWritesLittle(t *testing.T) {
 	})
 }
 
-// TestCatalogTailSeesDDL checks that a tail process follows the catalog as
-// diffs: a table created upstream is readable through the tail, and one
+// TestCatalogProxySeesDDL checks that a proxy process follows the catalog as
+// diffs: a table created upstream is readable through the proxy, and one
 // dropped upstream is gone there.
-func TestCatalogTailSeesDDL(t *testing.T) {
-	p := startTailPair(t, testserver.Options{}, testserver.Options{})
-	up, tl := connect(t, p.up), connect(t, p.tail)
+func TestCatalogProxySeesDDL(t *testing.T) {
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	up, px := connect(t, p.up), connect(t, p.proxy)
 	for i := range 20 {
 		mustExec(t, up, fmt.Sprintf("CREATE TABLE before_%d (a int8)", i))
 	}
-	// The tail has read the catalog; what follows reaches it as diffs.
-	if got := queryRows(t, tl, "SHOW TABLES"); len(got) != 20 {
-		t.Fatalf("tail sees %d tables, want 20", len(got))
+	// The proxy has read the catalog; what follows reaches it as diffs.
+	if got := queryRows(t, px, "SHOW TABLES"); len(got) != 20 {
+		t.Fatalf("proxy sees %d tables, want 20", len(got))
 	}
 	mustExec(t, up, "CREATE TABLE late (a int8)", "INSERT INTO late VALUES (42)", "DROP TABLE before_3")
 	err := waitFor(10*time.Second, func() error {
-		got, err := tryQueryRows(tl, "SELECT a FROM late")
+		got, err := tryQueryRows(px, "SELECT a FROM late")
 		if err != nil {
 			return err
 		}
 		if len(got) != 1 || got[0] != "42" {
-			return fmt.Errorf("late holds %q through the tail, want [42]", got)
+			return fmt.Errorf("late holds %q through the proxy, want [42]", got)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tl.Exec(context.Background(), "SELECT * FROM before_3"); pgCode(err) != "42P01" {
-		t.Errorf("a dropped table through the tail: %v, want 42P01", err)
+	if _, err := px.Exec(context.Background(), "SELECT * FROM before_3"); pgCode(err) != "42P01" {
+		t.Errorf("a dropped table through the proxy: %v, want 42P01", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardtail/shardtail/catalog"
+	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/storage"
@@ -31,7 +32,8 @@ type Config struct {
 	Tick time.Duration
 	// FastPath is enable_subscribe_persist_fast_path's default.
 	FastPath bool
-	// Upstream, when set, makes this a tail process (see DESIGN.md). Its
+	// Upstream, when set, makes this a proxy process (a "tail process" in
+	// DESIGN.md and the README; see package proxy). Its
 	// sessions connect upstream as the client's role, with the password
 	// the client logged in with (the pgwire server must then ask for it in
 	// clear text, pgwire.AuthCleartext) or else UpstreamPassword.
@@ -78,11 +80,11 @@ type Coordinator struct {
 	ddl sync.Mutex
 
 	mu        sync.Mutex
-	dataflows map[uint64]*dataflowHandle // mu: running MVs and sources by item id
-	sessions  map[uint32]*Session        // mu: by connection id
-	userConns map[string]int             // mu: sessions by role, for CONNECTION LIMIT
-	subs      map[uint64]*subInfo        // mu: running subscribes by id
-	nextSubID uint64                     // mu
+	dataflows map[uint64]*dataflow.Handle // mu: running MVs and sources by item id
+	sessions  map[uint32]*Session         // mu: by connection id
+	userConns map[string]int              // mu: sessions by role, for CONNECTION LIMIT
+	subs      map[uint64]*subInfo         // mu: running subscribes by id
+	nextSubID uint64                      // mu
 
 	nextConnID atomic.Uint32
 
@@ -142,7 +144,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 		log:       slog.Default(),
 		ctx:       cctx,
 		cancel:    cancel,
-		dataflows: map[uint64]*dataflowHandle{},
+		dataflows: map[uint64]*dataflow.Handle{},
 		sessions:  map[uint32]*Session{},
 		userConns: map[string]int{},
 		subs:      map[uint64]*subInfo{},
@@ -168,7 +170,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 			c.storage.Run(cctx, cfg.Tick)
 		}()
 	}
-	if !c.isTail() && cfg.FinalizeGrace >= 0 {
+	if !c.isProxy() && cfg.FinalizeGrace >= 0 {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
@@ -180,8 +182,8 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 
 // bootstrap creates the default role and resumes every collection.
 func (c *Coordinator) bootstrap(ctx context.Context) error {
-	if c.isTail() {
-		// A tail process never writes the catalog: it follows the
+	if c.isProxy() {
+		// A proxy process never writes the catalog: it follows the
 		// upstream's through the shared consensus.
 		c.wg.Add(1)
 		go c.followCatalog()
@@ -205,11 +207,11 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// catalogPoll is how often a tail process re-reads the shared catalog
+// catalogPoll is how often a proxy process re-reads the shared catalog
 // when no doorbell rings.
 const catalogPoll = 500 * time.Millisecond
 
-// followCatalog keeps a tail process's catalog current, so that a new table
+// followCatalog keeps a proxy process's catalog current, so that a new table
 // is subscribable at once, roles can log in, and the subscribers of a
 // dropped collection end. It re-reads the catalog when the consensus
 // doorbell rings for it (another process changed it) and at catalogPoll.
@@ -233,17 +235,17 @@ func (c *Coordinator) followCatalog() {
 			return
 		case err != nil && failingSince.IsZero():
 			failingSince = time.Now()
-			c.log.Warn("tail: cannot read the catalog, retrying", "err", err)
+			c.log.Warn("proxy: cannot read the catalog, retrying", "err", err)
 		case err == nil && !failingSince.IsZero():
-			c.log.Info("tail: catalog readable again", "after", time.Since(failingSince).Round(time.Millisecond))
+			c.log.Info("proxy: catalog readable again", "after", time.Since(failingSince).Round(time.Millisecond))
 			failingSince = time.Time{}
 		}
 	}
 }
 
-// isTail reports whether this process is a tail process (no writes, no
+// isProxy reports whether this process is a proxy process (no writes, no
 // dataflows).
-func (c *Coordinator) isTail() bool { return c.cfg.Upstream != "" }
+func (c *Coordinator) isProxy() bool { return c.cfg.Upstream != "" }
 
 // startItem takes ownership of an item's shard and starts its dataflow.
 func (c *Coordinator) startItem(ctx context.Context, it *catalog.Item) error {
@@ -271,7 +273,7 @@ func (c *Coordinator) stopItem(it *catalog.Item) {
 	delete(c.dataflows, it.ID)
 	c.mu.Unlock()
 	if df != nil {
-		df.stop()
+		df.Stop()
 	}
 	if it.Shard != "" {
 		c.storage.Release(it.Shard)
@@ -285,10 +287,10 @@ func (c *Coordinator) Close() error {
 	c.cancel()
 	c.mu.Lock()
 	dfs := c.dataflows
-	c.dataflows = map[uint64]*dataflowHandle{}
+	c.dataflows = map[uint64]*dataflow.Handle{}
 	c.mu.Unlock()
 	for _, df := range dfs {
-		df.stop()
+		df.Stop()
 	}
 	c.wg.Wait()
 	c.tails.Close()
@@ -317,11 +319,11 @@ const defaultRole = "materialize"
 
 // Role implements pgwire.Backend.
 func (c *Coordinator) Role(ctx context.Context, user string) (pgwire.Role, error) {
-	if c.isTail() {
+	if c.isProxy() {
 		// The upstream may have just created the role or changed its
 		// password.
 		if err := c.catalog.Sync(ctx); err != nil {
-			c.log.Warn("tail: sync catalog", "err", err)
+			c.log.Warn("proxy: sync catalog", "err", err)
 		}
 	}
 	r, ok := c.catalog.State().Roles[user]

@@ -92,13 +92,13 @@ func (s *Session) planCreateTable(st *sql.CreateTable) (*plan, error) {
 }
 
 // ddlPlan wraps a DDL action: refused in transaction blocks, serialized with
-// other DDL of this process, and proxied upstream by tail processes.
+// other DDL of this process, and sent upstream by proxy processes.
 func (s *Session) ddlPlan(tag string, f func(ctx context.Context) ([][]byte, error)) *plan {
 	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
 		if s.inBlock() {
 			return nil, errorf(codeInvalidTxState, "%s cannot be run inside a transaction block", tag)
 		}
-		if s.c.isTail() {
+		if s.c.isProxy() {
 			return nil, errorf(codeReadOnlyTx, "%s is not served by a tail process", tag)
 		}
 		s.c.ddl.Lock()

@@ -81,7 +81,7 @@ func (c *Coordinator) write(ctx context.Context, it *catalog.Item, updates []row
 	if len(updates) == 0 {
 		return nil
 	}
-	if c.isTail() {
+	if c.isProxy() {
 		return errorf(codeReadOnlyTx, "writes are not served by a tail process")
 	}
 	if _, err := c.storage.Append(ctx, it.Shard, updates); err != nil {
@@ -242,7 +242,7 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 		if s.inBlock() {
 			return nil, errorf(codeInvalidTxState, "%s cannot be run inside a transaction block", verb)
 		}
-		if s.c.isTail() {
+		if s.c.isProxy() {
 			return nil, errorf(codeReadOnlyTx, "writes are not served by a tail process")
 		}
 		n := 0
@@ -381,7 +381,7 @@ func (s *Session) planCopy(st *sql.Copy) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return execOnlyWith(func(ctx context.Context) (pgwire.Result, error) {
+		return execOnly(func(ctx context.Context) (pgwire.Result, error) {
 			if err := s.noteRead(true); err != nil {
 				return nil, err
 			}
@@ -405,8 +405,6 @@ func (s *Session) planCopy(st *sql.Copy) (*plan, error) {
 	}
 	return nil, errorf(codeFeatureNotSupp, "COPY of %T not supported", st.Query)
 }
-
-func execOnlyWith(f func(ctx context.Context) (pgwire.Result, error)) *plan { return execOnly(f) }
 
 // planCopyQuery streams a query's rows as COPY TO STDOUT.
 func (s *Session) planCopyQuery(sel *sql.Select, opts copyOptions) (*plan, error) {
@@ -605,7 +603,7 @@ func (r *copyInResult) CopyIn(ctx context.Context, in io.Reader) error {
 		}
 		return r.s.write(ctx, r.it, batch)
 	}
-	if r.s.c.isTail() {
+	if r.s.c.isProxy() {
 		return errorf(codeReadOnlyTx, "writes are not served by a tail process")
 	}
 	// The load streams into parts as it arrives and commits as one batch at

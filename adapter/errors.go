@@ -89,10 +89,6 @@ func errUnknownRelation(name string) *Error {
 	return errorf(codeUndefinedTable, "unknown catalog item '%s'", name)
 }
 
-func errNotSupported(what string) *Error {
-	return errorf(codeFeatureNotSupp, "%s not yet supported", what)
-}
-
 func errReadOnly(it *catalog.Item) *Error {
 	return errorf(codeWrongObjectType, "cannot mutate %s '%s'", it.Kind, qualified(it.Name))
 }

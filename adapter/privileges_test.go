@@ -22,27 +22,27 @@ import (
 
 // Privileges with --require-password: who may change roles, objects, the
 // system and other sessions, checked statement by statement on a role-all
-// server and through a tail process.
+// server and through a proxy process.
 
-// passwordServers is a role-all server and a tail process in front of it,
+// passwordServers is a role-all server and a proxy process in front of it,
 // both requiring passwords, on one in-memory storage.
 type passwordServers struct {
-	up, tail *testserver.Server
+	up, proxy *testserver.Server
 }
 
 // server returns the server a test's statements go to: the upstream, or
-// with viaTail the tail process.
-func (p *passwordServers) server(viaTail bool) *testserver.Server {
-	if viaTail {
-		return p.tail
+// with viaProxy the proxy process.
+func (p *passwordServers) server(viaProxy bool) *testserver.Server {
+	if viaProxy {
+		return p.proxy
 	}
 	return p.up
 }
 
 // startPasswordServers runs setup as the default superuser on a trusting
 // server (the only way to give the first roles passwords), then starts a
-// role-all server and a tail process on the same storage, both with
-// RequirePassword. The tail asks for passwords in clear text so that it
+// role-all server and a proxy process on the same storage, both with
+// RequirePassword. The proxy asks for passwords in clear text so that it
 // logs its sessions in upstream as the client's role.
 func startPasswordServers(t testing.TB, setup ...string) *passwordServers {
 	t.Helper()
@@ -56,10 +56,10 @@ func startPasswordServers(t testing.TB, setup ...string) *passwordServers {
 	require := func(c *adapter.Config) { c.RequirePassword = true }
 	up := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons, Adapter: require})
 	addr := up.Addr
-	tail := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons,
+	proxy := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons,
 		PGWire:  pgwire.Config{Auth: pgwire.AuthCleartext},
 		Adapter: func(c *adapter.Config) { c.RequirePassword, c.Upstream = true, addr }})
-	return &passwordServers{up: up, tail: tail}
+	return &passwordServers{up: up, proxy: proxy}
 }
 
 // login connects as user with its password and fails the test otherwise.
@@ -77,14 +77,14 @@ func login(t testing.TB, s *testserver.Server, user, password string) *pgx.Conn 
 // not CREATEROLE, not LOGIN; it may not create, alter or drop other roles.
 // Issue 12: ALTER ROLE carol WITH SUPERUSER made carol a superuser.
 func TestRoleSelfEscalation(t *testing.T) {
-	for _, viaTail := range []bool{false, true} {
-		t.Run(map[bool]string{false: "RoleAll", true: "Tail"}[viaTail], func(t *testing.T) {
+	for _, viaProxy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "RoleAll", true: "Proxy"}[viaProxy], func(t *testing.T) {
 			p := startPasswordServers(t,
 				"ALTER ROLE materialize PASSWORD 'root'",
 				"CREATE ROLE carol LOGIN PASSWORD 'carol-pw'",
 				"CREATE ROLE dave LOGIN PASSWORD 'dave-pw'",
 				"CREATE TABLE secret (a int8)")
-			s := p.server(viaTail)
+			s := p.server(viaProxy)
 			ctx := context.Background()
 			carol := login(t, s, "carol", "carol-pw")
 			for _, q := range []string{
@@ -289,12 +289,12 @@ var privCases = []privCase{
 }
 
 // TestPrivilegeMatrix runs privCases on a role-all server and through a
-// tail process, with passwords required.
+// proxy process, with passwords required.
 func TestPrivilegeMatrix(t *testing.T) {
-	for _, viaTail := range []bool{false, true} {
-		t.Run(map[bool]string{false: "RoleAll", true: "Tail"}[viaTail], func(t *testing.T) {
+	for _, viaProxy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "RoleAll", true: "Proxy"}[viaProxy], func(t *testing.T) {
 			p := startPasswordServers(t, privSetup...)
-			m := newPrivMatrix(t, p, viaTail)
+			m := newPrivMatrix(t, p, viaProxy)
 			cell := 0
 			for _, tc := range privCases {
 				t.Run(tc.name, func(t *testing.T) {
@@ -317,9 +317,9 @@ func TestPrivilegeMatrix(t *testing.T) {
 
 // privMatrix runs the cells of one server.
 type privMatrix struct {
-	p       *passwordServers
-	s       *testserver.Server // where the statements under test go
-	viaTail bool
+	p        *passwordServers
+	s        *testserver.Server // where the statements under test go
+	viaProxy bool
 	// admin holds the upstream connections that set cells up, by role.
 	admin map[string]*pgx.Conn
 	// conns holds the connections to s that run cells, by role.
@@ -328,9 +328,9 @@ type privMatrix struct {
 	ownIdle, superIdle *pgx.Conn
 }
 
-func newPrivMatrix(t *testing.T, p *passwordServers, viaTail bool) *privMatrix {
+func newPrivMatrix(t *testing.T, p *passwordServers, viaProxy bool) *privMatrix {
 	t.Helper()
-	m := &privMatrix{p: p, s: p.server(viaTail), viaTail: viaTail, admin: map[string]*pgx.Conn{}, conns: map[string]*pgx.Conn{}}
+	m := &privMatrix{p: p, s: p.server(viaProxy), viaProxy: viaProxy, admin: map[string]*pgx.Conn{}, conns: map[string]*pgx.Conn{}}
 	for _, r := range []string{privOwner, privSuper} {
 		m.admin[r] = login(t, p.up, r, r+"-pw")
 	}
@@ -437,8 +437,8 @@ func (m *privMatrix) run(t *testing.T, tc privCase, col, cell int, objects map[s
 	if col == colGranted && tc.grant != "" {
 		mustExec(t, m.admin[privOwner], expand("GRANT "+tc.grant+" TO "+actor))
 	}
-	if m.viaTail {
-		m.syncTail(t)
+	if m.viaProxy {
+		m.syncProxy(t)
 	}
 
 	c := m.conns[actor]
@@ -466,14 +466,14 @@ func (m *privMatrix) run(t *testing.T, tc privCase, col, cell int, objects map[s
 	return ""
 }
 
-// syncTail waits until the tail process sees the upstream's catalog, as a
-// client of the tail would after the upstream acknowledged its DDL.
-func (m *privMatrix) syncTail(t *testing.T) {
+// syncProxy waits until the proxy process sees the upstream's catalog, as a
+// client of the proxy would after the upstream acknowledged its DDL.
+func (m *privMatrix) syncProxy(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := m.p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
-		t.Fatalf("sync the tail's catalog: %v", err)
+	if err := m.p.proxy.Coordinator.Catalog().Sync(ctx); err != nil {
+		t.Fatalf("sync the proxy's catalog: %v", err)
 	}
 }
 
@@ -520,10 +520,10 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // another role's fails with PostgreSQL's 42501 and leaves the statement
 // running. A CancelRequest needs no privilege, only the secret key.
 func TestCancelBackendPrivileges(t *testing.T) {
-	for _, viaTail := range []bool{false, true} {
-		t.Run(map[bool]string{false: "RoleAll", true: "Tail"}[viaTail], func(t *testing.T) {
+	for _, viaProxy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "RoleAll", true: "Proxy"}[viaProxy], func(t *testing.T) {
 			p := startPasswordServers(t, append(privSetup, "CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)", "GRANT SELECT ON t TO own")...)
-			s := p.server(viaTail)
+			s := p.server(viaProxy)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 
@@ -622,11 +622,11 @@ func TestCancelBackendPrivileges(t *testing.T) {
 // owner's privileges, so once the owner may no longer read the table, no
 // one reads it through the view, the owner nor those granted the view.
 func TestViewReadsAsOwner(t *testing.T) {
-	for _, viaTail := range []bool{false, true} {
-		t.Run(map[bool]string{false: "RoleAll", true: "Tail"}[viaTail], func(t *testing.T) {
+	for _, viaProxy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "RoleAll", true: "Proxy"}[viaProxy], func(t *testing.T) {
 			p := startPasswordServers(t, append(privSetup,
 				"CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)", "GRANT SELECT ON t TO own")...)
-			s := p.server(viaTail)
+			s := p.server(viaProxy)
 			ctx := context.Background()
 			admin := login(t, p.up, privSuper, privSuper+"-pw")
 			owner := login(t, p.up, privOwner, privOwner+"-pw")
@@ -647,8 +647,8 @@ func TestViewReadsAsOwner(t *testing.T) {
 				}
 			}
 			mustExec(t, admin, "REVOKE SELECT ON t FROM own")
-			if viaTail {
-				if err := p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
+			if viaProxy {
+				if err := p.proxy.Coordinator.Catalog().Sync(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -666,14 +666,14 @@ func TestViewReadsAsOwner(t *testing.T) {
 	}
 }
 
-// TestTailAlterSystemWritesOnce: ALTER SYSTEM through a tail process is
-// the upstream's to apply (and to check); the tail does not write the
+// TestProxyAlterSystemWritesOnce: ALTER SYSTEM through a proxy process is
+// the upstream's to apply (and to check); the proxy does not write the
 // catalog a second time.
-func TestTailAlterSystemWritesOnce(t *testing.T) {
+func TestProxyAlterSystemWritesOnce(t *testing.T) {
 	p := startPasswordServers(t, privSetup...)
-	boss := login(t, p.tail, privSuper, privSuper+"-pw")
+	boss := login(t, p.proxy, privSuper, privSuper+"-pw")
 	ctx := context.Background()
-	if err := p.tail.Coordinator.Catalog().Sync(ctx); err != nil {
+	if err := p.proxy.Coordinator.Catalog().Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	before := p.up.Coordinator.Catalog().Seq()
@@ -682,7 +682,7 @@ func TestTailAlterSystemWritesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := p.up.Coordinator.Catalog().Seq(), before+1; got != want {
-		t.Errorf("catalog version after one ALTER SYSTEM through the tail: got %v, want %v", got, want)
+		t.Errorf("catalog version after one ALTER SYSTEM through the proxy: got %v, want %v", got, want)
 	}
 	if got := p.up.Coordinator.Catalog().State().System["max_result_size"]; got != "1GB" {
 		t.Errorf("max_result_size: got %q, want 1GB", got)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/catalog"
+	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
@@ -234,7 +235,7 @@ func resolveOrderColumn(e sql.Expr, out row.Schema, items []sql.SelectItem) (int
 // reads.
 func (s *Session) latestTime(ctx context.Context, it *catalog.Item, state *persist.State) (uint64, error) {
 	floor := uint64(0)
-	if it.Kind == catalog.KindMaterializedView && !s.c.isTail() {
+	if it.Kind == catalog.KindMaterializedView && !s.c.isProxy() {
 		floor = s.c.writeFloor(it)
 	}
 	for state.Upper == 0 || state.Upper-1 < floor {
@@ -344,15 +345,9 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 				return nil, err
 			}
 			var out []row.Row
-			var ups []row.Update
-			for _, u := range chunk {
-				r, ok, err := m.Apply(u.Row)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					ups = append(ups, row.Update{Row: r, Diff: u.Diff})
-				}
+			ups, err := dataflow.Apply(m, chunk)
+			if err != nil {
+				return nil, err
 			}
 			if !m.identity() {
 				ups = row.Consolidate(ups)

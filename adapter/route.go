@@ -9,11 +9,12 @@ import (
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/proxy"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
 
-// route says where a tail process runs a statement.
+// route says where a proxy process runs a statement.
 type route int
 
 const (
@@ -22,7 +23,7 @@ const (
 	routeBoth                  // applied here and upstream (transactions, SET)
 )
 
-// route decides, in a tail process, where st runs: fast-path SUBSCRIBEs
+// route decides, in a proxy process, where st runs: fast-path SUBSCRIBEs
 // and their cursors here; transaction control and session variables in
 // both places, so that both sides agree; everything else upstream.
 func (s *Session) route(ctx context.Context, st sql.Statement) route {
@@ -32,7 +33,7 @@ func (s *Session) route(ctx context.Context, st sql.Statement) route {
 		// again, a GRANT). On failure the cached catalog serves: the
 		// statement then meets the storage's error itself.
 		if err := s.c.catalog.Sync(ctx); err != nil {
-			s.c.log.Warn("tail: sync catalog", "err", err)
+			s.c.log.Warn("proxy: sync catalog", "err", err)
 		}
 	}
 	switch st := st.(type) {
@@ -77,11 +78,11 @@ func (s *Session) route(ctx context.Context, st sql.Statement) route {
 		return routeLocal
 	case *sql.Select:
 		// Constants and session functions (pg_backend_pid,
-		// pg_cancel_backend of this tail's connections) are answered here.
+		// pg_cancel_backend of this proxy's connections) are answered here.
 		if len(st.From) == 0 {
 			return routeLocal
 		}
-		// The tail's own system relations (its subscriptions).
+		// The proxy's own system relations (its subscriptions).
 		if len(st.From) == 1 {
 			if tn, ok := st.From[0].(*sql.TableName); ok {
 				if name, err := resolveName(tn.Name); err == nil {
@@ -105,8 +106,8 @@ func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
 	return takesFastPath(st, it, s.fastPath())
 }
 
-// runTail runs one statement in a tail process.
-func (s *Session) runTail(ctx context.Context, st sql.Statement, text string) (pgwire.Result, error) {
+// runProxied runs one statement in a proxy process.
+func (s *Session) runProxied(ctx context.Context, st sql.Statement, text string) (pgwire.Result, error) {
 	switch s.route(ctx, st) {
 	case routeLocal:
 		return s.run(ctx, st, nil, nil)
@@ -142,22 +143,21 @@ func (s *Session) allUpstream(ctx context.Context, stmts []sql.Statement) bool {
 // proxyQuery runs a multi-statement query upstream as one simple Query,
 // yielding its results in order.
 func (s *Session) proxyQuery(ctx context.Context, text string, yield func(pgwire.Result, error) bool) {
-	u, err := s.upstream(ctx)
+	up, err := s.upstream(ctx)
 	if err != nil {
 		s.fail()
 		yield(nil, err)
 		return
 	}
-	mrr := u.conn.Exec(ctx, text)
-	for mrr.NextResult() {
-		if !yield(newUpstreamResult(u, mrr.ResultReader(), nil), nil) {
-			_ = mrr.Close()
+	for res, err := range up.Query(ctx, text) {
+		if err != nil {
+			s.fail()
+			yield(nil, err)
 			return
 		}
-	}
-	if err := mrr.Close(); err != nil {
-		s.fail()
-		yield(nil, upstreamError(err))
+		if !yield(res, nil) {
+			return
+		}
 	}
 }
 
@@ -205,8 +205,8 @@ func (s *Session) alsoUpstream(ctx context.Context, st sql.Statement, text strin
 	err := s.execUpstream(ctx, text)
 	switch st.(type) {
 	case *sql.Rollback:
-		if err != nil && !errors.Is(err, errUpstreamLostInBlock) {
-			s.c.log.Warn("tail: upstream ROLLBACK", "err", err)
+		if err != nil && !errors.Is(err, proxy.ErrLostInBlock) {
+			s.c.log.Warn("proxy: upstream ROLLBACK", "err", err)
 		}
 		return nil
 	case *sql.Commit:
@@ -287,53 +287,96 @@ func (s *Session) proxyCopy(ctx context.Context, st *sql.Copy, text string) (pgw
 		fields[i].TypeOID = pgrepr.OID(cols[i].Type)
 	}
 	if st.Direction == sql.CopyFrom {
-		return &proxiedCopyIn{s: s, sql: text, fields: fields, format: format}, nil
+		return proxy.CopyIn(s.upstream, text, fields, format), nil
 	}
-	return s.proxyCopyOut(ctx, text, fields, format)
-}
-
-// proxiedStatement is an extended-protocol statement served upstream.
-type proxiedStatement struct {
-	s         *Session
-	sql       string
-	paramOIDs []uint32
-	fields    []pgwire.Field
-}
-
-func (s *Session) prepareUpstream(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
-	u, err := s.upstream(ctx)
+	up, err := s.upstream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sd, err := u.conn.Prepare(ctx, "", text, paramOIDs)
-	if err != nil {
-		return nil, upstreamError(err)
-	}
-	return &proxiedStatement{s: s, sql: text, paramOIDs: sd.ParamOIDs, fields: fieldsFromUpstream(sd.Fields)}, nil
+	return up.CopyOut(ctx, text, fields, format)
 }
 
-func (p *proxiedStatement) ParamOIDs() []uint32    { return p.paramOIDs }
-func (p *proxiedStatement) Fields() []pgwire.Field { return p.fields }
-func (p *proxiedStatement) Close()                 {}
+// prepareUpstream prepares an extended-protocol statement upstream.
+func (s *Session) prepareUpstream(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
+	up, err := s.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return up.Prepare(ctx, s.upstream, text, paramOIDs)
+}
 
-func (p *proxiedStatement) Bind(ctx context.Context, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Portal, error) {
-	vals := make([][]byte, len(params))
-	for i, v := range params {
-		if v != nil {
-			vals[i] = append([]byte{}, v...)
+// proxyExec runs one statement upstream (simple protocol).
+func (s *Session) proxyExec(ctx context.Context, text string) (pgwire.Result, error) {
+	up, err := s.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return up.Exec(ctx, text)
+}
+
+// upstream returns the session's upstream connection, connecting it first.
+func (s *Session) upstream(ctx context.Context) (*proxy.Conn, error) {
+	if s.up != nil && s.up.Busy() {
+		return nil, proxy.ErrBusy
+	}
+	if s.up != nil && !s.up.Lost() {
+		return s.up, nil
+	}
+	if s.up != nil && s.inBlock() {
+		// The upstream had joined this transaction block and rolled it
+		// back when its connection was lost: a new connection must not
+		// carry on with the rest of the block as if it were whole.
+		return nil, proxy.ErrLostInBlock
+	}
+	// Lost outside a block: forget it, whether or not a new one connects,
+	// so that statements on both sides (BEGIN) run here alone while the
+	// upstream is away.
+	s.up = nil
+	if s.tx == txFailed {
+		// A new connection would run the statement outside the failed
+		// block, as if it had not failed.
+		return nil, errInFailedTx
+	}
+	cfg := proxy.Config{Addr: s.c.cfg.Upstream, User: s.user, Password: s.password}
+	if cfg.Password == "" {
+		cfg.Password = s.c.cfg.UpstreamPassword
+	}
+	cfg.ApplicationName, _ = s.getVar("application_name")
+	up, err := proxy.Dial(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.up = up
+	// Opened inside a transaction block: the upstream joins it, so that
+	// its statements (a cursor over a dataflow-path SUBSCRIBE) run in the
+	// same block and end with it.
+	if s.inBlock() {
+		if err := up.Begin(ctx); err != nil {
+			return nil, err
 		}
 	}
-	return &proxiedPortal{st: p, params: vals, paramFormats: append([]int16(nil), paramFormats...), resultFormats: append([]int16(nil), resultFormats...)}, nil
+	return up, nil
 }
 
-type proxiedPortal struct {
-	st                          *proxiedStatement
-	params                      [][]byte
-	paramFormats, resultFormats []int16
+// hasUpstream reports whether the session has an upstream connection for
+// its statements on both sides (transaction control, SET) to go to as
+// well. A connection found lost outside a transaction block is dropped
+// first, so that BEGIN runs here alone while the upstream is away (the
+// upstream joins the block when a statement needs it); one lost inside a
+// block is kept, so that the block's statements fail with
+// proxy.ErrLostInBlock until it ends.
+func (s *Session) hasUpstream() bool {
+	if s.up != nil && !s.inBlock() && s.up.Lost() {
+		s.up = nil
+	}
+	return s.up != nil
 }
 
-func (p *proxiedPortal) Execute(ctx context.Context) (pgwire.Result, error) {
-	return p.st.s.proxyExecParams(ctx, p.st.sql, p.params, p.st.paramOIDs, p.paramFormats, p.resultFormats, p.st.fields)
+// upstreamRows runs a query upstream and returns its rows, parsed as cols.
+func (s *Session) upstreamRows(ctx context.Context, query string, cols []row.Column) ([]row.Row, error) {
+	up, err := s.upstream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return up.Rows(ctx, query, cols)
 }
-
-func (p *proxiedPortal) Close() {}

@@ -11,6 +11,7 @@ import (
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/proxy"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 )
@@ -49,15 +50,15 @@ type Session struct {
 	txReads     int
 	txSubscribe bool
 	// upReads and upSubscribe count the block's reads proxied upstream (a
-	// tail process).
+	// proxy process).
 	upReads     int
 	upSubscribe bool
 
 	cursors map[string]*cursor
 
-	// up is the upstream connection of a tail process's session;
+	// up is the upstream connection of a proxy process's session;
 	// password is what the client logged in with, passed on to it.
-	up       *upstream
+	up       *proxy.Conn
 	password string
 }
 
@@ -113,7 +114,7 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 			yield(nil, parseError(err))
 			return
 		}
-		if s.c.isTail() && len(stmts) > 1 && s.allUpstream(ctx, stmts) {
+		if s.c.isProxy() && len(stmts) > 1 && s.allUpstream(ctx, stmts) {
 			// One upstream query keeps them one implicit transaction there.
 			s.proxyQuery(ctx, text, yield)
 			return
@@ -127,12 +128,12 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 		for _, st := range stmts {
 			var res pgwire.Result
 			var err error
-			if s.c.isTail() {
+			if s.c.isProxy() {
 				stText := text
 				if len(stmts) > 1 {
 					stText = st.String()
 				}
-				res, err = s.runTail(ctx, st, stText)
+				res, err = s.runProxied(ctx, st, stText)
 			} else {
 				res, err = s.run(ctx, st, nil, nil)
 			}
@@ -195,7 +196,7 @@ func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) 
 		return nil, errorf(codeSyntax, "cannot insert multiple commands into a prepared statement")
 	}
 	both := ""
-	if s.c.isTail() {
+	if s.c.isProxy() {
 		switch s.route(ctx, stmts[0]) {
 		case routeUpstream:
 			return s.prepareUpstream(ctx, text, paramOIDs)
@@ -229,7 +230,7 @@ func (s *Session) Sync(ctx context.Context, failed bool) error {
 func (s *Session) Close() error {
 	s.closeCursors()
 	if s.up != nil {
-		s.up.close()
+		s.up.Close()
 		s.up = nil
 	}
 	s.c.forgetSession(s)
@@ -306,7 +307,7 @@ type preparedStatement struct {
 	empty     bool
 	// seq is the catalog version the plan was made at.
 	seq persist.SeqNo
-	// both is the statement's text when a tail process also runs it
+	// both is the statement's text when a proxy process also runs it
 	// upstream (transaction control, SET), at each execution.
 	both string
 }
@@ -315,10 +316,10 @@ type preparedStatement struct {
 // prepared (a table dropped and created again), as PostgreSQL re-plans
 // cached statements. A changed result shape is an error, as there.
 func (p *preparedStatement) replan(ctx context.Context) error {
-	if p.s.c.isTail() && isSubscribe(p.stmt) {
+	if p.s.c.isProxy() && isSubscribe(p.stmt) {
 		// As at Parse (Session.route): see the upstream's latest catalog.
 		if err := p.s.c.catalog.Sync(ctx); err != nil {
-			p.s.c.log.Warn("tail: sync catalog", "err", err)
+			p.s.c.log.Warn("proxy: sync catalog", "err", err)
 		}
 	}
 	seq := p.s.c.catalog.Seq()

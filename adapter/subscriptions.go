@@ -79,7 +79,7 @@ var subscriptionsColumns = []row.Column{
 // it proxied run).
 func (s *Session) subscriptionRows(ctx context.Context) ([]row.Row, error) {
 	rows := s.c.subscriptionRows()
-	if !s.c.isTail() {
+	if !s.c.isProxy() {
 		return rows, nil
 	}
 	up, err := s.upstreamRows(ctx, "SELECT * FROM mz_internal.mz_subscriptions", subscriptionsColumns)

@@ -218,20 +218,7 @@ func (s *Subscribe) constant(ctx context.Context) error {
 }
 
 func (s *Subscribe) apply(updates []row.Update) ([]row.Update, error) {
-	if s.cfg.MFP == nil {
-		return updates, nil
-	}
-	out := updates[:0:0]
-	for _, u := range updates {
-		r, ok, err := s.cfg.MFP.Apply(u.Row)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, row.Update{Row: r, T: u.T, Diff: u.Diff})
-		}
-	}
-	return out, nil
+	return Apply(s.cfg.MFP, updates)
 }
 
 func sortByTime(us []row.Update) []row.Update {

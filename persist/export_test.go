@@ -1,6 +1,10 @@
 package persist
 
-import "context"
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // LiveKeys exposes, for tests, the blobs the sweep keeps: those some state
 // version still in consensus references.
@@ -11,3 +15,10 @@ func LiveKeys(ctx context.Context, c *Client, shard string) (map[string]bool, er
 	}
 	return c.liveKeys(ctx, m)
 }
+
+// PartsFetched and BlobsSwept expose, for tests, m's counters of part
+// fetches and swept orphans; tests read them with prometheus/testutil.
+func PartsFetched(m *Metrics) prometheus.Counter { return m.partsFetched }
+
+// BlobsSwept: see PartsFetched.
+func BlobsSwept(m *Metrics) prometheus.Counter { return m.blobsSwept }

@@ -99,7 +99,6 @@ func (c *Client) fetchPart(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("fetch part %s: %w", key, err)
 	}
 	c.metrics.partsFetched.Inc()
-	c.metrics.fetches.Add(1)
 	return data, nil
 }
 

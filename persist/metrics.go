@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics are a Client's Prometheus metrics. Register them with
@@ -25,8 +24,6 @@ type Metrics struct {
 	// lastCASBytes is the size of the most recent committed diff, for tests
 	// and benchmarks that show bytes per CAS stay flat.
 	lastCASBytes atomic.Int64
-	// Fetches counts part fetches, for tests that assert on reads.
-	fetches atomic.Int64
 }
 
 func newMetrics() *Metrics {
@@ -61,27 +58,6 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 
 // LastCASBytes is the size in bytes of the most recently committed diff.
 func (m *Metrics) LastCASBytes() int64 { return m.lastCASBytes.Load() }
-
-// StateRefreshes is the number of linearizable state reads made so far.
-func (m *Metrics) StateRefreshes() float64 {
-	var d dto.Metric
-	if err := m.refreshes.Write(&d); err != nil {
-		return 0
-	}
-	return d.GetCounter().GetValue()
-}
-
-// BlobsSwept is the number of orphaned blobs the sweep has deleted so far.
-func (m *Metrics) BlobsSwept() float64 {
-	var d dto.Metric
-	if err := m.blobsSwept.Write(&d); err != nil {
-		return 0
-	}
-	return d.GetCounter().GetValue()
-}
-
-// PartFetches is the number of parts fetched from blob so far.
-func (m *Metrics) PartFetches() int64 { return m.fetches.Load() }
 
 func (m *Metrics) casAttempt(bytes int, ok bool, err error) {
 	m.casAttempts.Inc()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
 )
@@ -69,12 +71,12 @@ func TestSnapshotStreams(t *testing.T) {
 	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
 	defer r.Close()
 
-	before := c.Metrics().PartFetches()
+	before := partFetches(c)
 	base := liveHeap()
 	var peak uint64
 	cur := must(r.Snapshot(ctx, s.Upper-1))(t)
 	first := must(cur.Next(ctx))(t)
-	atFirst := c.Metrics().PartFetches() - before
+	atFirst := partFetches(c) - before
 	rows := len(first)
 	var decoded int64
 	for _, u := range first {
@@ -96,7 +98,7 @@ func TestSnapshotStreams(t *testing.T) {
 			peak = max(peak, live-base)
 		}
 	}
-	fetched := c.Metrics().PartFetches() - before
+	fetched := partFetches(c) - before
 	t.Logf("%d rows in %d parts over %d runs: first chunk after %d part fetches; %d fetches in all; peak heap growth %d KiB vs %d KiB decoded",
 		rows, totalParts, len(s.Batches), atFirst, fetched, peak>>10, decoded>>10)
 	if rows != n {
@@ -176,4 +178,9 @@ func BenchmarkSnapshot1M(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-live-heap-MiB")
 	b.ReportMetric(float64(decoded)/(1<<20), "decoded-MiB")
+}
+
+// partFetches is how many parts c has fetched from blob so far.
+func partFetches(c *persist.Client) int64 {
+	return int64(testutil.ToFloat64(persist.PartsFetched(c.Metrics())))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
@@ -124,7 +125,7 @@ func TestSweepDeletesOldOrphansOnly(t *testing.T) {
 	if !blobKeys(t, e.blob, "")[other] {
 		t.Errorf("the sweep of %s deleted another shard's blob %s", shard, other)
 	}
-	if got := c.Metrics().BlobsSwept(); got != float64(len(orphans)) {
+	if got := testutil.ToFloat64(persist.BlobsSwept(c.Metrics())); got != float64(len(orphans)) {
 		t.Errorf("BlobsSwept metric = %v, want %d", got, len(orphans))
 	}
 	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)

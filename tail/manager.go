@@ -282,22 +282,3 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 	}
 	return nil
 }
-
-// DecodedBatches is how many listen batches the shared tails decoded.
-func (m *Metrics) DecodedBatches() float64 { return counterValue(m.decodedBatches) }
-
-// SnapshotCursors is how many shared snapshot cursors were opened.
-func (m *Metrics) SnapshotCursors() float64 { return counterValue(m.shares) }
-
-// StorageRetries is how many listen reads were retried after a storage
-// error.
-func (m *Metrics) StorageRetries() float64 { return counterValue(m.storageRetries) }
-
-// SnapshotPieces is how many snapshot pieces shared cursors read.
-func (m *Metrics) SnapshotPieces() float64 { return counterValue(m.snapshotPieces) }
-
-// Detaches and Resumes count detach/resume events.
-func (m *Metrics) Detaches() float64 { return counterValue(m.detaches) }
-
-// Resumes counts resumed subscribers.
-func (m *Metrics) Resumes() float64 { return counterValue(m.resumes) }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
@@ -184,14 +186,14 @@ func TestOneListenAndSnapshotReader(t *testing.T) {
 	if n := len(st.Readers) - 1; n > 2 { // minus the fixture's policy reader
 		t.Fatalf("%d readers registered for 500 subscribers, want at most 2", n)
 	}
-	before := f.m.Metrics().DecodedBatches()
+	before := testutil.ToFloat64(f.m.Metrics().decodedBatches)
 	for range 5 {
 		f.write(ins(7, "z"))
 	}
 	for _, s := range subs {
 		drain(t, f.ctx, s, f.upper)
 	}
-	if got := f.m.Metrics().DecodedBatches() - before; got > 5 {
+	if got := testutil.ToFloat64(f.m.Metrics().decodedBatches) - before; got > 5 {
 		t.Fatalf("decoded %v batches for 5 writes and 500 subscribers, want each once", got)
 	}
 }
@@ -222,7 +224,7 @@ func TestStormSharesOneCursor(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := f.m.Metrics().SnapshotCursors(); n != 1 {
+	if n := testutil.ToFloat64(f.m.Metrics().shares); n != 1 {
 		t.Fatalf("%v snapshot cursors for 200 subscribers at one AS OF, want 1", n)
 	}
 }
@@ -237,7 +239,7 @@ func TestSnapshotPiecesOnDemand(t *testing.T) {
 	}
 	f.write(ups...)
 	s := f.subscribe(f.upper-1, true, 0, nil)
-	before := f.m.Metrics().SnapshotPieces()
+	before := testutil.ToFloat64(f.m.Metrics().snapshotPieces)
 	// The progress row at AS OF, then the first piece's rows.
 	var rows []formatter.Row
 	for len(rows) < 11 {
@@ -247,7 +249,7 @@ func TestSnapshotPiecesOnDemand(t *testing.T) {
 		}
 		rows = append(rows, got...)
 	}
-	if read := f.m.Metrics().SnapshotPieces() - before; read != 1 {
+	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 1 {
 		t.Fatalf("read %v snapshot pieces to return 10 rows, want 1 of %d", read, 50_000/persist.DefaultSnapshotChunkRows+1)
 	}
 	// A second subscriber at the same AS OF shares the cursor: it reads no
@@ -256,7 +258,7 @@ func TestSnapshotPiecesOnDemand(t *testing.T) {
 	if _, err := s2.Next(f.ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	if read := f.m.Metrics().SnapshotPieces() - before; read != 1 {
+	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 1 {
 		t.Fatalf("a second subscriber read its own pieces: %v", read)
 	}
 }
@@ -283,11 +285,11 @@ func TestDetachResume(t *testing.T) {
 				f.write(ins(int64(i), fmt.Sprint("value-", i)))
 				steadyRows = append(steadyRows, drain(t, f.ctx, steady, f.upper)...)
 			}
-			if f.m.Metrics().Detaches() == 0 {
+			if testutil.ToFloat64(f.m.Metrics().detaches) == 0 {
 				t.Fatal("the stalled subscriber was never detached")
 			}
 			stalledRows = append(stalledRows, drain(t, f.ctx, stalled, f.upper)...)
-			if f.m.Metrics().Resumes() == 0 {
+			if testutil.ToFloat64(f.m.Metrics().resumes) == 0 {
 				t.Fatal("the stalled subscriber never resumed")
 			}
 			if got, want := canon(stalledRows), canon(steadyRows); !reflect.DeepEqual(got, want) {
@@ -311,7 +313,7 @@ func TestHistoryLoss(t *testing.T) {
 	// Wait until the tail has published everything, then let the shard
 	// compact past the subscriber's delivered frontier.
 	deadline := time.Now().Add(10 * time.Second)
-	for f.m.Metrics().Detaches() == 0 && time.Now().Before(deadline) {
+	for testutil.ToFloat64(f.m.Metrics().detaches) == 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := f.policy.Downgrade(f.ctx, f.upper-1); err != nil {
@@ -436,7 +438,7 @@ func TestStorageOutage(t *testing.T) {
 	before := canon(drain(t, f.ctx, s, f.upper))
 
 	cons.down.Store(true)
-	for f.m.Metrics().StorageRetries() < 2 {
+	for testutil.ToFloat64(f.m.Metrics().storageRetries) < 2 {
 		select {
 		case <-f.ctx.Done():
 			t.Fatal("the tail never retried a read during the outage")

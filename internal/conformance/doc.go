@@ -21,7 +21,7 @@
 // between "----\n----" and "----\n----". Lines starting with # between
 // cases are comments. The first comment block is the header:
 //
-//	# known-failure   mismatches are logged, not failures (known_failures.txt)
+//	# known-failure   mismatches are logged, not failures
 //	# tick: 20ms      turn the coordinator's tick on (default: off)
 //	# compaction: 8   turn background compaction on (default: off)
 //	# snapshot-chunk-rows: 3   rows per snapshot chunk (default 8192)
@@ -119,8 +119,9 @@
 // end bare subscribes with UP TO or rows=N, cut groups of rows only in
 // ordered subscribes, and name the timestamps of writes with now (or the
 // rows of a running subscribe) before using them in AS OF. A case that
-// fails because of a server bug goes to known_failures.txt with the
-// expectation the spec gives.
+// fails because of a server bug goes to a script with a "# known-failure"
+// header, with the expectation the spec gives, until the bug is fixed
+// (regressions.txt holds the cases of bugs fixed since).
 //
 // TestResumeContract (resume_test.go) checks the resume contract with
 // random writes and random kill points on both paths.

@@ -24,46 +24,46 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 )
 
-// Tail processes, in-process: an upstream server (role all) and a tail
+// Proxy (tail) processes, in-process: an upstream server (role all) and a proxy
 // process (adapter.Config.Upstream) on the same in-memory storage, with
-// pgx clients on the tail. A cancel reaches whichever side runs the
-// statement; the tail keeps serving the fast path without its upstream and
+// pgx clients on the proxy. A cancel reaches whichever side runs the
+// statement; the proxy keeps serving the fast path without its upstream and
 // its sessions reconnect when the upstream returns; the client's password
 // passes through to the upstream; prepared transaction control and SETs
 // take effect on both sides.
 
-// tailPair is an upstream server and a tail process in front of it.
-type tailPair struct {
+// proxyPair is an upstream server and a proxy process in front of it.
+type proxyPair struct {
 	blob   persist.Blob
 	cons   persist.Consensus
 	upOpts testserver.Options
 	up     *testserver.Server
-	tail   *testserver.Server
+	proxy  *testserver.Server
 }
 
-// startTailPair starts an upstream with upOpts and a tail with tailOpts,
+// startProxyPair starts an upstream with upOpts and a proxy with proxyOpts,
 // both on one fresh in-memory storage.
-func startTailPair(t testing.TB, upOpts, tailOpts testserver.Options) *tailPair {
+func startProxyPair(t testing.TB, upOpts, proxyOpts testserver.Options) *proxyPair {
 	t.Helper()
-	p := &tailPair{blob: blobmem.New(), cons: consmem.New()}
+	p := &proxyPair{blob: blobmem.New(), cons: consmem.New()}
 	upOpts.Blob, upOpts.Consensus = p.blob, p.cons
 	p.upOpts = upOpts
 	p.up = testserver.Start(t, upOpts)
-	tailOpts.Blob, tailOpts.Consensus = p.blob, p.cons
-	addr, tune := p.up.Addr, tailOpts.Adapter
-	tailOpts.Adapter = func(c *adapter.Config) {
+	proxyOpts.Blob, proxyOpts.Consensus = p.blob, p.cons
+	addr, tune := p.up.Addr, proxyOpts.Adapter
+	proxyOpts.Adapter = func(c *adapter.Config) {
 		c.Upstream = addr
 		if tune != nil {
 			tune(c)
 		}
 	}
-	p.tail = testserver.Start(t, tailOpts)
+	p.proxy = testserver.Start(t, proxyOpts)
 	return p
 }
 
-// restartUpstream starts the upstream again where the tail expects it: on
+// restartUpstream starts the upstream again where the proxy expects it: on
 // its stopped predecessor's address and storage.
-func (p *tailPair) restartUpstream(t testing.TB) {
+func (p *proxyPair) restartUpstream(t testing.TB) {
 	t.Helper()
 	opts := p.upOpts
 	opts.Listen = p.up.Addr
@@ -145,30 +145,30 @@ func runningSubscribes(t testing.TB, s *testserver.Server) []string {
 }
 
 // subscribes returns where p's subscribes run: "up:PATH" on the
-// upstream, "tail:PATH" on the tail.
-func (p *tailPair) subscribes(t testing.TB) []string {
+// upstream, "proxy:PATH" on the proxy.
+func (p *proxyPair) subscribes(t testing.TB) []string {
 	t.Helper()
 	var out []string
 	for _, path := range runningSubscribes(t, p.up) {
 		out = append(out, "up:"+path)
 	}
-	for _, path := range runningSubscribes(t, p.tail) {
-		out = append(out, "tail:"+path)
+	for _, path := range runningSubscribes(t, p.proxy) {
+		out = append(out, "proxy:"+path)
 	}
 	return out
 }
 
-// TestTailCancel: a CancelRequest, or pg_cancel_backend from another
-// session on the same tail, ends a long-running statement wherever it runs
+// TestProxyCancel: a CancelRequest, or pg_cancel_backend from another
+// session on the same proxy, ends a long-running statement wherever it runs
 // (proxied to the upstream: a dataflow-path SUBSCRIBE, a SUBSCRIBE of a
-// query, a FETCH from a proxied cursor; on the tail: a fast-path SUBSCRIBE
+// query, a FETCH from a proxied cursor; on the proxy: a fast-path SUBSCRIBE
 // and a FETCH from its cursor) with 57014; the statement ends on the side
 // that ran it, and the session stays usable for proxied and local
 // statements, twice in a row.
-func TestTailCancel(t *testing.T) {
+func TestProxyCancel(t *testing.T) {
 	checkGoroutines(t)
-	p := startTailPair(t, testserver.Options{}, testserver.Options{})
-	admin := connectMode(t, p.tail, pgx.QueryExecModeSimpleProtocol)
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	admin := connectMode(t, p.proxy, pgx.QueryExecModeSimpleProtocol)
 	execT(t, admin, "CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)", "CREATE TABLE log (a int8)")
 
 	type statement struct {
@@ -179,16 +179,16 @@ func TestTailCancel(t *testing.T) {
 		// comes after the first. Otherwise it blocks at once.
 		streams bool
 		after   []string // run after the cancel (end the block)
-		where   string   // where it runs: "up:dataflow" or "tail:fast"
+		where   string   // where it runs: "up:dataflow" or "proxy:fast"
 	}
 	stmts := []statement{
 		{name: "DataflowPath", setup: []string{"SET enable_subscribe_persist_fast_path = false"}, query: "SUBSCRIBE t", streams: true, where: "up:dataflow"},
 		{name: "SubscribeQuery", query: "SUBSCRIBE (SELECT a FROM t)", streams: true, where: "up:dataflow"},
 		{name: "ProxiedCursor", setup: []string{"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE (SELECT a FROM t)", "FETCH ALL c"},
 			query: "FETCH ALL c WITH (timeout = '120s')", after: []string{"ROLLBACK"}, where: "up:dataflow"},
-		{name: "FastPath", query: "SUBSCRIBE t", streams: true, where: "tail:fast"},
+		{name: "FastPath", query: "SUBSCRIBE t", streams: true, where: "proxy:fast"},
 		{name: "FastPathCursor", setup: []string{"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t", "FETCH ALL c"},
-			query: "FETCH ALL c WITH (timeout = '120s')", after: []string{"ROLLBACK"}, where: "tail:fast"},
+			query: "FETCH ALL c WITH (timeout = '120s')", after: []string{"ROLLBACK"}, where: "proxy:fast"},
 	}
 	// Each way to cancel returns the function that cancels c's statement;
 	// it runs on another goroutine.
@@ -206,7 +206,7 @@ func TestTailCancel(t *testing.T) {
 			}
 		}},
 		{"PgCancelBackend", func(t *testing.T, c *pgx.Conn) func() {
-			other := connectMode(t, p.tail, pgx.QueryExecModeSimpleProtocol)
+			other := connectMode(t, p.proxy, pgx.QueryExecModeSimpleProtocol)
 			q := fmt.Sprintf("SELECT pg_cancel_backend(%d)", c.PgConn().PID())
 			return func() {
 				got, err := tryQueryRows(other, q)
@@ -226,14 +226,14 @@ func TestTailCancel(t *testing.T) {
 		for _, cn := range cancels {
 			for _, m := range modes {
 				t.Run(st.name+"/"+cn.name+"/"+m.name, func(t *testing.T) {
-					c := connectMode(t, p.tail, m.mode)
+					c := connectMode(t, p.proxy, m.mode)
 					cancel := cn.way(t, c)
 					for round := range 2 {
 						// The setup runs in the simple protocol: a DECLARE
 						// prepared once and executed again registers the
 						// cursor planDeclare made at Parse, whose subscription
 						// has ended, and FETCH then waits forever (on any
-						// server, not only through a tail).
+						// server, not only through a proxy).
 						execT(t, c, st.setup...)
 						// While it runs, the statement is where it belongs.
 						running := func() {
@@ -421,7 +421,7 @@ func startCopySubscriber(t testing.TB, s *testserver.Server, query string) (*cop
 	return st, done
 }
 
-// wantUpstreamDown fails unless err is the tail's "upstream unavailable"
+// wantUpstreamDown fails unless err is the proxy's "upstream unavailable"
 // error: SQLSTATE class 08 with the upstream's address in the message.
 func wantUpstreamDown(t testing.TB, err error, addr, what string) {
 	t.Helper()
@@ -463,38 +463,38 @@ func fastPathCursor(c *pgx.Conn) ([]string, error) {
 	return out, nil
 }
 
-// TestTailUpstreamLoss: with the upstream stopped, the tail keeps serving
+// TestProxyUpstreamLoss: with the upstream stopped, the proxy keeps serving
 // the fast path (a running subscriber keeps its connection, and new
 // subscribes to existing collections start), statements that need the
 // upstream fail with 08006 naming it, and a block whose upstream work was
 // lost cannot commit; when the upstream returns on the same address, the
 // same sessions' next proxied statements work again, whether they failed
 // during the outage or stayed idle through it.
-func TestTailUpstreamLoss(t *testing.T) {
+func TestProxyUpstreamLoss(t *testing.T) {
 	checkGoroutines(t)
-	p := startTailPair(t, testserver.Options{}, testserver.Options{})
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
 	upAddr := p.up.Addr
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	sess := connectMode(t, p.tail, pgx.QueryExecModeCacheStatement)
+	sess := connectMode(t, p.proxy, pgx.QueryExecModeCacheStatement)
 	execT(t, sess, "CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)")
 	// idle uses the upstream before the outage and stays idle through it.
-	idle := connectMode(t, p.tail, pgx.QueryExecModeCacheStatement)
+	idle := connectMode(t, p.proxy, pgx.QueryExecModeCacheStatement)
 	if got := queryRows(t, idle, "SELECT a FROM t"); !reflect.DeepEqual(got, []string{"1"}) {
 		t.Fatalf("SELECT: %q", got)
 	}
 	// inBlock has written in a block that the outage interrupts.
-	inBlock := connectMode(t, p.tail, pgx.QueryExecModeSimpleProtocol)
+	inBlock := connectMode(t, p.proxy, pgx.QueryExecModeSimpleProtocol)
 	execT(t, inBlock, "BEGIN", "INSERT INTO t VALUES (100)")
 	// cursors has used the upstream and declares fast-path cursors during
 	// the outage.
-	cursors := connectMode(t, p.tail, pgx.QueryExecModeSimpleProtocol)
+	cursors := connectMode(t, p.proxy, pgx.QueryExecModeSimpleProtocol)
 	execT(t, cursors, "INSERT INTO t VALUES (2)")
 	// A running fast-path subscriber, and a proxied dataflow-path one.
-	sub, subDone := startCopySubscriber(t, p.tail, "SUBSCRIBE t")
+	sub, subDone := startCopySubscriber(t, p.proxy, "SUBSCRIBE t")
 	sub.waitRow(t, "1 2")
-	proxied := connectMode(t, p.tail, pgx.QueryExecModeSimpleProtocol)
+	proxied := connectMode(t, p.proxy, pgx.QueryExecModeSimpleProtocol)
 	execT(t, proxied, "SET enable_subscribe_persist_fast_path = false")
 	proxiedRows, err := proxied.Query(ctx, "SUBSCRIBE t")
 	if err != nil {
@@ -525,7 +525,7 @@ func TestTailUpstreamLoss(t *testing.T) {
 		}
 		wantUpstreamDown(t, err, upAddr, q+" during the outage")
 	}
-	fresh := connectMode(t, p.tail, pgx.QueryExecModeSimpleProtocol) // logs in without the upstream
+	fresh := connectMode(t, p.proxy, pgx.QueryExecModeSimpleProtocol) // logs in without the upstream
 	_, err = fresh.Exec(ctx, "INSERT INTO t VALUES (3)")
 	wantUpstreamDown(t, err, upAddr, "a new session's INSERT during the outage")
 	// The block's upstream work is gone: it cannot commit.
@@ -549,7 +549,7 @@ func TestTailUpstreamLoss(t *testing.T) {
 		if got, err := fastPathCursor(sess); err != nil || !reflect.DeepEqual(got, []string{"1", "2"}) {
 			t.Errorf("fast-path cursor on a session whose statements failed during the outage: %q, %v", got, err)
 		}
-		other, _ := startCopySubscriber(t, p.tail, "SUBSCRIBE t")
+		other, _ := startCopySubscriber(t, p.proxy, "SUBSCRIBE t")
 		other.waitRow(t, "1 2")
 	})
 	t.Run("NewFastPathSubscribeOnUsedSession", func(t *testing.T) {
@@ -584,14 +584,14 @@ func TestTailUpstreamLoss(t *testing.T) {
 	}
 }
 
-// TestTailPasswordPassThrough: a tail that asks for passwords in clear text
+// TestProxyPasswordPassThrough: a proxy that asks for passwords in clear text
 // logs its sessions in upstream as the client's role with the client's
-// password (the upstream uses SCRAM); a wrong password fails at the tail's
+// password (the upstream uses SCRAM); a wrong password fails at the proxy's
 // login with 28P01, a role without a password logs in with trust, and a
-// tail that cannot see the password (SCRAM) uses its UpstreamPassword.
-func TestTailPasswordPassThrough(t *testing.T) {
+// proxy that cannot see the password (SCRAM) uses its UpstreamPassword.
+func TestProxyPasswordPassThrough(t *testing.T) {
 	checkGoroutines(t)
-	p := startTailPair(t, testserver.Options{PGWire: pgwire.Config{Auth: pgwire.AuthSCRAM}},
+	p := startProxyPair(t, testserver.Options{PGWire: pgwire.Config{Auth: pgwire.AuthSCRAM}},
 		testserver.Options{PGWire: pgwire.Config{Auth: pgwire.AuthCleartext}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -599,18 +599,18 @@ func TestTailPasswordPassThrough(t *testing.T) {
 	execT(t, admin, "CREATE ROLE u LOGIN PASSWORD 'pw'", `CREATE ROLE "u 2" LOGIN PASSWORD 'pw 2'`, "CREATE ROLE v LOGIN",
 		"CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1)", "GRANT SELECT ON t TO u", `GRANT SELECT ON t TO "u 2"`)
 
-	_, err := connectWith(t, p.tail, "u", "wrong", pgx.QueryExecModeCacheStatement)
-	wantCode(t, err, "28P01", "wrong password at the tail")
-	_, err = connectWith(t, p.tail, "nobody", "pw", pgx.QueryExecModeCacheStatement)
+	_, err := connectWith(t, p.proxy, "u", "wrong", pgx.QueryExecModeCacheStatement)
+	wantCode(t, err, "28P01", "wrong password at the proxy")
+	_, err = connectWith(t, p.proxy, "nobody", "pw", pgx.QueryExecModeCacheStatement)
 	if err == nil {
-		t.Errorf("an unknown role logged in at the tail")
+		t.Errorf("an unknown role logged in at the proxy")
 	}
 
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
 		t.Run(mode.String(), func(t *testing.T) {
-			u, err := connectWith(t, p.tail, "u", "pw", mode)
+			u, err := connectWith(t, p.proxy, "u", "pw", mode)
 			if err != nil {
-				t.Fatalf("login as u at the tail: %v", err)
+				t.Fatalf("login as u at the proxy: %v", err)
 			}
 			if got, err := tryQueryRows(u, "SELECT 1"); err != nil || !reflect.DeepEqual(got, []string{"1"}) {
 				t.Fatalf("SELECT 1: %q, %v", got, err)
@@ -624,17 +624,17 @@ func TestTailPasswordPassThrough(t *testing.T) {
 		})
 	}
 	execT(t, admin, "GRANT INSERT ON t TO u")
-	u, err := connectWith(t, p.tail, "u", "pw", pgx.QueryExecModeCacheStatement)
+	u, err := connectWith(t, p.proxy, "u", "pw", pgx.QueryExecModeCacheStatement)
 	if err != nil {
 		t.Fatal(err)
 	}
 	execT(t, u, "INSERT INTO t VALUES (2)")
 	if got := queryRows(t, admin, "SELECT a FROM t"); !reflect.DeepEqual(got, []string{"1", "2"}) {
-		t.Errorf("after u's INSERT through the tail: %q", got)
+		t.Errorf("after u's INSERT through the proxy: %q", got)
 	}
 
 	t.Run("RoleNameWithSpace", func(t *testing.T) {
-		c, err := connectAs(t, p.tail, "u 2", "pw 2")
+		c, err := connectAs(t, p.proxy, "u 2", "pw 2")
 		if err != nil {
 			t.Fatalf("login as \"u 2\": %v", err)
 		}
@@ -643,9 +643,9 @@ func TestTailPasswordPassThrough(t *testing.T) {
 		}
 	})
 	t.Run("Trust", func(t *testing.T) {
-		v, err := connectWith(t, p.tail, "v", "", pgx.QueryExecModeSimpleProtocol)
+		v, err := connectWith(t, p.proxy, "v", "", pgx.QueryExecModeSimpleProtocol)
 		if err != nil {
-			t.Fatalf("login as v (no password) at the tail: %v", err)
+			t.Fatalf("login as v (no password) at the proxy: %v", err)
 		}
 		_, err = v.Exec(ctx, "SELECT a FROM t")
 		wantCode(t, err, "42501", "proxied SELECT as v without the grant")
@@ -665,7 +665,7 @@ func TestTailPasswordPassThrough(t *testing.T) {
 					Adapter: func(c *adapter.Config) { c.Upstream, c.UpstreamPassword = addr, tc.password }})
 				c, err := connectWith(t, scram, "u", "pw", pgx.QueryExecModeSimpleProtocol)
 				if err != nil {
-					t.Fatalf("login as u at a SCRAM tail: %v", err)
+					t.Fatalf("login as u at a SCRAM proxy: %v", err)
 				}
 				got, err := tryQueryRows(c, "SELECT a FROM t WHERE a = 1")
 				if tc.wantErr {
@@ -689,17 +689,17 @@ func connectAs(t testing.TB, s *testserver.Server, user, password string) (*pgx.
 	return connectWith(t, s, user, password, pgx.QueryExecModeSimpleProtocol)
 }
 
-// TestTailExtendedProtocol: through a tail, statements prepared once and
+// TestProxyExtendedProtocol: through a proxy, statements prepared once and
 // executed many times (pgx's statement cache) take effect each time they
 // run: BEGIN, INSERT, COMMIT and ROLLBACK in turn (only the committed rows
 // remain), and SET, RESET, SET again and SET in a rolled-back block, on
-// both sides (SHOW on the tail; the limit the upstream enforces).
-func TestTailExtendedProtocol(t *testing.T) {
+// both sides (SHOW on the proxy; the limit the upstream enforces).
+func TestProxyExtendedProtocol(t *testing.T) {
 	checkGoroutines(t)
-	p := startTailPair(t, testserver.Options{}, testserver.Options{})
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := connectMode(t, p.tail, pgx.QueryExecModeCacheStatement)
+	c := connectMode(t, p.proxy, pgx.QueryExecModeCacheStatement)
 	execT(t, c, "CREATE TABLE t (a int8)")
 	// Each statement is parsed once, here, and then bound and executed
 	// each time it runs (pgx's Exec of a prepared statement's name); a
@@ -741,7 +741,7 @@ func TestTailExtendedProtocol(t *testing.T) {
 		t.Fatalf("on the upstream: %q, want %q", got, want)
 	}
 
-	// limit checks max_result_size on both sides: SHOW runs on the tail;
+	// limit checks max_result_size on both sides: SHOW runs on the proxy;
 	// the upstream enforces it on a SELECT of t, which runs there (planned
 	// once, by pgx's cache, and executed each time). want is the SHOW
 	// value; tiny values make the SELECT fail with 53200 naming the limit.
@@ -749,7 +749,7 @@ func TestTailExtendedProtocol(t *testing.T) {
 		t.Helper()
 		got, err := tryQueryRows(c, "SHOW max_result_size")
 		if err != nil || !reflect.DeepEqual(got, []string{want}) {
-			t.Errorf("%s: SHOW max_result_size on the tail: %q, %v; want %q", what, got, err, want)
+			t.Errorf("%s: SHOW max_result_size on the proxy: %q, %v; want %q", what, got, err, want)
 		}
 		_, err = tryQueryRows(c, "SELECT a FROM t")
 		switch want {
@@ -787,15 +787,15 @@ func TestTailExtendedProtocol(t *testing.T) {
 	}
 }
 
-// TestTailSuspendedPortal: a proxied statement executed in pieces (Execute
+// TestProxySuspendedPortal: a proxied statement executed in pieces (Execute
 // with a row limit, as JDBC's fetch size does), each Execute its own round
 // trip, returns every row; a proxied SUBSCRIBE so executed keeps streaming
 // rows written after its first Execute: the upstream statement lives as
 // long as the portal, not as the Execute message that started it.
-func TestTailSuspendedPortal(t *testing.T) {
+func TestProxySuspendedPortal(t *testing.T) {
 	checkGoroutines(t)
-	p := startTailPair(t, testserver.Options{}, testserver.Options{})
-	admin := connectMode(t, p.tail, pgx.QueryExecModeSimpleProtocol)
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	admin := connectMode(t, p.proxy, pgx.QueryExecModeSimpleProtocol)
 	execT(t, admin, "CREATE TABLE t (a int8)", "INSERT INTO t VALUES (1), (2), (3)")
 
 	for _, tc := range []struct {
@@ -806,7 +806,7 @@ func TestTailSuspendedPortal(t *testing.T) {
 		{"DataflowSubscribe", "SUBSCRIBE (SELECT a FROM t)", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pc, err := pgconn.Connect(context.Background(), p.tail.URL())
+			pc, err := pgconn.Connect(context.Background(), p.proxy.URL())
 			if err != nil {
 				t.Fatal(err)
 			}
