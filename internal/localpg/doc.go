@@ -1,5 +1,5 @@
 // Package localpg runs a throwaway PostgreSQL cluster on loopback: the
-// server behind internal/pgtest's test databases and the benchmark's peer
+// server behind internal/testsupport/pgtest's test databases and the benchmark's peer
 // and consensus (bench.StartPostgres).
 //
 //	s, err := localpg.Start(ctx, localpg.Options{MaxConnections: 200})

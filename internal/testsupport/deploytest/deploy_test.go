@@ -21,8 +21,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shardtail/shardtail/internal/pgtest"
-	"github.com/shardtail/shardtail/internal/s3test"
+	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
+	"github.com/shardtail/shardtail/internal/testsupport/s3test"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
