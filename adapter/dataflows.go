@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -265,26 +264,23 @@ func (c *Coordinator) evaluate(ctx context.Context, r *persist.Reader, asOf uint
 	if err != nil {
 		return nil, err
 	}
-	defer cur.Close()
 	var out []row.Update
-	for {
-		chunk, err := cur.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return row.Consolidate(out), nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	err = cur.Each(ctx, func(chunk []row.Update) error {
 		for _, u := range chunk {
 			o, ok, err := m.Apply(u.Row)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if ok {
 				out = append(out, row.Update{Row: o, T: asOf, Diff: u.Diff})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return row.Consolidate(out), nil
 }
 
 // Load generators (CREATE SOURCE ... FROM LOAD GENERATOR).

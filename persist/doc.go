@@ -62,9 +62,9 @@
 //	r, _ := client.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "example"})
 //	defer r.Close()
 //	cur, _ := r.Snapshot(ctx, asOf)
-//	for chunk, err := cur.Next(ctx); err != io.EOF; chunk, err = cur.Next(ctx) {
-//		emit(chunk) // every update at asOf
-//	}
+//	err := cur.Each(ctx, func(chunk []row.Update) error {
+//		return emit(chunk) // every update at asOf; an error stops the read
+//	})
 //	l, _ := r.Listen(ctx, asOf)
 //	for {
 //		updates, frontier, err := l.Next(ctx) // blocks for the next batch
