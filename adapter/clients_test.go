@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,7 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/clients"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/pgwire"
 )
 
@@ -146,40 +145,6 @@ func waitFor(timeout time.Duration, f func() error) error {
 
 // psql
 
-type psqlResult struct {
-	stdout, stderr string
-	code           int
-}
-
-// runPsql runs psql -X against s with the given arguments (each -c is one
-// command) and stdin.
-func runPsql(t *testing.T, s *testserver.Server, stdin string, args ...string) psqlResult {
-	t.Helper()
-	path, err := exec.LookPath("psql")
-	if err != nil {
-		t.Fatal("psql not installed: apt-get install -y postgresql-client (the CI script does)")
-	}
-	host, port := s.HostPort()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	all := append([]string{"-X", "-h", host, "-p", port, "-U", "materialize", "-A", "-t",
-		"-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose"}, args...)
-	all = append(all, "materialize")
-	cmd := exec.CommandContext(ctx, path, all...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "PGCONNECT_TIMEOUT=5"}
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	res := psqlResult{stdout: stdout.String(), stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("psql: %v", err)
-	}
-	return res
-}
-
 func TestClientPsql(t *testing.T) {
 	s := testserver.Start(t, testserver.Options{})
 	for _, tc := range []struct {
@@ -216,14 +181,11 @@ func TestClientPsql(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "SyntaxErrorPosition" {
 			}
-			var args []string
-			for _, c := range tc.cmds {
-				args = append(args, "-c", c)
-			}
-			res := runPsql(t, s, tc.stdin, args...)
-			if res.code != tc.code || res.stdout != tc.stdout || (tc.stderr == "" && res.stderr != "") || !strings.Contains(res.stderr, tc.stderr) {
+			host, port := s.HostPort()
+			res := clients.Psql(t, clients.Conn{Host: host, Port: port}, tc.stdin, []string{"-v", "VERBOSITY=verbose"}, tc.cmds...)
+			if res.Code != tc.code || res.Stdout != tc.stdout || (tc.stderr == "" && res.Stderr != "") || !strings.Contains(res.Stderr, tc.stderr) {
 				t.Errorf("psql %q:\nexit %d, stdout %q, stderr %q\nwant exit %d, stdout %q, stderr containing %q",
-					tc.cmds, res.code, res.stdout, res.stderr, tc.code, tc.stdout, tc.stderr)
+					tc.cmds, res.Code, res.Stdout, res.Stderr, tc.code, tc.stdout, tc.stderr)
 			}
 		})
 	}
@@ -461,27 +423,10 @@ const { Client } = require('pg');
 `
 
 func TestClientNodePostgres(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node not installed: install Node.js (make test then installs pg into testdata/clients)")
-	}
-	if out, err := exec.Command(node, "-e", "require('pg')").CombinedOutput(); err != nil {
-		t.Fatalf("node-postgres not found (NODE_PATH=%q): run `make test`, which installs testdata/clients and exports NODE_PATH: %v\n%s", os.Getenv("NODE_PATH"), err, out)
-	}
+	node := clients.Node(t)
 	s := testserver.Start(t, testserver.Options{})
 	host, port := s.HostPort()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "-e", nodeClientScript)
-	cmd.Env = append(os.Environ(), "H="+host, "P="+port)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out := clients.Script(t, 60*time.Second, host, port, node, "-e", nodeClientScript)
 	var got map[string]any
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -544,24 +489,10 @@ print(json.dumps(out))
 `
 
 func TestClientPsycopg2(t *testing.T) {
-	const python = "/usr/bin/python3"
-	if out, err := exec.Command(python, "-c", "import psycopg2").CombinedOutput(); err != nil {
-		t.Fatalf("psycopg2 not available for %s: apt-get install -y python3-psycopg2 (the CI script does): %v\n%s", python, err, out)
-	}
+	python := clients.Python(t)
 	s := testserver.Start(t, testserver.Options{})
 	host, port := s.HostPort()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-c", pythonClientScript)
-	cmd.Env = append(os.Environ(), "H="+host, "P="+port)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("python: %v\n%s", err, stderr)
-	}
+	out := clients.Script(t, 60*time.Second, host, port, python, "-c", pythonClientScript)
 	var got map[string]any
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)

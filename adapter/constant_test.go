@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
 // rawRows runs q (simple protocol) and renders each row's columns as text

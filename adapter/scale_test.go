@@ -15,7 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/persist/blob/file"
 	"github.com/shardtail/shardtail/persist/consensus/sqlite"
 )

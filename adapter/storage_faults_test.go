@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/persist"
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 )

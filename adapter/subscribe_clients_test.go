@@ -11,7 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/clients"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
 // Real clients consuming SUBSCRIBE, on both paths: psql streaming COPY,
@@ -97,10 +98,7 @@ func TestPgxCursorLoop(t *testing.T) {
 // TestNodePostgresCursorLoop runs the same loop with node-postgres while
 // Go inserts rows.
 func TestNodePostgresCursorLoop(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node not installed: install Node.js 20 (make test installs node-postgres)")
-	}
+	node := clients.Node(t)
 	for _, p := range subscribePaths {
 		t.Run(p.name, func(t *testing.T) {
 			s := testserver.Start(t, testserver.Options{})
@@ -125,8 +123,7 @@ const { Client } = require('pg');
   console.log(JSON.stringify(seen.sort()));
 })().catch(e => { console.error(e); process.exit(1); });
 `
-			cmd := exec.Command(node, "-e", script)
-			cmd.Env = append(os.Environ(), "H="+host, "P="+port)
+			cmd := clients.ScriptCommand(context.Background(), host, port, node, "-e", script)
 			var out strings.Builder
 			cmd.Stdout = &out
 			cmd.Stderr = &out

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
 // TestSubscriptionsProgressColumns checks that mz_internal.mz_subscriptions

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
 // forPaths runs f once with the fast path on and once with it off

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
 // stormClients is the storm size of the tests: small, since they assert

@@ -9,7 +9,7 @@ import (
 
 // Postgres is a throwaway PostgreSQL cluster: the peer of the report, which
 // runs the same storm as SELECT * from fresh connections, and the consensus
-// of StorageS3. It is internal/localpg's server, the one internal/pgtest
+// of StorageS3. It is internal/localpg's server, the one internal/testsupport/pgtest
 // gives tests: URL (user postgres, database postgres), PID (the
 // postmaster's; its CPU time includes the backends that have exited, its
 // children) and Version (`postgres --version`) are set, and Stop shuts it

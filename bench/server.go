@@ -7,13 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/shardtail/shardtail/internal/childproc"
 	"github.com/shardtail/shardtail/internal/loopback"
 )
 
@@ -41,11 +40,8 @@ type Server struct {
 	// process.
 	Upstream string
 
-	dir     string
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has exited; then waitErr is set
-	waitErr error
+	dir  string
+	proc *childproc.Process
 }
 
 // ServerOptions configures a Server. The zero value is role all with the
@@ -91,15 +87,8 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 		FastPath:   opt.FastPath,
 		Upstream:   opt.Upstream,
 		dir:        dir,
-		logPath:    filepath.Join(dir, "server.log"),
-		exited:     make(chan struct{}),
 	}
 	s.URL = "postgres://materialize@" + s.Addr + "/materialize?sslmode=disable"
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("server log: %w", err)
-	}
-	defer logFile.Close() // the child has its own descriptor
 	args := []string{"serve",
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen", s.Addr,
@@ -114,63 +103,45 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 	if opt.Upstream != "" {
 		args = append(args, "--upstream", opt.Upstream)
 	}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group: a Ctrl-C at the terminal reaches only
-		// the bench, which then stops the server in order.
-		Setpgid: true,
-		// If the bench dies without stopping it, the server dies too.
-		Pdeathsig: syscall.SIGKILL,
+	// In a process group of its own (a Ctrl-C at the terminal reaches
+	// only the bench, which then stops the server in order), and killed
+	// if the bench dies without stopping it.
+	s.proc, err = childproc.Start(bin, args, childproc.Options{
+		LogPath:     filepath.Join(dir, "server.log"),
+		StopTimeout: stopTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s serve: %w", bin, err)
 	}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s serve: %w", bin, err)
-	}
-	s.PID = s.cmd.Process.Pid
-	go func() {
-		s.waitErr = s.cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitReady(ctx, hp); err != nil {
-		s.kill()
+	s.PID = s.proc.PID
+	healthz := fmt.Sprintf("http://127.0.0.1:%d/healthz", hp)
+	if err := s.proc.WaitReady(ctx, serverReadyTimeout, func(ctx context.Context) error { return healthy(ctx, healthz) }); err != nil {
+		s.proc.Kill()
 		return nil, fmt.Errorf("server did not start: %w\n%s", err, s.LogTail(20))
 	}
 	ok = true
 	return s, nil
 }
 
-func (s *Server) waitReady(ctx context.Context, httpPort int) error {
-	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", httpPort)
-	deadline := time.Now().Add(serverReadyTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("exited: %v", s.waitErr)
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+// healthy reports whether GET url answers 200 OK.
+func healthy(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("/healthz not OK after %v", serverReadyTimeout)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
 }
 
 // Exited reports whether the child has exited, and how.
-func (s *Server) Exited() (bool, error) {
-	select {
-	case <-s.exited:
-		return true, s.waitErr
-	default:
-		return false, nil
-	}
-}
+func (s *Server) Exited() (bool, error) { return s.proc.Exited() }
 
 // Healthy reports whether the server still accepts pgwire connections and
 // answers /healthz.
@@ -184,14 +155,8 @@ func (s *Server) Healthy(ctx context.Context) error {
 		return fmt.Errorf("pgwire: %w", err)
 	}
 	c.Close()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(s.MetricsURL, "/metrics")+"/healthz", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if err := healthy(ctx, strings.TrimSuffix(s.MetricsURL, "/metrics")+"/healthz"); err != nil {
 		return fmt.Errorf("healthz: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthz: %s", resp.Status)
 	}
 	return nil
 }
@@ -204,11 +169,7 @@ func (s *Server) RSS() (int64, error) { return ProcRSS(s.PID) }
 
 // LogTail returns the last n lines of the server's log.
 func (s *Server) LogTail(n int) string {
-	b, err := os.ReadFile(s.logPath)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(s.proc.Log(), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -217,22 +178,12 @@ func (s *Server) LogTail(n int) string {
 
 // Stop stops the child (SIGTERM, then SIGKILL) and removes its directory.
 func (s *Server) Stop() error {
-	var err error
-	if s.cmd.Process.Signal(syscall.SIGTERM) == nil {
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			err = fmt.Errorf("server did not stop within %v; killed it", stopTimeout)
-			s.kill()
-		}
+	err := s.proc.Stop()
+	if err != nil {
+		err = fmt.Errorf("server: %w", err)
 	}
 	if rmErr := os.RemoveAll(s.dir); rmErr != nil && err == nil {
 		err = rmErr
 	}
 	return err
-}
-
-func (s *Server) kill() {
-	s.cmd.Process.Kill()
-	<-s.exited
 }

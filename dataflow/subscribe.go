@@ -117,36 +117,29 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		defer cur.Close()
 		// Every chunk of a collection's snapshot is final, so it streams
 		// (unless the output's order or envelope needs the whole snapshot:
 		// the batcher holds those rows back). Through an MFP, rows of
 		// different chunks may map to one row, so the snapshot is
 		// consolidated whole before any of it is sent.
 		var all []row.Update
-		for {
-			chunk, err := cur.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
+		err = cur.Each(ctx, func(chunk []row.Update) error {
 			if s.cfg.MFP == nil {
 				rows, err := b.Snapshot(chunk)
 				if err != nil {
 					return err
 				}
-				if err := s.pushSnapshot(ctx, rows, b); err != nil {
-					return err
-				}
-				continue
+				return s.pushSnapshot(ctx, rows, b)
 			}
 			mapped, err := s.apply(chunk)
 			if err != nil {
 				return err
 			}
 			all = append(all, mapped...)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		rows, err := b.Snapshot(row.Consolidate(all))
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shardtail/shardtail/internal/pgtest"
+	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"

@@ -119,7 +119,7 @@ func (sb *snapshotBuffer) add(updates []row.Update) ([]Row, error) {
 // hold appends updates to pending, failing past the limit.
 func (sb *snapshotBuffer) hold(updates []row.Update) error {
 	for _, u := range updates {
-		sb.bytes += UpdateSize(u)
+		sb.bytes += u.Size()
 	}
 	sb.pending = append(sb.pending, updates...)
 	if sb.limit > 0 && sb.bytes > sb.limit {
@@ -136,29 +136,4 @@ func (sb *snapshotBuffer) flush() []Row {
 	rows := sb.opts.Data(sb.t, sb.pending)
 	sb.pending, sb.bytes = nil, 0
 	return rows
-}
-
-// UpdateSize estimates the bytes an update occupies in memory, for byte
-// budgets.
-func UpdateSize(u row.Update) int64 {
-	n := int64(48)
-	for _, d := range u.Row {
-		n += datumSize(d)
-	}
-	return n
-}
-
-// datumSize estimates the bytes a datum occupies in memory.
-func datumSize(d row.Datum) int64 {
-	switch v := d.(type) {
-	case string:
-		return 16 + int64(len(v))
-	case []byte:
-		return 24 + int64(len(v))
-	case row.Numeric:
-		return 16 + int64(len(v))
-	case row.JSON:
-		return 16 + int64(len(v))
-	}
-	return 16
 }

@@ -199,7 +199,7 @@ func TestSnapshotBufferLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBatcher(&tc.opts, 5, nil)
-			b.SetMaxBuffered(10 * UpdateSize(us[0]))
+			b.SetMaxBuffered(10 * us[0].Size())
 			var err error
 			for i := 0; i < len(us) && err == nil; i += 8 {
 				_, err = b.Snapshot(us[i:min(i+8, len(us))])
@@ -208,7 +208,7 @@ func TestSnapshotBufferLimit(t *testing.T) {
 			if got := errors.As(err, &rs); got != tc.fail {
 				t.Fatalf("got error %v, want failure %v", err, tc.fail)
 			}
-			if tc.fail && (rs.Max != 10*UpdateSize(us[0]) || rs.SQLState() != "53200") {
+			if tc.fail && (rs.Max != 10*us[0].Size() || rs.SQLState() != "53200") {
 				t.Fatalf("got %+v (%s)", rs, rs.SQLState())
 			}
 		})

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardtail/shardtail/internal/pgtest"
-	"github.com/shardtail/shardtail/internal/s3test"
+	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
+	"github.com/shardtail/shardtail/internal/testsupport/s3test"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob"
 	"github.com/shardtail/shardtail/persist/consensus"

@@ -68,16 +68,11 @@
 //	if err != nil {
 //		return err
 //	}
-//	defer cur.Close()
-//	for {
-//		chunk, err := cur.Next(ctx)
-//		if errors.Is(err, io.EOF) {
-//			break // the whole snapshot was read
-//		}
-//		if err != nil {
-//			return err // storage, or the shard was dropped (ErrShardTombstoned)
-//		}
-//		emit(chunk) // every update at asOf
+//	err = cur.Each(ctx, func(chunk []row.Update) error {
+//		return emit(chunk) // every update at asOf; an error stops the read
+//	})
+//	if err != nil {
+//		return err // storage, or the shard was dropped (ErrShardTombstoned)
 //	}
 //	l, err := r.Listen(ctx, asOf)
 //	if err != nil {

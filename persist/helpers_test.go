@@ -3,7 +3,7 @@ package persist_test
 import (
 	"context"
 	"errors"
-	"io"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,23 +75,19 @@ func upd(k int64, v string, t uint64, d int64) row.Update {
 func readSnapshot(t testing.TB, ctx context.Context, r *persist.Reader, asOf uint64) []row.Update {
 	t.Helper()
 	cur := must(r.Snapshot(ctx, asOf))(t)
-	defer cur.Close()
 	var all []row.Update
-	for {
-		chunk, err := cur.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	err := cur.Each(ctx, func(chunk []row.Update) error {
 		if len(chunk) == 0 {
-			t.Fatal("empty chunk")
+			return errors.New("empty chunk")
 		}
 		if len(all) > 0 && row.Compare(all[len(all)-1].Row, chunk[0].Row) >= 0 {
-			t.Fatalf("row %v straddles chunks or is out of order", chunk[0].Row)
+			return fmt.Errorf("row %v straddles chunks or is out of order", chunk[0].Row)
 		}
 		all = append(all, chunk...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if !row.IsConsolidated(all) {
 		t.Fatalf("snapshot not consolidated: %v", all)

@@ -318,6 +318,40 @@ func (c *Cursor) Close() {
 	}
 }
 
+// Each drains the cursor: it calls f with every chunk in order, stops at
+// the first error (Next's or f's) and returns it, and closes the cursor.
+// It returns nil after the last chunk: io.EOF never reaches the caller.
+func (c *Cursor) Each(ctx context.Context, f func(chunk []row.Update) error) error {
+	defer c.Close()
+	for {
+		chunk, err := c.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(chunk); err != nil {
+			return err
+		}
+	}
+}
+
+// All drains the cursor into one slice (consolidated and in row order, as
+// each chunk is) and closes it. Use Each where the snapshot may not fit in
+// memory.
+func (c *Cursor) All(ctx context.Context) ([]row.Update, error) {
+	var out []row.Update
+	err := c.Each(ctx, func(chunk []row.Update) error {
+		out = append(out, chunk...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Listen follows a shard from a time on. See Reader.Listen.
 type Listen struct {
 	r        *Reader

@@ -184,3 +184,56 @@ func BenchmarkSnapshot1M(b *testing.B) {
 func partFetches(c *persist.Client) int64 {
 	return int64(testutil.ToFloat64(persist.PartsFetched(c.Metrics())))
 }
+
+// TestCursorEach checks the drain helpers: Each hands over every chunk in
+// order and All returns their concatenation; an error from f stops the
+// read, comes back unchanged, and leaves the cursor closed.
+func TestCursorEach(t *testing.T) {
+	const n = 100
+	e := newEnv(t)
+	e.cfg.SnapshotChunkRows = 7
+	c, shard := loadRows(t, e, n, 25)
+	ctx := ctxT(t)
+	asOf := must(c.State(ctx, shard))(t).Upper - 1
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+
+	var chunks [][]row.Update
+	err := must(r.Snapshot(ctx, asOf))(t).Each(ctx, func(chunk []row.Update) error {
+		chunks = append(chunks, chunk)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Each: %v", err)
+	}
+	if got, want := len(chunks), (n+6)/7; got != want {
+		t.Errorf("Each made %d calls, want %d (chunks of 7)", got, want)
+	}
+	all := must(must(r.Snapshot(ctx, asOf))(t).All(ctx))(t)
+	var joined []row.Update
+	for _, ch := range chunks {
+		joined = append(joined, ch...)
+	}
+	if len(all) != n || len(joined) != n {
+		t.Fatalf("All has %d updates, Each's chunks %d; want %d", len(all), len(joined), n)
+	}
+	for i := range all {
+		if row.CompareUpdate(all[i], joined[i]) != 0 {
+			t.Fatalf("update %d: All %v, Each %v", i, all[i], joined[i])
+		}
+	}
+
+	stop := errors.New("stop")
+	cur := must(r.Snapshot(ctx, asOf))(t)
+	calls := 0
+	err = cur.Each(ctx, func([]row.Update) error {
+		calls++
+		return stop
+	})
+	if err != stop || calls != 1 {
+		t.Errorf("Each = %v after %d calls; want f's error after 1", err, calls)
+	}
+	if _, err := cur.Next(ctx); !errors.Is(err, io.EOF) {
+		t.Errorf("Next after Each stopped = %v; want io.EOF (closed)", err)
+	}
+}

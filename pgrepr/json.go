@@ -329,23 +329,9 @@ func (p *jsonParser) number() error {
 	}
 	var exp int64
 	if !bad && i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			eneg = s[i] == '-'
-			i++
-		}
-		es := i
-		for i < len(s) && isDigit(s[i]) {
-			if exp <= numericMaxExp {
-				exp = exp*10 + int64(s[i]-'0')
-			}
-			i++
-		}
-		bad = i == es
-		if eneg {
-			exp = -exp
-		}
+		var ok bool
+		exp, i, ok = scanExponent(s, i+1)
+		bad = !ok
 	}
 	if bad || (i < len(s) && jsonAlnum(s[i])) {
 		for i < len(s) && jsonAlnum(s[i]) {

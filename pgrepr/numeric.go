@@ -55,27 +55,12 @@ func parseNumeric(orig string) (row.Numeric, error) {
 	}
 	var exp int64
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			eneg = s[i] == '-'
-			i++
-		}
-		es := i
-		for i < len(s) && isDigit(s[i]) {
-			if exp <= numericMaxExp {
-				exp = exp*10 + int64(s[i]-'0')
-			}
-			i++
-		}
-		if i == es {
+		var ok bool
+		if exp, i, ok = scanExponent(s, i+1); !ok {
 			return "", errSyntax("numeric", orig)
 		}
-		if exp >= numericMaxExp {
+		if exp >= numericMaxExp || exp <= -numericMaxExp {
 			return "", errNumericOverflow()
-		}
-		if eneg {
-			exp = -exp
 		}
 	}
 	if i != len(s) {

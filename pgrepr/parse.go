@@ -251,14 +251,14 @@ func parseFloat(orig string, bits int) (float64, error) {
 		}
 		return math.Inf(1), nil
 	}
-	nonzero, ok := false, false
+	var nonzero, hasExp, ok bool
 	if len(body) > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
-		nonzero, ok = scanHexFloat(body[2:])
-		if ok && !hasHexExponent(body) {
+		nonzero, hasExp, ok = scanFloat(body[2:], isHexDigit, 'p')
+		if ok && !hasExp {
 			s += "p0" // strconv insists on the binary exponent
 		}
 	} else {
-		nonzero, ok = scanDecimalFloat(body)
+		nonzero, _, ok = scanFloat(body, isDigit, 'e')
 	}
 	if !ok {
 		return 0, errSyntax(typ, orig)
@@ -276,80 +276,59 @@ func parseFloat(orig string, bits int) (float64, error) {
 	return v, nil
 }
 
-// scanDecimalFloat checks digits[.digits][e[+-]digits] (at least one mantissa
-// digit) and reports whether any mantissa digit is non-zero.
-func scanDecimalFloat(s string) (nonzero, ok bool) {
+// scanFloat checks a float's mantissa and exponent after the sign (and
+// after "0x" for hex): digits[.digits], at least one digit, where digit
+// says what a digit is (decimal or hex), then optionally the exponent mark
+// ('e' or 'p', either case) and a decimal exponent. It reports whether any
+// mantissa digit is non-zero and whether there is an exponent.
+func scanFloat(s string, digit func(byte) bool, mark byte) (nonzero, hasExp, ok bool) {
 	i, digits := 0, 0
+	mantissa := func() {
+		for ; i < len(s) && digit(s[i]); i++ {
+			digits++
+			nonzero = nonzero || s[i] != '0'
+		}
+	}
+	mantissa()
+	if i < len(s) && s[i] == '.' {
+		i++
+		mantissa()
+	}
+	if digits == 0 {
+		return false, false, false
+	}
+	if i < len(s) && s[i]|0x20 == mark { // ASCII lower case
+		hasExp = true
+		if _, i, ok = scanExponent(s, i+1); !ok {
+			return false, false, false
+		}
+	}
+	return nonzero, hasExp, i == len(s)
+}
+
+// scanExponent scans the [+-]digits of an exponent at s[i:] (after its
+// mark) and returns its value, saturated just past numericMaxExp so that
+// no input overflows it, and the index after it; ok is false when no digit
+// follows the sign.
+func scanExponent(s string, i int) (exp int64, next int, ok bool) {
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	start := i
 	for ; i < len(s) && isDigit(s[i]); i++ {
-		digits++
-		nonzero = nonzero || s[i] != '0'
-	}
-	if i < len(s) && s[i] == '.' {
-		for i++; i < len(s) && isDigit(s[i]); i++ {
-			digits++
-			nonzero = nonzero || s[i] != '0'
+		if exp <= numericMaxExp {
+			exp = exp*10 + int64(s[i]-'0')
 		}
 	}
-	if digits == 0 {
-		return false, false
+	if neg {
+		exp = -exp
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		es := i
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		if i == es {
-			return false, false
-		}
-	}
-	return nonzero, i == len(s)
+	return exp, i, i > start
 }
 
-// scanHexFloat checks hexdigits[.hexdigits][p[+-]digits] after "0x".
-func scanHexFloat(s string) (nonzero, ok bool) {
-	i, digits := 0, 0
-	isHex := func(c byte) bool { _, ok := unhex(c); return ok }
-	for ; i < len(s) && isHex(s[i]); i++ {
-		digits++
-		nonzero = nonzero || s[i] != '0'
-	}
-	if i < len(s) && s[i] == '.' {
-		for i++; i < len(s) && isHex(s[i]); i++ {
-			digits++
-			nonzero = nonzero || s[i] != '0'
-		}
-	}
-	if digits == 0 {
-		return false, false
-	}
-	if i < len(s) && (s[i] == 'p' || s[i] == 'P') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		es := i
-		for i < len(s) && isDigit(s[i]) {
-			i++
-		}
-		if i == es {
-			return false, false
-		}
-	}
-	return nonzero, i == len(s)
-}
-
-func hasHexExponent(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 'p' || s[i] == 'P' {
-			return true
-		}
-	}
-	return false
-}
+func isHexDigit(c byte) bool { _, ok := unhex(c); return ok }
 
 // parseBytea parses bytea input in hex format ("\x0a1b", whitespace allowed
 // between digit pairs) or the traditional escape format (backslash-escaped

@@ -1,63 +1,25 @@
 package pgwire
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardtail/shardtail/internal/testsupport/clients"
 )
 
 // Tests with real client programs: psql and node-postgres (`make test`
 // installs pg into testdata/clients and points NODE_PATH at it). A missing
 // client fails the test rather than skipping it.
 
-// psqlResult is the outcome of one psql run.
-type psqlResult struct {
-	stdout, stderr string
-	code           int
-}
-
-// runPsql runs psql -c for each command against ts, as user with password.
-func runPsql(t *testing.T, ts *testServer, user, password, sslmode, stdin string, commands ...string) psqlResult {
-	t.Helper()
-	path, err := exec.LookPath("psql")
-	if err != nil {
-		t.Fatal("psql not installed: apt-get install -y postgresql-client (make test's CI script does)")
-	}
-	host, port := ts.host()
-	args := []string{"-X", "-A", "-t", "-v", "ON_ERROR_STOP=1"}
-	for _, c := range commands {
-		args = append(args, "-c", c)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8",
-		"PGHOST=" + host, "PGPORT=" + port, "PGUSER=" + user, "PGDATABASE=materialize",
-		"PGSSLMODE=" + sslmode, "PGCONNECT_TIMEOUT=5", "PGPASSWORD=" + password}
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	res := psqlResult{stdout: stdout.String(), stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("psql: %v", err)
-	}
-	return res
-}
-
 func TestPsql(t *testing.T) {
 	for _, auth := range []AuthMethod{AuthSCRAM, AuthCleartext} {
 		t.Run(auth.String(), func(t *testing.T) {
 			b := authBackend()
 			ts := startServer(t, b, Config{Auth: auth, TLSConfig: selfSignedTLS(t)})
+			host, port := ts.host()
 			for _, tc := range []struct {
 				name     string
 				sslmode  string
@@ -80,10 +42,10 @@ func TestPsql(t *testing.T) {
 				{name: "Empty", sslmode: "disable", commands: []string{";"}, stdout: ""},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					res := runPsql(t, ts, "bob", "secret", tc.sslmode, tc.stdin, tc.commands...)
-					if res.code != tc.code || res.stdout != tc.stdout || !strings.Contains(res.stderr, tc.stderr) {
+					res := clients.Psql(t, clients.Conn{Host: host, Port: port, User: "bob", Password: "secret", SSLMode: tc.sslmode}, tc.stdin, nil, tc.commands...)
+					if res.Code != tc.code || res.Stdout != tc.stdout || !strings.Contains(res.Stderr, tc.stderr) {
 						t.Errorf("psql %q: exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
-							tc.commands, res.code, res.stdout, res.stderr, tc.code, tc.stdout, tc.stderr)
+							tc.commands, res.Code, res.Stdout, res.Stderr, tc.code, tc.stdout, tc.stderr)
 					}
 				})
 			}
@@ -91,9 +53,9 @@ func TestPsql(t *testing.T) {
 				t.Errorf("copy in received %q", b.copiedData())
 			}
 			t.Run("WrongPassword", func(t *testing.T) {
-				res := runPsql(t, ts, "bob", "wrong", "disable", "", "select 1")
-				if res.code != 2 || !strings.Contains(res.stderr, `password authentication failed for user "bob"`) {
-					t.Errorf("exit %d, stderr %q", res.code, res.stderr)
+				res := clients.Psql(t, clients.Conn{Host: host, Port: port, User: "bob", Password: "wrong", SSLMode: "disable"}, "", nil, "select 1")
+				if res.Code != 2 || !strings.Contains(res.Stderr, `password authentication failed for user "bob"`) {
+					t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
 				}
 			})
 		})
@@ -123,27 +85,10 @@ const { Client } = require('pg');
 `
 
 func TestNodePostgres(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node not installed: install Node.js 20 (make test runs npm install in testdata/clients)")
-	}
-	if err := exec.Command(node, "-e", "require('pg')").Run(); err != nil {
-		t.Fatal("node-postgres not found: run `make test` (it installs testdata/clients) or set NODE_PATH to a node_modules with pg")
-	}
+	node := clients.Node(t)
 	ts := startServer(t, authBackend(), Config{})
 	host, port := ts.host()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "-e", nodeScript)
-	cmd.Env = append(os.Environ(), "H="+host, "P="+port)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out := clients.Script(t, 30*time.Second, host, port, node, "-e", nodeScript)
 	var got map[string]any
 	must(t, json.Unmarshal(out, &got))
 	want := map[string]any{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -79,12 +80,22 @@ func (c *rawClient) receive() pgproto3.BackendMessage {
 // expect reads len(want) messages and compares their summaries.
 func (c *rawClient) expect(want ...string) {
 	c.t.Helper()
+	c.expectAt("", want...)
+}
+
+// expectAt is expect for a script step at pos (file:line), which the
+// failure names.
+func (c *rawClient) expectAt(pos string, want ...string) {
+	c.t.Helper()
 	var got []string
 	for range want {
 		got = append(got, summarize(c.receive()))
 	}
 	if !slices.Equal(got, want) {
-		c.t.Fatalf("got messages:\n\t%s\nwant:\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+		if pos != "" {
+			pos += ": "
+		}
+		c.t.Fatalf("%sgot messages:\n\t%s\nwant:\n\t%s", pos, strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
 	}
 }
 
@@ -130,34 +141,8 @@ func summarize(msg pgproto3.BackendMessage) string {
 	}
 }
 
-// step is one exchange of a protocol script: messages to send, messages to
-// expect back.
-type step struct {
-	send []pgproto3.FrontendMessage
-	want []string
-}
-
-func msgs(m ...pgproto3.FrontendMessage) []pgproto3.FrontendMessage { return m }
-func lines(s ...string) []string                                    { return s }
-
-func rows(from, to int) []string {
-	var out []string
-	for i := from; i <= to; i++ {
-		out = append(out, fmt.Sprintf("DataRow %d", i))
-	}
-	return out
-}
-
-func concat(parts ...[]string) []string { return slices.Concat(parts...) }
-
-var (
-	syncM   = &pgproto3.Sync{}
-	flushM  = &pgproto3.Flush{}
-	ready   = "ReadyForQuery I"
-	readyT  = "ReadyForQuery T"
-	parseOK = "ParseComplete"
-	bindOK  = "BindComplete"
-)
+// ready is the ReadyForQuery summary outside a transaction block.
+const ready = "ReadyForQuery I"
 
 func query(sql string) *pgproto3.Query { return &pgproto3.Query{String: sql} }
 func parseMsg(name, sql string) *pgproto3.Parse {
@@ -176,160 +161,36 @@ func closeMsg(kind byte, name string) *pgproto3.Close {
 	return &pgproto3.Close{ObjectType: kind, Name: name}
 }
 
-// TestProtocolScripts runs message-level scripts, each on a new connection.
+// TestProtocolScripts runs the message-level scripts of
+// testdata/protocol/*.txt (their format: protocol_script_test.go), each on
+// a new connection, and checks that the session closes with the script's
+// long-running results ended.
 func TestProtocolScripts(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-		ended int // long-running results that must have ended
-	}{
-		{name: "PortalRowLimit", steps: []step{{
-			send: msgs(parseMsg("", "select 10"), bindMsg("p", ""), describeMsg('P', "p"),
-				execMsg("p", 3), execMsg("p", 3), execMsg("p", 0), execMsg("p", 0), syncM),
-			want: concat(lines(parseOK, bindOK, "RowDescription n:20:0"),
-				rows(1, 3), lines("PortalSuspended"), rows(4, 6), lines("PortalSuspended"),
-				rows(7, 10), lines("CommandComplete SELECT 10", "CommandComplete SELECT 10", ready)),
-		}}},
-		{name: "PortalLivesUntilCommit", ended: 1, steps: []step{
-			{send: msgs(query("begin")), want: lines("CommandComplete BEGIN", readyT)},
-			{send: msgs(parseMsg("s", "stream"), bindMsg("c", "s"), execMsg("c", 2), syncM),
-				want: concat(lines(parseOK, bindOK), rows(1, 2), lines("PortalSuspended", readyT))},
-			{send: msgs(execMsg("c", 2), syncM), want: concat(rows(3, 4), lines("PortalSuspended", readyT))},
-			{send: msgs(query("commit")), want: lines("CommandComplete COMMIT", ready)},
-			{send: msgs(execMsg("c", 1), syncM), want: lines(`ErrorResponse ERROR 34000 portal "c" does not exist`, ready)},
-		}},
-		{name: "PortalClosedAtSyncOutsideTransaction", steps: []step{
-			{send: msgs(parseMsg("", "select 5"), bindMsg("p", ""), execMsg("p", 1), syncM),
-				want: concat(lines(parseOK, bindOK), rows(1, 1), lines("PortalSuspended", ready))},
-			{send: msgs(execMsg("p", 1), syncM), want: lines(`ErrorResponse ERROR 34000 portal "p" does not exist`, ready)},
-		}},
-		{name: "SkipUntilSync", steps: []step{
-			{send: msgs(parseMsg("", "select 1"), bindMsg("", "nope"), execMsg("", 0), parseMsg("x", "select 2"), describeMsg('S', "x"), flushM, syncM),
-				want: lines(parseOK, `ErrorResponse ERROR 26000 prepared statement "nope" does not exist`, ready)},
-			{send: msgs(bindMsg("", ""), execMsg("", 0), describeMsg('S', "x"), syncM),
-				want: concat(lines(bindOK), rows(1, 1), lines("CommandComplete SELECT 1", `ErrorResponse ERROR 26000 prepared statement "x" does not exist`, ready))},
-		}},
-		{name: "ErrorInTransactionBlock", steps: []step{
-			{send: msgs(query("begin")), want: lines("CommandComplete BEGIN", readyT)},
-			{send: msgs(parseMsg("", "error 22012"), bindMsg("", ""), execMsg("", 0), syncM),
-				want: lines(parseOK, bindOK, "ErrorResponse ERROR 22012 fake error 22012", "ReadyForQuery E")},
-			{send: msgs(bindMsg("", "missing"), syncM), want: lines(`ErrorResponse ERROR 26000 prepared statement "missing" does not exist`, "ReadyForQuery E")},
-			{send: msgs(query("rollback")), want: lines("CommandComplete ROLLBACK", ready)},
-		}},
-		{name: "PgwireErrorFailsTransactionBlock", steps: []step{
-			{send: msgs(query("begin")), want: lines("CommandComplete BEGIN", readyT)},
-			{send: msgs(execMsg("nope", 0), syncM), want: lines(`ErrorResponse ERROR 34000 portal "nope" does not exist`, "ReadyForQuery E")},
-		}},
-		{name: "DuplicateNames", steps: []step{
-			{send: msgs(parseMsg("s", "select 1"), parseMsg("s", "select 2"), syncM),
-				want: lines(parseOK, `ErrorResponse ERROR 42P05 prepared statement "s" already exists`, ready)},
-			{send: msgs(query("begin"), bindMsg("p", "s"), bindMsg("p", "s"), syncM),
-				want: lines("CommandComplete BEGIN", readyT, bindOK, `ErrorResponse ERROR 42P03 portal "p" already exists`, "ReadyForQuery E")},
-		}},
-		{name: "Describe", steps: []step{{
-			send: msgs(parseMsg("e", "echo $1"), describeMsg('S', "e"), parseMsg("c", "copy out"), describeMsg('S', "c"),
-				&pgproto3.Bind{PreparedStatement: "e", Parameters: [][]byte{[]byte("x")}, ResultFormatCodes: []int16{1}}, describeMsg('P', ""),
-				describeMsg('S', "nope"), syncM),
-			want: lines(parseOK, "ParameterDescription [25]", "RowDescription echo:25:0", parseOK, "ParameterDescription []", "NoData",
-				bindOK, "RowDescription echo:25:1", `ErrorResponse ERROR 26000 prepared statement "nope" does not exist`, ready),
-		}}},
-		{name: "BindValidation", steps: []step{
-			{send: msgs(parseMsg("e", "echo $1"), bindMsg("", "e"), syncM),
-				want: lines(parseOK, `ErrorResponse ERROR 08P01 bind message supplies 0 parameters, but prepared statement "e" requires 1`, ready)},
-			{send: msgs(&pgproto3.Bind{PreparedStatement: "e", Parameters: [][]byte{nil}, ResultFormatCodes: []int16{0, 0}}, syncM),
-				want: lines("ErrorResponse ERROR 08P01 bind message has 2 result formats but query has 1 columns", ready)},
-			{send: msgs(&pgproto3.Bind{PreparedStatement: "e", Parameters: [][]byte{nil}, ParameterFormatCodes: []int16{7}}, syncM),
-				want: lines("ErrorResponse ERROR 22023 unsupported format code: 7", ready)},
-			{send: msgs(&pgproto3.Bind{PreparedStatement: "e", Parameters: [][]byte{[]byte("ok")}, ParameterFormatCodes: []int16{1}, ResultFormatCodes: []int16{1}}, execMsg("", 0), syncM),
-				want: lines(bindOK, "DataRow ok", "CommandComplete SELECT 1", ready)},
-		}},
-		{name: "UnnamedReplacement", steps: []step{
-			{send: msgs(parseMsg("", "select 1"), parseMsg("", "select 2"), bindMsg("", ""), execMsg("", 0), syncM),
-				want: concat(lines(parseOK, parseOK, bindOK), rows(1, 2), lines("CommandComplete SELECT 2", ready))},
-			// A failed Parse still drops the unnamed statement.
-			{send: msgs(parseMsg("", "bogus"), syncM), want: lines(`ErrorResponse ERROR 42601 syntax error at or near "bogus"`, ready)},
-			{send: msgs(bindMsg("", ""), syncM), want: lines("ErrorResponse ERROR 26000 unnamed prepared statement does not exist", ready)},
-			// A simple query drops it too.
-			{send: msgs(parseMsg("", "select 1"), syncM), want: lines(parseOK, ready)},
-			{send: msgs(query("echo x")), want: lines("RowDescription echo:25:0", "DataRow x", "CommandComplete SELECT 1", ready)},
-			{send: msgs(bindMsg("", ""), syncM), want: lines("ErrorResponse ERROR 26000 unnamed prepared statement does not exist", ready)},
-		}},
-		{name: "EmptyStatement", steps: []step{{
-			send: msgs(parseMsg("", ""), bindMsg("", ""), describeMsg('P', ""), execMsg("", 0), syncM),
-			want: lines(parseOK, bindOK, "NoData", "EmptyQueryResponse", ready),
-		}}},
-		{name: "Close", steps: []step{{
-			send: msgs(parseMsg("s", "select 1"), bindMsg("p", "s"), closeMsg('P', "p"), closeMsg('S', "s"), closeMsg('S', "never"),
-				execMsg("p", 0), syncM),
-			want: lines(parseOK, bindOK, "CloseComplete", "CloseComplete", "CloseComplete", `ErrorResponse ERROR 34000 portal "p" does not exist`, ready),
-		}}},
-		{name: "PortalOutlivesStatement", steps: []step{{
-			send: msgs(parseMsg("s", "select 2"), bindMsg("p", "s"), closeMsg('S', "s"), execMsg("p", 0), syncM),
-			want: concat(lines(parseOK, bindOK, "CloseComplete"), rows(1, 2), lines("CommandComplete SELECT 2", ready)),
-		}}},
-		{name: "Flush", steps: []step{
-			{send: msgs(parseMsg("", "select 1"), flushM), want: lines(parseOK)},
-			{send: msgs(syncM), want: lines(ready)},
-		}},
-		{name: "ErrorIsFlushed", steps: []step{
-			// The error reaches a client waiting after Flush (which is
-			// itself skipped, as everything until Sync).
-			{send: msgs(parseMsg("", "select 1"), bindMsg("", "nope"), flushM), want: lines(parseOK, `ErrorResponse ERROR 26000 prepared statement "nope" does not exist`)},
-			{send: msgs(syncM), want: lines(ready)},
-		}},
-		{name: "StreamRowLimitThenClose", ended: 1, steps: []step{
-			{send: msgs(parseMsg("", "stream"), bindMsg("p", ""), execMsg("p", 5), flushM), want: concat(lines(parseOK, bindOK), rows(1, 5), lines("PortalSuspended"))},
-			{send: msgs(closeMsg('P', "p"), syncM), want: lines("CloseComplete", ready)},
-		}},
-		{name: "SimpleQueries", steps: []step{
-			{send: msgs(query("select 2; error 42P01; select 3")),
-				want: concat(lines("RowDescription n:20:0"), rows(1, 2), lines("CommandComplete SELECT 2", "ErrorResponse ERROR 42P01 fake error 42P01", ready))},
-			{send: msgs(query("")), want: lines("EmptyQueryResponse", ready)},
-			{send: msgs(query("notice")), want: lines("RowDescription n:20:0", "NoticeResponse NOTICE 01000", "DataRow 1", "CommandComplete SELECT 1", ready)},
-			{send: msgs(query("set a = b")), want: lines("ParameterStatus a=b", "CommandComplete SET", ready)},
-			{send: msgs(query("copy out")),
-				want: lines("CopyOutResponse 0 [0]", `CopyData "line1\n"`, `CopyData "line2\n"`, `CopyData "line3\n"`, "CopyDone", "CommandComplete COPY 3", ready)},
-			{send: msgs(query("begin; error 42601; select 1")), want: lines("CommandComplete BEGIN", "ErrorResponse ERROR 42601 fake error 42601", "ReadyForQuery E")},
-			{send: msgs(query("rollback")), want: lines("CommandComplete ROLLBACK", ready)},
-		}},
-		{name: "CopyIn", steps: []step{
-			{send: msgs(query("copy in")), want: lines("CopyInResponse 0 [0]")},
-			{send: msgs(&pgproto3.CopyData{Data: []byte("a\nb")}, flushM, &pgproto3.CopyData{Data: []byte("c\n")}, &pgproto3.CopyDone{}),
-				want: lines("CommandComplete COPY 2", ready)},
-		}},
-		{name: "CopyInExtended", steps: []step{
-			{send: msgs(parseMsg("", "copy in"), bindMsg("", ""), execMsg("", 0), syncM), want: lines(parseOK, bindOK, "CopyInResponse 0 [0]")},
-			{send: msgs(&pgproto3.CopyData{Data: []byte("x\ny\nz\n")}, &pgproto3.CopyDone{}, syncM),
-				want: lines("CommandComplete COPY 3", ready)},
-		}},
-		{name: "CopyFail", steps: []step{
-			{send: msgs(query("copy in")), want: lines("CopyInResponse 0 [0]")},
-			{send: msgs(&pgproto3.CopyData{Data: []byte("a\n")}, &pgproto3.CopyFail{Message: "boom"}),
-				want: lines("ErrorResponse ERROR 57014 COPY from stdin failed: boom", ready)},
-			// Stray copy messages are dropped.
-			{send: msgs(&pgproto3.CopyData{Data: []byte("stray")}, &pgproto3.CopyDone{}, query("select 1")),
-				want: lines("RowDescription n:20:0", "DataRow 1", "CommandComplete SELECT 1", ready)},
-		}},
-		{name: "CopyInterruptedByQuery", steps: []step{
-			{send: msgs(query("copy in")), want: lines("CopyInResponse 0 [0]")},
-			{send: msgs(query("select 1")), want: lines("ErrorResponse ERROR 08P01 unexpected message type 0x51 during COPY from stdin", ready)},
-		}},
-		{name: "FunctionCall", steps: []step{
-			{send: msgs(&pgproto3.FunctionCall{Function: 1}), want: lines("ErrorResponse ERROR 0A000 the function call protocol is not supported", ready)},
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := newFakeBackend()
-			ts := startServer(t, b, Config{})
-			c := ts.dialRaw(t)
-			for _, s := range tc.steps {
-				c.send(s.send...)
-				c.expect(s.want...)
-			}
-			c.send(&pgproto3.Terminate{})
-			waitFor(t, "the session to close", func() bool { _, closed, _ := b.counts(); return closed == 1 })
-			if _, _, ended := b.counts(); ended != tc.ended {
-				t.Errorf("%d long-running results ended, want %d", ended, tc.ended)
+	files, err := filepath.Glob("testdata/protocol/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no protocol scripts (%v)", err)
+	}
+	for _, file := range files {
+		scripts, err := parseProtocolFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			for _, s := range scripts {
+				t.Run(s.name, func(t *testing.T) {
+					b := newFakeBackend()
+					ts := startServer(t, b, Config{})
+					c := ts.dialRaw(t)
+					for _, st := range s.steps {
+						c.send(st.send...)
+						c.expectAt(s.pos, st.want...)
+					}
+					c.send(&pgproto3.Terminate{})
+					waitFor(t, "the session to close", func() bool { _, closed, _ := b.counts(); return closed == 1 })
+					if _, _, ended := b.counts(); ended != s.ended {
+						t.Errorf("%s: %d long-running results ended, want %d", s.pos, ended, s.ended)
+					}
+				})
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -336,18 +335,7 @@ func ReadAll(ctx context.Context, r *persist.Reader, asOf uint64) ([]row.Update,
 	if err != nil {
 		return nil, err
 	}
-	defer cur.Close()
-	var out []row.Update
-	for {
-		chunk, err := cur.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, chunk...)
-	}
+	return cur.All(ctx)
 }
 
 // AppendAt writes updates at their own times, advancing the shard from

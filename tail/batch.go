@@ -23,7 +23,7 @@ type batch struct {
 func newBatch(lower, upper uint64, updates []row.Update) *batch {
 	b := &batch{lower: lower, upper: upper, updates: updates, bytes: 64}
 	for _, u := range updates {
-		b.bytes += formatter.UpdateSize(u)
+		b.bytes += u.Size()
 	}
 	return b
 }

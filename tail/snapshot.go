@@ -193,7 +193,7 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		default:
 			p := &piece{updates: chunk}
 			for _, u := range chunk {
-				p.bytes += formatter.UpdateSize(u)
+				p.bytes += u.Size()
 			}
 			sh.pieces = append(sh.pieces, p)
 			sh.bytes += p.bytes

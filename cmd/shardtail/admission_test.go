@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 )
 
 func TestDefaultMaxConnections(t *testing.T) {
@@ -51,10 +51,7 @@ func TestConnectionAdmission(t *testing.T) {
 		wantMax = 400 - 256
 		extra   = 300
 	)
-	bin := filepath.Join(t.TempDir(), "shardtail")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t)
 	srv := startBinaryShell(t, "ulimit -Sn 100 && ulimit -Hn 400 &&", bin, t.TempDir())
 	defer srv.kill(t)
 	// The log reaches stderr through a pipe, maybe after the ready line.

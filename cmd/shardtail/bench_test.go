@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shardtail/shardtail/bench"
+	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 )
 
 // TestBenchTailMerge runs scenario (f) of `shardtail bench` small, with a
@@ -24,10 +24,7 @@ func TestBenchTailMerge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a role-all server and a tail process")
 	}
-	bin := filepath.Join(t.TempDir(), "shardtail")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Build(t)
 	dir := t.TempDir()
 	earlier := &bench.Report{Command: "shardtail bench --scenarios a", Config: bench.DefaultSuite(true),
 		Results: &bench.Results{Paths: map[string]*bench.PathResults{

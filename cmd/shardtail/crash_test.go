@@ -9,11 +9,9 @@ import (
 	"io/fs"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardtail/shardtail/catalog"
+	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob"
 	"github.com/shardtail/shardtail/persist/consensus"
@@ -39,7 +38,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary repeatedly")
 	}
-	bin := buildBinary(t)
+	bin := testbin.Build(t)
 	dataDir := t.TempDir()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -272,17 +271,6 @@ func (m *crashModel) verify(t *testing.T, c *pgx.Conn, iteration int) {
 	}
 }
 
-// buildBinary builds shardtail into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := t.TempDir() + "/shardtail"
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // binaryServer is a `shardtail serve` child process.
 type binaryServer struct {
 	cmd    *exec.Cmd
@@ -303,9 +291,8 @@ func startBinary(t *testing.T, bin, dataDir string, extra ...string) *binaryServ
 func startBinaryShell(t *testing.T, prelude, bin, dataDir string, extra ...string) *binaryServer {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		pg, httpPort := freePort(t), freePort(t)
-		s := &binaryServer{addr: "127.0.0.1:" + pg, stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", "127.0.0.1:" + httpPort, "--tick", "100ms"}
+		s := &binaryServer{addr: testbin.FreeAddr(t), stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
+		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}
 		args = append(args, extra...)
 		s.cmd = exec.Command(bin, args...)
 		if prelude != "" {
@@ -344,7 +331,7 @@ func startBinaryShell(t *testing.T, prelude, bin, dataDir string, extra ...strin
 			s.cmd.Process.Kill()
 		}
 		<-s.exited
-		// A port taken between freePort and listen: try others.
+		// A port taken between FreeAddr and listen: try others.
 		if attempt < 3 && strings.Contains(s.stderr.String(), "address already in use") {
 			continue
 		}
@@ -375,17 +362,6 @@ func (s *binaryServer) kill(t *testing.T) {
 		}
 	}
 	<-s.exited
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
 // lockedWriter lets the child's stderr be read while it is written.
@@ -420,7 +396,7 @@ func TestCrashLeavesNoGarbage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary repeatedly")
 	}
-	bin := buildBinary(t)
+	bin := testbin.Build(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))

@@ -1,7 +1,10 @@
 // Package fakes3 serves an in-memory S3 bucket over real HTTP on loopback,
 // and writes the s3:// blob URLs (for persist/blob.Open) that point at it or
-// at any S3-compatible test endpoint. internal/s3test gives tests one per
-// test; bench shares one between a server and its tail processes.
+// at any S3-compatible test endpoint. internal/testsupport/s3test gives
+// tests one per test; bench shares one between a server and its tail
+// processes. It lives outside internal/testsupport because `shardtail
+// bench` ships in the binary and starts it (--tail-storage s3); the
+// serving path does not link it.
 //
 //	s, err := fakes3.Start("shardtail-test")
 //	if err != nil {

@@ -1,6 +1,10 @@
 // Package localpg runs a throwaway PostgreSQL cluster on loopback: the
-// server behind internal/pgtest's test databases and the benchmark's peer
-// and consensus (bench.StartPostgres).
+// server behind internal/testsupport/pgtest's test databases and the
+// benchmark's peer and consensus (bench.StartPostgres). It is a production
+// helper rather than a test harness because `shardtail bench` ships in the
+// binary and starts PostgreSQL; the serving path does not link it. The
+// process supervision (process group, Pdeathsig, stop then kill) is
+// internal/childproc's, shared with bench.StartServer.
 //
 //	s, err := localpg.Start(ctx, localpg.Options{MaxConnections: 200})
 //	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/shardtail/shardtail/internal/childproc"
 	"github.com/shardtail/shardtail/internal/loopback"
 )
 
@@ -45,10 +46,8 @@ type Server struct {
 	// Version is `postgres --version`, or "" if that failed.
 	Version string
 
-	dir     string // owns data/, the unix socket, postgres.log
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has exited; then waitErr is set
-	waitErr error
+	dir  string // owns data/, the unix socket, postgres.log
+	proc *childproc.Process
 }
 
 // Start initdbs a new cluster and starts postgres on it, returning once it
@@ -111,12 +110,6 @@ func launch(ctx context.Context, bin, dir string, cred *syscall.Credential, opts
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "postgres.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("server log: %w", err)
-	}
-	defer logFile.Close() // the child has its own descriptor
 	args := []string{
 		"-D", filepath.Join(dir, "data"),
 		"-k", dir,
@@ -130,35 +123,30 @@ func launch(ctx context.Context, bin, dir string, cred *syscall.Credential, opts
 	if opts.MaxConnections > 0 {
 		args = append(args, "-c", "max_connections="+strconv.Itoa(opts.MaxConnections))
 	}
-	// Not CommandContext: the server outlives ctx.
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
+	proc, err := childproc.Start(filepath.Join(bin, "postgres"), args, childproc.Options{
+		LogPath:    filepath.Join(dir, "postgres.log"),
 		Credential: cred,
-		// A terminal's Ctrl-C goes to the caller, which stops postgres in
-		// order (Stop) rather than having it die under its clients.
-		Setpgid: true,
-		// If the caller dies without Stop (a panic, a test timeout, a
-		// kill), postgres shuts down immediately too.
-		Pdeathsig: syscall.SIGQUIT,
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start postgres (%s): %w", bin, err)
+		// If the caller dies without Stop, postgres shuts down
+		// immediately too.
+		DeathSignal: syscall.SIGQUIT,
+		// Fast shutdown: ends open sessions.
+		StopSignal: syscall.SIGINT,
+		// Immediate shutdown: the postmaster takes its children along.
+		KillSignal:  syscall.SIGQUIT,
+		StopTimeout: stopTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres (%s): %w", bin, err)
 	}
 	s := &Server{
-		URL:    fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
-		PID:    cmd.Process.Pid,
-		dir:    dir,
-		cmd:    cmd,
-		exited: make(chan struct{}),
+		URL:  fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+		PID:  proc.PID,
+		dir:  dir,
+		proc: proc,
 	}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitReady(ctx); err != nil {
-		s.kill()
-		log := readLog(logPath)
+	if err := proc.WaitReady(ctx, readyTimeout, s.accepts); err != nil {
+		proc.Kill()
+		log := proc.Log()
 		if strings.Contains(log, "could not bind") || strings.Contains(log, "already in use") {
 			return nil, fmt.Errorf("%w: %d", errPortTaken, port)
 		}
@@ -167,68 +155,28 @@ func launch(ctx context.Context, bin, dir string, cred *syscall.Credential, opts
 	return s, nil
 }
 
-// waitReady connects until postgres answers, it exits, ctx ends, or
-// readyTimeout passes.
-func (s *Server) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(readyTimeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("postgres exited: %v", s.waitErr)
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgconn.Connect(cctx, s.URL)
-		if err == nil {
-			conn.Close(cctx)
-		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = err
-		time.Sleep(50 * time.Millisecond)
+// accepts reports whether postgres accepts a connection.
+func (s *Server) accepts(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgconn.Connect(ctx, s.URL)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("not accepting connections after %v: %v", readyTimeout, last)
+	conn.Close(ctx)
+	return nil
 }
 
 // Stop shuts postgres down (fast shutdown: SIGINT, which ends open
-// sessions) and removes the cluster directory. Call it once.
+// sessions; immediate, then SIGKILL, past stopTimeout) and removes the
+// cluster directory. Call it once.
 func (s *Server) Stop() error {
-	var err error
-	if s.cmd.Process.Signal(syscall.SIGINT) == nil {
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			err = fmt.Errorf("postgres did not stop within %v; killed it", stopTimeout)
-			s.kill()
-		}
+	err := s.proc.Stop()
+	if err != nil {
+		err = fmt.Errorf("postgres: %w", err)
 	}
 	if rmErr := os.RemoveAll(s.dir); rmErr != nil && err == nil {
 		err = fmt.Errorf("remove cluster directory: %w", rmErr)
 	}
 	return err
-}
-
-// kill stops postgres at once and waits for it to exit.
-func (s *Server) kill() {
-	s.cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown: the postmaster takes its children along
-	select {
-	case <-s.exited:
-	case <-time.After(stopTimeout):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-// readLog returns the server log, or why it cannot.
-func readLog(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	return string(b)
 }

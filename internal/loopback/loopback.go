@@ -1,5 +1,6 @@
 // Package loopback finds free ports on 127.0.0.1 for the servers that
-// tests and benchmarks start.
+// tests and benchmarks start: the one implementation behind bench's child
+// servers, localpg and the tests' testbin.FreeAddr.
 package loopback
 
 import (

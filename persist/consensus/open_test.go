@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardtail/shardtail/internal/pgtest"
+	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/consensus/mem"
 	"github.com/shardtail/shardtail/persist/consensus/postgres"

@@ -74,13 +74,16 @@ func URL(t testing.TB) string {
 }
 
 // Main runs the tests of m, then stops the throwaway server if URL started
-// one, and exits. Call it from TestMain.
-func Main(m *testing.M) {
+// one, runs the other cleanups (e.g. testbin.Remove), and exits; a failed
+// cleanup fails the run. Call it from TestMain.
+func Main(m *testing.M, cleanups ...func() error) {
 	code := m.Run()
-	if err := stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
-		if code == 0 {
-			code = 1
+	for _, cleanup := range append([]func() error{stop}, cleanups...) {
+		if err := cleanup(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	os.Exit(code)

@@ -8,9 +8,7 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,48 +19,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shardtail/shardtail/internal/pgtest"
-	"github.com/shardtail/shardtail/internal/s3test"
+	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
+	"github.com/shardtail/shardtail/internal/testsupport/s3test"
+	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// buildBinary builds cmd/shardtail once per test binary.
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "shardtail-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "shardtail")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/shardtail/shardtail/cmd/shardtail").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func TestMain(m *testing.M) { pgtest.Main(m, testbin.Remove) }
 
 // proc is one running shardtail process.
 type proc struct {
@@ -76,7 +38,7 @@ type proc struct {
 
 func startProc(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	return startProcAt(t, name, freePort(t), args...)
+	return startProcAt(t, name, testbin.FreeAddr(t), args...)
 }
 
 // startProcAt is startProc listening on addr.
@@ -97,8 +59,8 @@ func startProcAt(t *testing.T, name, addr string, args ...string) *proc {
 // connections.
 func (p *proc) start(t *testing.T) {
 	t.Helper()
-	args := append([]string{"serve", "--listen", p.addr, "--http-listen", freePort(t), "--tick", "100ms"}, p.args...)
-	p.cmd = exec.Command(binary(t), args...)
+	args := append([]string{"serve", "--listen", p.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}, p.args...)
+	p.cmd = exec.Command(testbin.Build(t), args...)
 	p.cmd.Stdout = &lockedWriter{p: p}
 	p.cmd.Stderr = &lockedWriter{p: p}
 	if err := p.cmd.Start(); err != nil {
@@ -497,7 +459,7 @@ func waitRows(t *testing.T, s *stream, k string) {
 func TestCancelThroughPeer(t *testing.T) {
 	storage := []string{"--blob", s3test.URL(t), "--consensus", pgtest.URL(t)}
 	up := startProc(t, "upstream", storage...)
-	addr1, addr2 := freePort(t), freePort(t)
+	addr1, addr2 := testbin.FreeAddr(t), testbin.FreeAddr(t)
 	peers := "--peers=1=" + addr1 + ",2=" + addr2
 	tail1 := startProcAt(t, "tail1", addr1, append(storage, "--upstream", up.addr, "--peer-id", "1", peers)...)
 	tail2 := startProcAt(t, "tail2", addr2, append(storage, "--upstream", up.addr, "--peer-id", "2", peers)...)

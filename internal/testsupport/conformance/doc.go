@@ -1,14 +1,14 @@
 // Package conformance is the SUBSCRIBE conformance suite: data-driven
 // scripts under testdata/conformance/*.txt (at the repository root), each
-// run against a fresh in-process server (internal/testserver, in-memory
+// run against a fresh in-process server (internal/testsupport/testserver, in-memory
 // storage) twice, once with the fast path on and once with it off, and
 // both runs checked against the same expected output. A script is a
 // reading of SUBSCRIBE-SPEC.md: its expectations are what the spec says,
 // so a difference is a server bug or a difference between the paths.
 //
-//	go test ./internal/conformance                    # run every script on both paths
-//	go test ./internal/conformance -run 'TestConformance/cursors'
-//	go test ./internal/conformance -rewrite           # expectations := fast path's output
+//	go test ./internal/testsupport/conformance           # run every script on both paths
+//	go test ./internal/testsupport/conformance -run 'TestConformance/cursors'
+//	go test ./internal/testsupport/conformance -rewrite  # expectations := fast path's output
 //
 // After -rewrite, read the diff: the file then says what the server does,
 // which is only right if it is what the spec says.

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardtail/shardtail/internal/conformance"
+	"github.com/shardtail/shardtail/internal/testsupport/conformance"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the scripts' expectations from the fast path's output")
 
 // scriptDir holds the conformance scripts, at the repository root.
-const scriptDir = "../../testdata/conformance"
+const scriptDir = "../../../testdata/conformance"
 
 // TestConformance runs every script on both paths.
 func TestConformance(t *testing.T) {

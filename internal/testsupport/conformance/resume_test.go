@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/shardtail/shardtail/internal/conformance"
-	"github.com/shardtail/shardtail/internal/testserver"
+	"github.com/shardtail/shardtail/internal/testsupport/conformance"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
 // resumeSeeds are the seeds of TestResumeContract, each a table of its own
