@@ -198,6 +198,8 @@ func (p *subscribePlan) startDataflow(src *Item, asOf uint64, upTo *uint64) subs
 		Snapshot:         p.snap,
 		MaxBufferedBytes: s.maxBufferedBytes(),
 		Purpose:          "subscribe",
+		// The same rate as the fast path's listen reader.
+		DowngradeInterval: s.c.cfg.Tail.DowngradeInterval,
 	}
 	if p.q != nil {
 		cfg.MFP = p.q.mfp.bind(nil)
