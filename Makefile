@@ -42,10 +42,20 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: a short run of every fuzz target.
+## fuzz: a short run (FUZZTIME each, default 5s) of every fuzz target in
+## the module, found by name so that a new one is never left out.
+FUZZTIME ?= 5s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodePart -fuzztime 60s ./persist/codec/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./sql/
+	@set -e; n=0; \
+	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+	  dir=$$(dirname $$f); \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "== $$t $$dir/ ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$dir/; \
+	    n=$$((n+1)); \
+	  done; \
+	done; \
+	echo "fuzz: $$n targets ran"
 
 clean:
 	rm -rf bin
