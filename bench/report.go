@@ -275,14 +275,10 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		for _, pr := range []*PathResults{fast, flow} {
 			if pr != nil && pr.Memory != nil && pr.Memory.Storm != nil && pr.Memory.Storm.Aborted != "" {
 				m := pr.Memory
-				fmt.Fprintf(w, "**%s path: %s** (the bench's memory guard) with %s of %s subscribers in; its RSS below is that peak, and per subscriber is "+
-					"(peak − before) ÷ those subscribers.\n\n", pr.Path, m.Storm.Aborted, commas(m.Storm.Completed), commas(m.Storm.Clients))
-				if m.RSSIdle == 0 && m.Storm.ServerPeakRSS > 0 && m.Storm.Completed > 0 {
-					// A report rendered from a run before the guard
-					// filled these in.
-					m.RSSIdle = m.Storm.ServerPeakRSS
-					m.PerClientKB = float64(m.RSSIdle-m.RSSBefore) / 1024 / float64(m.Storm.Completed)
-				}
+				m.upgradeAborted()
+				fmt.Fprintf(w, "**%s path: %s** (the bench's memory guard) while subscribing, with %s of %s snapshots complete: its subscribers "+
+					"never got to idle, so it has no idle RSS and no RSS per idle subscriber; its peak RSS during the subscribe storm is shown "+
+					"instead, with no ratio.\n\n", pr.Path, m.Storm.Aborted, commas(m.Storm.Completed), commas(m.Storm.Clients))
 			}
 		}
 		fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
@@ -302,8 +298,14 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			{"errors", func(m *MemoryResult) float64 { return float64(m.Storm.Errors) }, count, false},
 			{"time to subscribe them all (storm)", func(m *MemoryResult) float64 { return m.Storm.StormSeconds }, secs, true},
 			{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false},
-			{"server RSS with the idle subscribers", func(m *MemoryResult) float64 { return float64(m.RSSIdle) }, mib, true},
-			{"RSS per idle subscriber", func(m *MemoryResult) float64 { return m.PerClientKB }, kib, true},
+			{"server RSS with the idle subscribers", idleOnly(func(m *MemoryResult) float64 { return float64(m.RSSIdle) }), mib, true},
+			{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true},
+			{"server peak RSS during the subscribe storm (aborted run)", func(m *MemoryResult) float64 {
+				if m.Idle() || m.PeakRSS == 0 {
+					return -1
+				}
+				return float64(m.PeakRSS)
+			}, mib, false},
 			{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true},
 		} {
 			vf, vd := mem(fast, row.f), mem(flow, row.f)
@@ -354,6 +356,26 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		loads("(f) through the tail", res.Tail.Load)
 	}
 	fmt.Fprintf(w, "\nThe raw numbers are in [%s](%s).\n", ReportJSON, ReportJSON)
+}
+
+// idleOnly is f for a memory result whose subscribers got to idle, and
+// "not measured" for an aborted one (the ratio then has nothing to divide).
+func idleOnly(f func(*MemoryResult) float64) func(*MemoryResult) float64 {
+	return func(m *MemoryResult) float64 {
+		if !m.Idle() {
+			return -1
+		}
+		return f(m)
+	}
+}
+
+// upgradeAborted moves an aborted run's peak, which reports before PeakRSS
+// (rendered again from their JSON) kept in RSSIdle, to PeakRSS.
+func (m *MemoryResult) upgradeAborted() {
+	if m.PeakRSS == 0 {
+		m.PeakRSS = max(m.RSSIdle, m.Storm.ServerPeakRSS)
+	}
+	m.RSSIdle, m.PerClientKB = 0, -1
 }
 
 func (p *PathResults) liveOf() *LiveResult {
@@ -646,7 +668,7 @@ func checkGoals(r *Report) []Goal {
 	add("fast path, "+rows+" rows: whole snapshot delivered (last row)", "< 0.5 s", big(func(b *BigResult) float64 { return b.CopyLastRow }), secs, func(x float64) bool { return x < 0.5 })
 	add("fast path, "+rows+" rows: snapshot complete (progress row)", "< 0.5 s", big(func(b *BigResult) float64 { return b.CopyComplete }), secs, func(x float64) bool { return x < 0.5 })
 	memv := -1.0
-	if fast != nil && fast.Memory != nil && fast.Memory.Storm.Completed > 0 {
+	if fast != nil && fast.Memory != nil && fast.Memory.Idle() {
 		memv = fast.Memory.PerClientKB
 	}
 	add(fmt.Sprintf("fast path, RSS per idle subscriber (%s)", commas(r.Config.IdleClients)), "< 30 KiB", memv, kib, func(x float64) bool { return x < 30 })

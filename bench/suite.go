@@ -222,12 +222,21 @@ type LiveResult struct {
 }
 
 // MemoryResult is (e): server RSS before and with IdleClients idle
-// subscribers.
+// subscribers. A storm cut short by the memory guard never had them idle:
+// it has PeakRSS, the peak during the subscribe storm, and no RSSIdle or
+// PerClientKB (-1).
 type MemoryResult struct {
 	Storm       *StormResult `json:"storm"`
 	RSSBefore   int64        `json:"rss_before_bytes"`
 	RSSIdle     int64        `json:"rss_idle_bytes"`
 	PerClientKB float64      `json:"per_subscriber_kib"`
+	PeakRSS     int64        `json:"storm_peak_rss_bytes,omitempty"`
+}
+
+// Idle reports whether the subscribers got to idle, so that RSSIdle and
+// PerClientKB were measured.
+func (m *MemoryResult) Idle() bool {
+	return m.Storm != nil && m.Storm.Aborted == "" && m.PerClientKB >= 0 && m.RSSIdle > 0
 }
 
 // StormCounterNames are the server counters recorded around each storm:
@@ -600,7 +609,9 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			if a := pr.Memory.Storm.Aborted; a != "" {
 				pr.problem("(e): %s", a)
 			}
-			st.Logf("%s (e): %d idle subscribers, %.1f KiB each", pr.Path, pr.Memory.Storm.Completed, pr.Memory.PerClientKB)
+			if pr.Memory.Idle() {
+				st.Logf("%s (e): %d idle subscribers, %.1f KiB each", pr.Path, pr.Memory.Storm.Completed, pr.Memory.PerClientKB)
+			}
 			return nil
 		})
 		if err != nil {
@@ -871,12 +882,14 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 		return nil, err
 	}
 	mr.Storm = r
+	mr.PerClientKB = -1
 	if r.Aborted != "" {
-		// Cut short by the memory guard: the peak, over the subscribers
-		// that got that far, is what there is.
-		mr.RSSIdle, rssErr = r.ServerPeakRSS, nil
+		// Cut short by the memory guard while subscribing: the peak is of
+		// the storm, not of idle subscribers, and divides by nothing.
+		mr.RSSIdle, mr.PeakRSS = 0, r.ServerPeakRSS
+		return mr, nil
 	}
-	if r.Completed > 0 && rssErr == nil {
+	if r.Completed > 0 && rssErr == nil && mr.RSSIdle > 0 {
 		mr.PerClientKB = float64(mr.RSSIdle-mr.RSSBefore) / 1024 / float64(r.Completed)
 	}
 	return mr, nil
