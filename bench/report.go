@@ -170,6 +170,7 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		}
 		writeStormErrors(w, res)
 		writeStormCounters(w, res, cfg.Clients)
+		writePerSubscribeCost(w, res, cfg.Clients)
 	}
 
 	// (b)
@@ -482,6 +483,44 @@ func writeStormCounters(w io.Writer, res *Results, ns []int) {
 	}
 	fmt.Fprintf(w, "Server counters, increase during each storm (from its /metrics):\n\n| path | N |%s\n", counterHeaders("", StormCounterNames))
 	fmt.Fprintf(w, "|---|---:|%s\n%s\n\n", strings.Repeat("---:|", len(StormCounterNames)), strings.Join(rows, "\n"))
+}
+
+// writePerSubscribeCost explains, from the storm counters, what one
+// subscribe cost each path at the largest N: the dataflow path registers a
+// reader per subscribe (a CAS on the shard state that every subscriber
+// shares, and another to expire it) and fetches and decodes the snapshot's
+// parts itself; the fast path shares one reader and one decode.
+func writePerSubscribeCost(w io.Writer, res *Results, ns []int) {
+	per := func(name string) (n int, c map[string]float64, subs float64) {
+		pr := res.Paths[name]
+		if pr == nil {
+			return 0, nil, 0
+		}
+		for _, n := range slices.Backward(slices.Sorted(slices.Values(ns))) {
+			if c := pr.StormCounters[n]; c != nil && c["shardtail_subscribes_total"] > 0 {
+				return n, c, c["shardtail_subscribes_total"]
+			}
+		}
+		return 0, nil, 0
+	}
+	nd, cd, subsD := per(PathDataflow)
+	if cd == nil {
+		return
+	}
+	each := func(c map[string]float64, k string, subs float64) string {
+		return fmt.Sprintf("%.2f", c[k]/subs)
+	}
+	fmt.Fprintf(w, "Why a dataflow subscribe costs more (its counters at N=%s, per subscribe): each registers its own persist reader, a "+
+		"compare-and-set on the shard's state that all of them share (%s CAS attempts per subscribe, %s of them lost to a concurrent "+
+		"change and retried; closing expires the reader with another), and reads and decodes the snapshot's parts itself "+
+		"(%s part fetches per subscribe).",
+		commas(nd), each(cd, "shardtail_persist_cas_attempts_total", subsD), each(cd, "shardtail_persist_cas_conflicts_total", subsD),
+		each(cd, "shardtail_persist_parts_fetched_total", subsD))
+	if nf, cf, subsF := per(PathFast); cf != nil {
+		fmt.Fprintf(w, " The fast path at N=%s shares one reader and one decode per collection: %s CAS attempts and %s part fetches per subscribe.",
+			commas(nf), each(cf, "shardtail_persist_cas_attempts_total", subsF), each(cf, "shardtail_persist_parts_fetched_total", subsF))
+	}
+	fmt.Fprint(w, "\n\n")
 }
 
 // counterName is a metric's name in a table header.

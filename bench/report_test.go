@@ -58,3 +58,33 @@ func TestReportAbortedMemory(t *testing.T) {
 		t.Errorf("the aborted run's peak ÷ subscribers is still reported:\n%s", md)
 	}
 }
+
+// TestReportPerSubscribeCost: the report explains the dataflow path's
+// per-subscribe cost from its storm counters.
+func TestReportPerSubscribeCost(t *testing.T) {
+	cfg := DefaultSuite(true)
+	cfg.Clients = []int{64, 256}
+	storm := func(n int) []*StormResult {
+		return []*StormResult{{Clients: n, Connected: n, Completed: n, StormSeconds: 1, ServerCPU: 1}}
+	}
+	counters := func(subs, cas, conflicts, parts float64) map[string]float64 {
+		return map[string]float64{"shardtail_subscribes_total": subs, "shardtail_persist_cas_attempts_total": cas,
+			"shardtail_persist_cas_conflicts_total": conflicts, "shardtail_persist_parts_fetched_total": parts}
+	}
+	r := &Report{Config: cfg, Results: &Results{Paths: map[string]*PathResults{
+		PathFast: {Path: PathFast, Storms: storm(256), StormCounters: map[int]map[string]float64{256: counters(256, 3, 0, 4)}},
+		PathDataflow: {Path: PathDataflow, Storms: storm(256), StormCounters: map[int]map[string]float64{
+			64: counters(64, 64, 0, 256), 256: counters(256, 640, 128, 1024)}},
+	}}}
+	md := markdownOf(t, r)
+	for _, want := range []string{
+		"counters at N=256, per subscribe",
+		"2.50 CAS attempts per subscribe, 0.50 of them lost",
+		"4.00 part fetches per subscribe",
+		"fast path at N=256 shares one reader and one decode per collection: 0.01 CAS attempts and 0.02 part fetches per subscribe",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
