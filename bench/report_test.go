@@ -88,3 +88,32 @@ func TestReportPerSubscribeCost(t *testing.T) {
 		}
 	}
 }
+
+// TestReportMedianOfRuns: with three runs, (a)'s figures are the medians
+// with their min–max, and ratios are of the medians.
+func TestReportMedianOfRuns(t *testing.T) {
+	cfg := DefaultSuite(true)
+	cfg.Runs, cfg.Clients = 3, []int{64}
+	storms := func(secs ...float64) []*StormResult {
+		var out []*StormResult
+		for _, s := range secs {
+			out = append(out, &StormResult{Clients: 64, Connected: 64, Completed: 64, StormSeconds: s, ServerCPU: s})
+		}
+		return out
+	}
+	fast, flow := storms(0.3, 0.1, 0.2), storms(2.0, 4.0, 3.0)
+	r := &Report{Config: cfg, Results: &Results{Paths: map[string]*PathResults{
+		PathFast:     {Path: PathFast, StormRuns: map[int][]*StormResult{64: fast}, Storms: []*StormResult{medianRun(fast, func(s *StormResult) float64 { return s.StormSeconds })}},
+		PathDataflow: {Path: PathDataflow, StormRuns: map[int][]*StormResult{64: flow}, Storms: []*StormResult{medianRun(flow, func(s *StormResult) float64 { return s.StormSeconds })}},
+	}}}
+	md := markdownOf(t, r)
+	if got, want := tableRow(t, md, "64"), "| 64 | storm time | 200.0 ms (100.0 ms–300.0 ms) | 3.00 s (2.00 s–4.00 s) | 15.0× | — |"; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := r.Results.Paths[PathFast].Storms[0].StormSeconds; got != 0.2 {
+		t.Errorf("median run has storm time %v, want 0.2", got)
+	}
+	if !strings.Contains(md, "median of 3 runs") {
+		t.Errorf("report does not say its figures are medians:\n%s", md)
+	}
+}
