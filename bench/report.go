@@ -235,8 +235,13 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 	// (d)
 	if fast != nil && fast.Slow != nil || flow != nil && flow.Slow != nil {
 		fmt.Fprintf(w, "## (d) Slow-client isolation\n\n%s subscribers while a writer inserts %d rows/s of %d bytes for %v; in the second run %d of them "+
-			"(every %dth) stop reading once their snapshot is complete. Latencies are of the clients that keep reading.\n\n",
-			commas(cfg.SlowClients), cfg.SlowRate, cfg.SlowPayloadBytes, cfg.LiveDuration, cfg.SlowStalled, max(1, cfg.SlowClients/max(1, cfg.SlowStalled)))
+			"(every %dth) stop reading once their snapshot is complete, with `SET subscribe_max_buffered_bytes = %s` (%s written in the run, "+
+			"well over the kernel's buffers), "+
+			"so that their backlog passes the budget: the fast path detaches them, the dataflow path ends their subscribe (53200). Once the writer "+
+			"is done they read again, and each must receive every row written (no gap, no duplicate) within the client timeout. Latencies are of "+
+			"the clients that keep reading; detaches and resumes are the server's counters (/metrics) over the run.\n\n",
+			commas(cfg.SlowClients), cfg.SlowRate, cfg.SlowPayloadBytes, cfg.LiveDuration, cfg.SlowStalled, max(1, cfg.SlowClients/max(1, cfg.SlowStalled)),
+			kibBytes(cfg.SlowBudgetBytes), mib(float64(cfg.SlowRate)*float64(cfg.SlowPayloadBytes)*cfg.LiveDuration.Seconds()))
 		fmt.Fprintf(w, "| metric | fast path | dataflow path |\n|---|---:|---:|\n")
 		slow := func(pr *PathResults, stalled bool, f func(*LiveResult) float64, format func(float64) string) string {
 			if pr == nil {
@@ -260,6 +265,21 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		p99 := func(d Dist) float64 { return d.P99 }
 		delivered := func(l *LiveResult) float64 { return 100 * l.Delivered }
 		errs := func(l *LiveResult) float64 { return float64(l.Storm.Errors) }
+		counter := func(name string) func(*LiveResult) float64 {
+			return func(l *LiveResult) float64 {
+				v, ok := l.Counters[name]
+				if !ok {
+					return -1
+				}
+				return v
+			}
+		}
+		everyRow := func(l *LiveResult) float64 {
+			if l.Storm.Stalled == 0 || l.Storm.StalledComplete == 0 && len(l.Storm.StalledFailures) == 0 {
+				return -1 // not checked (a run from before the check)
+			}
+			return float64(l.Storm.StalledComplete)
+		}
 		for _, row := range []struct {
 			name    string
 			stalled bool
@@ -273,8 +293,23 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			{"rows delivered to readers, no stalled clients", false, delivered, pct},
 			{fmt.Sprintf("rows delivered to readers, %d stalled", cfg.SlowStalled), true, delivered, pct},
 			{fmt.Sprintf("errors, %d stalled", cfg.SlowStalled), true, errs, count},
+			{fmt.Sprintf("stalled clients that, reading again, received every row (of %d)", cfg.SlowStalled), true, everyRow, count},
+			{"detaches (/metrics)", true, counter("shardtail_tail_detaches_total"), count},
+			{"resumes (/metrics)", true, counter("shardtail_tail_resumes_total"), count},
+			{"private catch-ups (/metrics)", true, counter("shardtail_tail_private_catchups_total"), count},
 		} {
 			fmt.Fprintf(w, "| %s | %s | %s |\n", row.name, slow(fast, row.stalled, row.f, row.fmt), slow(flow, row.stalled, row.f, row.fmt))
+		}
+		var why []string
+		for _, pr := range []*PathResults{fast, flow} {
+			if pr == nil {
+				continue
+			}
+			for i, l := range orRuns(pr.SlowRuns, pr.Slow) {
+				for _, e := range SortedErrors(l.Storm.StalledFailures) {
+					why = append(why, fmt.Sprintf("- %s path, run %d: %s", pr.Path, i+1, e))
+				}
+			}
 		}
 		for _, pr := range []*PathResults{fast, flow} {
 			if pr == nil || pr.SlowBaseline == nil || pr.Slow == nil {
@@ -286,6 +321,9 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			}
 		}
 		fmt.Fprintln(w)
+		if len(why) > 0 {
+			fmt.Fprintf(w, "Stalled clients that did not receive every row on reading again:\n\n%s\n\n", strings.Join(why, "\n"))
+		}
 	}
 
 	// (e)
@@ -677,6 +715,9 @@ func count(v float64) string   { return commas(int(v + 0.5)) }
 func pct(v float64) string     { return fmt.Sprintf("%.1f%%", v) }
 func mib(v float64) string     { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 func kib(v float64) string     { return fmt.Sprintf("%.1f KiB", v) }
+
+// kibBytes formats a byte count in KiB.
+func kibBytes(n int) string { return fmt.Sprintf("%d KiB", n>>10) }
 
 // commas formats n with thousands separators.
 func commas(n int) string {

@@ -66,6 +66,12 @@ type SuiteConfig struct {
 	// SlowClients subscribe, SlowStalled of them stop reading, while a
 	// writer inserts SlowRate rows/s of SlowPayloadBytes (d).
 	SlowClients, SlowStalled, SlowRate, SlowPayloadBytes int
+	// SlowBudgetBytes is the stalled clients' subscribe_max_buffered_bytes
+	// in (d): small, so that they are really detached (fast path) or cut
+	// off (dataflow path). What the writer writes in the run must also be
+	// well over what the kernel buffers on a loopback connection (its
+	// 64 KiB segments let the server's send buffer grow to some MiB).
+	SlowBudgetBytes int
 	// IdleClients hold idle subscriptions for the memory probe (e).
 	IdleClients int
 	// TailClients are the storm sizes of (f), each run on role all and
@@ -86,6 +92,20 @@ type SuiteConfig struct {
 	Status *Status `json:"-"`
 }
 
+// DefaultSlowBudgetBytes is (d)'s stalled clients' queue budget: the
+// server's default, 128 MiB, is more than a stalled client of the full run
+// is ever behind, so it was never detached.
+const DefaultSlowBudgetBytes = 64 << 10
+
+// SlowCounterNames are the fast path's counters recorded around each run
+// of (d): the stalled clients' detaches and resumes.
+var SlowCounterNames = []string{
+	"shardtail_tail_detaches_total",
+	"shardtail_tail_resumes_total",
+	"shardtail_tail_private_catchups_total",
+	"shardtail_tail_history_loss_errors_total",
+}
+
 // DefaultMaxServerRSS is the suite's memory guard: 10 GiB of a 24 GiB
 // machine that others share.
 const DefaultMaxServerRSS = 10 << 30
@@ -98,7 +118,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 			Clients:   []int{64},
 			SmallRows: 10_000, BigRows: 100_000, PayloadBytes: 64, Repeat: DefaultQuickRuns, Runs: DefaultQuickRuns,
 			LiveClients: 32, LiveRate: 50, LiveDuration: 3 * time.Second,
-			SlowClients: 20, SlowStalled: 2, SlowRate: 50, SlowPayloadBytes: 2048,
+			SlowClients: 20, SlowStalled: 2, SlowRate: 1000, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 			IdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
 			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
@@ -109,7 +129,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 		Clients:   []int{256, 1024, 2048},
 		SmallRows: 10_000, BigRows: 1_000_000, PayloadBytes: 64, Repeat: DefaultRuns, Runs: DefaultRuns,
 		LiveClients: 1024, LiveRate: 100, LiveDuration: 15 * time.Second,
-		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048,
+		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 		IdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
 		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
@@ -234,6 +254,8 @@ type LiveResult struct {
 	WriteErrors  int     `json:"write_errors"`
 	WriterError  string  `json:"writer_error,omitempty"`
 	Delivered    float64 `json:"delivered_fraction"`
+	// Counters are SlowCounterNames' increase over the run (d).
+	Counters map[string]float64 `json:"counters,omitempty"`
 }
 
 // MemoryResult is (e): server RSS before and with IdleClients idle
@@ -605,11 +627,13 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			for _, stalled := range []int{0, cfg.SlowStalled} {
 				name := fmt.Sprintf("(d) with %d stalled clients%s", stalled, runLabel(run, cfg.Runs))
 				err := step(name, tableLive, func(srv *Server) error {
+					delta := counterDeltaOf(ctx, srv.MetricsURL, SlowCounterNames)
 					r, err := runLive(ctx, cfg, srv, cfg.SlowClients, stalled, cfg.SlowRate, cfg.SlowPayloadBytes,
 						label(fmt.Sprintf("(d) %d subscribers, %d stalled%s", cfg.SlowClients, stalled, runLabel(run, cfg.Runs))))
 					if err != nil {
 						return err
 					}
+					r.Counters = delta()
 					if a := r.Storm.Aborted; a != "" {
 						pr.problem("%s: %s", name, a)
 					}
@@ -677,12 +701,17 @@ func stormLine(r *StormResult) string {
 // returns a function that scrapes them again and returns their increase
 // (nil when either scrape failed).
 func counterDelta(ctx context.Context, metricsURL string) func() map[string]float64 {
-	before, err := ScrapeCounters(ctx, metricsURL, StormCounterNames)
+	return counterDeltaOf(ctx, metricsURL, StormCounterNames)
+}
+
+// counterDeltaOf is counterDelta of the named counters.
+func counterDeltaOf(ctx context.Context, metricsURL string, names []string) func() map[string]float64 {
+	before, err := ScrapeCounters(ctx, metricsURL, names)
 	return func() map[string]float64 {
 		if err != nil {
 			return nil
 		}
-		after, err := ScrapeCounters(ctx, metricsURL, StormCounterNames)
+		after, err := ScrapeCounters(ctx, metricsURL, names)
 		if err != nil {
 			return nil
 		}
@@ -886,11 +915,19 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, n, stalled, rat
 		sleepCtx(ctx, liveDrain)
 		return nil
 	}
-	r, err := Storm(ctx, StormConfig{
+	sc := StormConfig{
 		URL: srv.URL, Clients: n, Mode: ModeCopy, Relation: tableLive, Timeout: cfg.Timeout,
 		LatencyColumn: 4, Stalled: stalled, Live: writer, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
 		Status: cfg.Status, Label: label,
-	})
+	}
+	if stalled > 0 {
+		// Output columns: mz_timestamp, mz_progressed, mz_diff, id, payload.
+		sc.IDColumn, sc.ResumeStalled = 3, func() int64 { return lr.Written }
+		if cfg.SlowBudgetBytes > 0 {
+			sc.StalledSQL = []string{fmt.Sprintf("SET subscribe_max_buffered_bytes = %d", cfg.SlowBudgetBytes)}
+		}
+	}
+	r, err := Storm(ctx, sc)
 	if r == nil {
 		return nil, err
 	}
