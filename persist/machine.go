@@ -145,9 +145,8 @@ func (m *machine) commit(ctx context.Context, t transition) (next *State, commit
 		return nil, false, ctx.Err()
 	}
 	defer func() { <-m.casTurn }()
-	var conflictWait, errorWait backoff
-	conflictWait.init(time.Millisecond, 256*time.Millisecond)
-	errorWait.init(time.Millisecond, time.Second)
+	conflictWait := backoff{ceiling: time.Millisecond, limit: 256 * time.Millisecond}
+	errorWait := backoff{ceiling: time.Millisecond, limit: time.Second}
 	for {
 		cur, _ := m.current()
 		next, err := t(cur)
@@ -186,8 +185,6 @@ func (m *machine) commit(ctx context.Context, t transition) (next *State, commit
 type backoff struct {
 	ceiling, limit time.Duration
 }
-
-func (b *backoff) init(first, limit time.Duration) { b.ceiling, b.limit = first, limit }
 
 // sleep waits for the next delay, or until ctx is done.
 func (b *backoff) sleep(ctx context.Context) error {
