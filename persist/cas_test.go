@@ -31,10 +31,10 @@ func (c *countingConsensus) CompareAndSet(ctx context.Context, key string, exp *
 
 // registrationStorm registers perClient readers of one shard at once from
 // each of clients, and returns the CAS attempts and conflicts it took.
-func registrationStorm(t *testing.T, clients, perClient int) (attempts, conflicts int64) {
+func registrationStorm(t *testing.T, clients, perClient, rollupEvery int) (attempts, conflicts int64) {
 	t.Helper()
 	e := newEnv(t)
-	e.cfg.RollupEvery = 1 << 20 // count registrations, not rollups
+	e.cfg.RollupEvery = rollupEvery
 	counting := &countingConsensus{Consensus: e.consensus}
 	e.consensus = counting
 	ctx := ctxT(t)
@@ -89,9 +89,26 @@ func registrationStorm(t *testing.T, clients, perClient int) (attempts, conflict
 // other (which cost about N²/2 attempts, each cloning the whole state).
 func TestRegistrationStormOneProcess(t *testing.T) {
 	const n = 64
-	attempts, conflicts := registrationStorm(t, 1, n)
+	attempts, conflicts := registrationStorm(t, 1, n, noRollups)
 	if attempts != n || conflicts != 0 {
 		t.Fatalf("%d registrations took %d CAS attempts (%d conflicts), want %d and 0", n, attempts, conflicts, n)
+	}
+}
+
+// noRollups is a RollupEvery that a test's storm never reaches: it counts
+// registrations alone.
+const noRollups = 1 << 20
+
+// A storm that passes RollupEvery rolls up about once per RollupEvery
+// registrations. Callers that waited their turn all commit states far past
+// the latest rollup; each rolling up (and its rollup's commit rolling up
+// again) grew without bound.
+func TestRegistrationStormRollsUpOnce(t *testing.T) {
+	const n, every = 256, 16
+	attempts, conflicts := registrationStorm(t, 1, n, every)
+	if limit := int64(n + 2*n/every); attempts > limit || conflicts != 0 {
+		t.Fatalf("%d registrations with RollupEvery %d took %d CAS attempts (%d conflicts), want at most %d and 0",
+			n, every, attempts, conflicts, limit)
 	}
 }
 
@@ -100,7 +117,7 @@ func TestRegistrationStormOneProcess(t *testing.T) {
 func TestRegistrationStormAcrossProcesses(t *testing.T) {
 	const clients, perClient = 32, 2
 	const n = clients * perClient
-	attempts, conflicts := registrationStorm(t, clients, perClient)
+	attempts, conflicts := registrationStorm(t, clients, perClient, noRollups)
 	t.Logf("%d registrations from %d clients: %d CAS attempts, %d conflicts", n, clients, attempts, conflicts)
 	if limit := int64(n * n / 8); attempts > limit {
 		t.Fatalf("%d registrations took %d CAS attempts, want at most %d (N²/8)", n, attempts, limit)

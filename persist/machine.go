@@ -28,6 +28,8 @@ type machine struct {
 	// casTurn is held (a one-slot semaphore, so that waiting honours a
 	// context) by the caller whose CAS is in flight.
 	casTurn chan struct{}
+	// rollingUp is set while a caller writes and records a rollup.
+	rollingUp atomic.Bool
 
 	// refreshes batches linearizable reads of consensus (a storm of N
 	// callers costs two reads, not N).
@@ -200,19 +202,35 @@ func (b *backoff) sleep(ctx context.Context) error {
 	}
 }
 
-// maybeRollup writes a rollup of s when the latest one is RollupEvery
-// versions behind, and records it in state.
+// maybeRollup writes a rollup when the newest state is RollupEvery
+// versions past the latest one, and records it in state. One caller in the
+// process writes it at a time, of the newest state, and its own commit
+// does not roll up again: callers that committed while waiting their turn
+// each saw a state far past the latest rollup, and each rolling up (a full
+// state to blob, then a commit that waits its turn and is itself far past
+// it) fed on itself.
 func (m *machine) maybeRollup(ctx context.Context, s *State) error {
-	latest, _ := s.LatestRollup()
-	if int(s.SeqNo-latest) < m.c.cfg.RollupEvery {
+	if !m.needsRollup(s) || !m.rollingUp.CompareAndSwap(false, true) {
 		return nil
 	}
-	key, err := m.c.versions.writeRollup(ctx, s)
+	defer m.rollingUp.Store(false)
+	cur, _ := m.current()
+	if !m.needsRollup(cur) {
+		return nil // another caller's rollup landed since s
+	}
+	key, err := m.c.versions.writeRollup(ctx, cur)
 	if err != nil {
 		return err
 	}
-	_, err = m.apply(ctx, addRollup(s.SeqNo, key))
+	_, _, err = m.commit(ctx, addRollup(cur.SeqNo, key))
 	return err
+}
+
+// needsRollup reports whether s is RollupEvery versions past its latest
+// rollup.
+func (m *machine) needsRollup(s *State) bool {
+	latest, _ := s.LatestRollup()
+	return int(s.SeqNo-latest) >= m.c.cfg.RollupEvery
 }
 
 // waitUntil blocks until cond holds for the newest state, re-reading
