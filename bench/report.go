@@ -363,7 +363,7 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false},
 			{"server RSS with the idle subscribers", idleOnly(func(m *MemoryResult) float64 { return float64(m.RSSIdle) }), mib, true},
 			{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true},
-			{"server peak RSS during the subscribe storm (aborted run)", func(m *MemoryResult) float64 {
+			{abortedRow, func(m *MemoryResult) float64 {
 				if m.Idle() || m.PeakRSS == 0 {
 					return -1
 				}
@@ -372,6 +372,9 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true},
 		} {
 			vf, vd := mem(fast, row.f), mem(flow, row.f)
+			if row.name == abortedRow && vf.n == 0 && vd.n == 0 {
+				continue // no run was aborted
+			}
 			ratio := ""
 			if row.ratio {
 				ratio = ratioText(vd.med, vf.med)
@@ -420,6 +423,10 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 	}
 	fmt.Fprintf(w, "\nThe raw numbers are in [%s](%s).\n", ReportJSON, ReportJSON)
 }
+
+// abortedRow is (e)'s row for runs cut short by the memory guard, shown
+// only when one was.
+const abortedRow = "server peak RSS during the subscribe storm (aborted run)"
 
 // idleOnly is f for a memory result whose subscribers got to idle, and
 // "not measured" for an aborted one (the ratio then has nothing to divide).

@@ -219,6 +219,14 @@ type StormResult struct {
 	Aborted string `json:"aborted,omitempty"`
 }
 
+// stalledFailed counts a stalled client that did not get every row.
+func (r *StormResult) stalledFailed(why string) {
+	if r.StalledFailures == nil {
+		r.StalledFailures = map[string]int{}
+	}
+	r.StalledFailures[normalizeError(why)]++
+}
+
 // ServerCPUPerClientMS is the server CPU per connected client in ms.
 func (r *StormResult) ServerCPUPerClientMS() float64 {
 	if r.ServerCPU < 0 || r.Connected == 0 {
@@ -422,6 +430,9 @@ wait:
 		}
 		res.Connected++
 		if c.snapErr != nil {
+			if c.stalled && cfg.ResumeStalled != nil && res.Aborted == "" {
+				res.stalledFailed("snapshot: " + c.snapErr.Error())
+			}
 			if res.Aborted != "" {
 				errs.add("aborted before the snapshot was complete")
 			} else {
@@ -454,10 +465,7 @@ wait:
 			if c.resumeErr == nil {
 				res.StalledComplete++
 			} else {
-				if res.StalledFailures == nil {
-					res.StalledFailures = map[string]int{}
-				}
-				res.StalledFailures[normalizeError(c.resumeErr.Error())]++
+				res.stalledFailed(c.resumeErr.Error())
 			}
 		}
 	}

@@ -627,6 +627,12 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			for _, stalled := range []int{0, cfg.SlowStalled} {
 				name := fmt.Sprintf("(d) with %d stalled clients%s", stalled, runLabel(run, cfg.Runs))
 				err := step(name, tableLive, func(srv *Server) error {
+					// Every run starts on an empty table: the rows of the runs
+					// before would make the stalled clients' snapshot pass
+					// their budget.
+					if err := execSQL(ctx, srv.URL, "DELETE FROM "+tableLive); err != nil {
+						return err
+					}
 					delta := counterDeltaOf(ctx, srv.MetricsURL, SlowCounterNames)
 					r, err := runLive(ctx, cfg, srv, cfg.SlowClients, stalled, cfg.SlowRate, cfg.SlowPayloadBytes,
 						label(fmt.Sprintf("(d) %d subscribers, %d stalled%s", cfg.SlowClients, stalled, runLabel(run, cfg.Runs))))
