@@ -4,7 +4,7 @@ GO ?= go
 TEST_FLAGS ?= -race -timeout 30m
 BIN := bin/shardtail
 
-.PHONY: run build test test-short bench lint fuzz clean
+.PHONY: run build prereqs test test-short bench lint fuzz clean
 
 ## run: build and start `shardtail serve` on the embedded default
 ## (./shardtail-data: file blobs + SQLite consensus; pgwire 127.0.0.1:6875).
@@ -14,20 +14,26 @@ run: build
 build:
 	$(GO) build -o $(BIN) ./cmd/shardtail
 
+## prereqs: check every system package the tests need, installing the
+## missing ones when run as root (scripts/prereqs.sh holds the one list).
+prereqs:
+	@bash scripts/prereqs.sh
+
 # Real client libraries for the client tests (node-postgres).
 CLIENTS := testdata/clients/node_modules
 export NODE_PATH := $(CURDIR)/$(CLIENTS)
 
-$(CLIENTS): testdata/clients/package.json testdata/clients/package-lock.json
+$(CLIENTS): testdata/clients/package.json testdata/clients/package-lock.json | prereqs
 	cd testdata/clients && npm ci --no-audit --no-fund
 	touch $(CLIENTS)
 
-## test: every test, with the race detector. Tests that need PostgreSQL use
-## SHARDTAIL_TEST_POSTGRES_URL when set, else start a throwaway cluster.
-test: $(CLIENTS)
+## test: every test, with the race detector, after prereqs. Tests that need
+## PostgreSQL use SHARDTAIL_TEST_POSTGRES_URL when set, else start a
+## throwaway cluster.
+test: prereqs $(CLIENTS)
 	$(GO) test $(TEST_FLAGS) ./...
 
-test-short: $(CLIENTS)
+test-short: prereqs $(CLIENTS)
 	$(GO) test -short $(TEST_FLAGS) ./...
 
 ## bench: the Go benchmarks (no race detector), then a quick smoke run of the
@@ -42,10 +48,20 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: a short run of every fuzz target.
+## fuzz: a short run (FUZZTIME each, default 5s) of every fuzz target in
+## the module, found by name so that a new one is never left out.
+FUZZTIME ?= 5s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodePart -fuzztime 60s ./persist/codec/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./sql/
+	@set -e; n=0; \
+	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+	  dir=$$(dirname $$f); \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "== $$t $$dir/ ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$dir/; \
+	    n=$$((n+1)); \
+	  done; \
+	done; \
+	echo "fuzz: $$n targets ran"
 
 clean:
 	rm -rf bin

@@ -238,7 +238,9 @@ func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
 // startDataflow starts the private pipeline of the dataflow path for req,
 // reading constant instead of a shard when req.Shard is "".
 func (p *subscribePlan) startDataflow(req subscribe.Request, constant []row.Update) *dataflow.Subscribe {
-	cfg := dataflow.SubscribeConfig{Request: req, Persist: p.s.c.persist, Constant: constant, Purpose: "subscribe"}
+	cfg := dataflow.SubscribeConfig{Request: req, Persist: p.s.c.persist, Constant: constant, Purpose: "subscribe",
+		// The same rate as the fast path's listen reader.
+		DowngradeInterval: p.s.c.cfg.Tail.DowngradeInterval}
 	if p.q != nil {
 		cfg.MFP = p.q.mfp.bind(nil)
 	}

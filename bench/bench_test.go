@@ -167,3 +167,63 @@ func TestIsStalled(t *testing.T) {
 		}
 	}
 }
+
+// TestStormStalledResume: stalled clients on a small budget are detached
+// while a writer runs, then read again and each receives every row, once.
+func TestStormStalledResume(t *testing.T) {
+	srv := startLoaded(t, 5)
+	// 3 MiB: more than the kernel buffers a loopback connection (its
+	// 64 KiB segments let the server's send buffer grow past 1 MiB).
+	const inserts, perInsert, stalled, payload = 60, 5, 2, 10 << 10
+	const written = inserts * perInsert
+	pad := strings.Repeat("x", payload)
+	r, err := Storm(context.Background(), StormConfig{
+		URL: srv.URL(), Clients: 6, Relation: "t", FastPath: "on", Timeout: 20 * time.Second,
+		Stalled: stalled, StalledSQL: []string{"SET subscribe_max_buffered_bytes = 65536"},
+		IDColumn: 3, ResumeStalled: func() int64 { return written },
+		Live: func(ctx context.Context) error {
+			for i := range inserts {
+				values := make([]string, perInsert)
+				for j := range values {
+					values[j] = fmt.Sprintf("(%d, '%s')", 1000+i*perInsert+j, pad)
+				}
+				if err := execSQL(ctx, srv.URL(), "INSERT INTO t VALUES "+strings.Join(values, ", ")); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	must(t, err)
+	if r.Errors != 0 || r.Completed != 6 {
+		t.Fatalf("completed %d, errors %d %v", r.Completed, r.Errors, r.ErrorSamples)
+	}
+	if r.StalledComplete != stalled || len(r.StalledFailures) != 0 {
+		t.Logf("detaches %v, resumes %v, catch-ups %v, history loss %v", counterValue(t, srv, "shardtail_tail_detaches_total"),
+			counterValue(t, srv, "shardtail_tail_resumes_total"), counterValue(t, srv, "shardtail_tail_private_catchups_total"),
+			counterValue(t, srv, "shardtail_tail_history_loss_errors_total"))
+		t.Fatalf("%d of %d stalled clients received every row on reading again (failures %v)", r.StalledComplete, stalled, r.StalledFailures)
+	}
+	detaches, resumes := counterValue(t, srv, "shardtail_tail_detaches_total"), counterValue(t, srv, "shardtail_tail_resumes_total")
+	if detaches < stalled || resumes < stalled {
+		t.Errorf("detaches %v, resumes %v: want each stalled client detached and resumed (at least %d)", detaches, resumes, stalled)
+	}
+}
+
+// counterValue reads a counter from the in-process server's registry.
+func counterValue(t *testing.T, srv *testserver.Server, name string) float64 {
+	t.Helper()
+	mfs, err := srv.Registry.Gather()
+	must(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var v float64
+			for _, m := range mf.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+			return v
+		}
+	}
+	t.Fatalf("no counter %s", name)
+	return 0
+}

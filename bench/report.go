@@ -96,6 +96,10 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 	}
 	fmt.Fprintf(w, "# %s\n\n", title)
 	fmt.Fprintf(w, "Run %s, %s in all, with:\n\n```sh\n%s\n```\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), r.Command)
+	if cfg.Runs > 1 {
+		fmt.Fprintf(w, "Every figure of (a) and (c)–(e) is the median of %d runs, with the runs' min–max after it; (b) is the median of %d reads with "+
+			"their min–max. Ratios are of the medians.\n\n", cfg.Runs, cfg.Repeat)
+	}
 	fmt.Fprintf(w, "Each shardtail path ran on fresh `shardtail serve` processes (temporary data directory: file blobs and SQLite consensus; "+
 		"`--subscribe-persist-fast-path=true` or `false`; default 1 s tick) over the same rows; PostgreSQL is a throwaway local cluster "+
 		"(fsync off) holding the same rows. Clients, server and PostgreSQL share the machine's cores. "+
@@ -155,12 +159,12 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 				if i == 0 {
 					label = commas(n)
 				}
-				vf, vd, vp := stormValue(fast, n, m.f), stormValue(flow, n, m.f), stormValue(pg, n, m.f)
+				vf, vd, vp := stormSpread(fast, n, m.f), stormSpread(flow, n, m.f), stormSpread(pg, n, m.f)
 				ratio := ""
 				if m.name != "errors" && m.name != "snapshots complete" && m.name != "client CPU (all clients)" && m.name != "server peak RSS" {
-					ratio = ratioText(vd, vf)
+					ratio = ratioText(vd.med, vf.med)
 				}
-				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", label, m.name, fmtOr(m.fmt, vf), fmtOr(m.fmt, vd), ratio, fmtOr(m.fmt, vp))
+				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", label, m.name, vf.text(m.fmt), vd.text(m.fmt), ratio, vp.text(m.fmt))
 			}
 		}
 		fmt.Fprintln(w)
@@ -170,6 +174,7 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		}
 		writeStormErrors(w, res)
 		writeStormCounters(w, res, cfg.Clients)
+		writePerSubscribeCost(w, res, cfg.Clients)
 	}
 
 	// (b)
@@ -187,15 +192,25 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		}
 		rows := []struct {
 			name string
+			key  string // in BigResult.Spread
 			f    func(*BigResult) float64
 			fmt  func(float64) string
 		}{
-			{"FETCH 10 from a new cursor", func(b *BigResult) float64 { return b.Fetch10 }, secs},
-			{"first row over COPY", func(b *BigResult) float64 { return b.CopyFirstRow }, secs},
-			{"whole snapshot delivered (last row)", func(b *BigResult) float64 { return b.CopyLastRow }, secs},
-			{"snapshot complete (progress row after AS OF)", func(b *BigResult) float64 { return b.CopyComplete }, secs},
-			{"server CPU per COPY read", func(b *BigResult) float64 { return b.ServerCPU }, cpuSecs},
-			{"rows returned by the first FETCH 10", func(b *BigResult) float64 { return float64(b.Fetch10Rows) }, count},
+			{"FETCH 10 from a new cursor", "fetch10_seconds", func(b *BigResult) float64 { return b.Fetch10 }, secs},
+			{"first row over COPY", "copy_first_row_seconds", func(b *BigResult) float64 { return b.CopyFirstRow }, secs},
+			{"whole snapshot delivered (last row)", "copy_last_row_seconds", func(b *BigResult) float64 { return b.CopyLastRow }, secs},
+			{"snapshot complete (progress row after AS OF)", "copy_complete_seconds", func(b *BigResult) float64 { return b.CopyComplete }, secs},
+			{"server CPU per COPY read", "server_cpu_seconds", func(b *BigResult) float64 { return b.ServerCPU }, cpuSecs},
+			{"rows returned by the first FETCH 10", "", func(b *BigResult) float64 { return float64(b.Fetch10Rows) }, count},
+		}
+		cell := func(pr *PathResults, v float64, key string, format func(float64) string) string {
+			if v < 0 {
+				return "—"
+			}
+			if mm, ok := pr.Big.Spread[key]; ok && mm[0] != mm[1] {
+				return fmt.Sprintf("%s (%s–%s)", format(v), format(mm[0]), format(mm[1]))
+			}
+			return format(v)
 		}
 		for _, m := range rows {
 			vf, vd, vp := big(fast, m.f), big(flow, m.f), big(pg, m.f)
@@ -203,7 +218,7 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			if !strings.HasPrefix(m.name, "rows") {
 				ratio = ratioText(vd, vf)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, fmtOr(m.fmt, vf), fmtOr(m.fmt, vd), ratio, fmtOr(m.fmt, vp))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, cell(fast, vf, m.key, m.fmt), cell(flow, vd, m.key, m.fmt), ratio, cell(pg, vp, m.key, m.fmt))
 		}
 		fmt.Fprintln(w)
 	}
@@ -214,47 +229,87 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			"(an INSERT every %v of the rows due) for %v. Each row's payload starts with the wall clock of its INSERT; *write to client* is from just before the "+
 			"INSERT is sent to the row's arrival at a subscriber, so it includes the commit.\n\n",
 			commas(cfg.LiveClients), cfg.LiveRate, writerTick, cfg.LiveDuration)
-		writeLiveTable(w, fast.liveOf(), flow.liveOf())
+		writeLiveTable(w, fast.liveRuns(), flow.liveRuns())
 	}
 
 	// (d)
 	if fast != nil && fast.Slow != nil || flow != nil && flow.Slow != nil {
 		fmt.Fprintf(w, "## (d) Slow-client isolation\n\n%s subscribers while a writer inserts %d rows/s of %d bytes for %v; in the second run %d of them "+
-			"(every %dth) stop reading once their snapshot is complete. Latencies are of the clients that keep reading.\n\n",
-			commas(cfg.SlowClients), cfg.SlowRate, cfg.SlowPayloadBytes, cfg.LiveDuration, cfg.SlowStalled, max(1, cfg.SlowClients/max(1, cfg.SlowStalled)))
+			"(every %dth) stop reading once their snapshot is complete, with `SET subscribe_max_buffered_bytes = %s` (%s written in the run, "+
+			"well over the kernel's buffers), "+
+			"so that their backlog passes the budget: the fast path detaches them, the dataflow path ends their subscribe (53200). Once the writer "+
+			"is done they read again, and each must receive every row written (no gap, no duplicate) within the client timeout. Latencies are of "+
+			"the clients that keep reading; detaches and resumes are the server's counters (/metrics) over the run.\n\n",
+			commas(cfg.SlowClients), cfg.SlowRate, cfg.SlowPayloadBytes, cfg.LiveDuration, cfg.SlowStalled, max(1, cfg.SlowClients/max(1, cfg.SlowStalled)),
+			kibBytes(cfg.SlowBudgetBytes), mib(float64(cfg.SlowRate)*float64(cfg.SlowPayloadBytes)*cfg.LiveDuration.Seconds()))
 		fmt.Fprintf(w, "| metric | fast path | dataflow path |\n|---|---:|---:|\n")
-		slow := func(pr *PathResults, stalled bool, f func(*LiveResult) string) string {
+		slow := func(pr *PathResults, stalled bool, f func(*LiveResult) float64, format func(float64) string) string {
 			if pr == nil {
 				return "—"
 			}
-			lr := pr.SlowBaseline
+			runs := orRuns(pr.SlowBaselineRuns, pr.SlowBaseline)
 			if stalled {
-				lr = pr.Slow
+				runs = orRuns(pr.SlowRuns, pr.Slow)
 			}
-			if lr == nil || lr.Storm == nil {
-				return "—"
-			}
-			return f(lr)
+			return spreadOf(runs, func(l *LiveResult) float64 {
+				if l.Storm == nil {
+					return -1
+				}
+				return f(l)
+			}).text(format)
 		}
-		lat := func(q func(Dist) float64) func(*LiveResult) string {
-			return func(l *LiveResult) string { return fmt.Sprintf("%.1f ms", q(l.Storm.Latency)) }
+		lat := func(q func(Dist) float64) func(*LiveResult) float64 {
+			return func(l *LiveResult) float64 { return q(l.Storm.Latency) }
 		}
 		p50 := func(d Dist) float64 { return d.P50 }
 		p99 := func(d Dist) float64 { return d.P99 }
+		delivered := func(l *LiveResult) float64 { return 100 * l.Delivered }
+		errs := func(l *LiveResult) float64 { return float64(l.Storm.Errors) }
+		counter := func(name string) func(*LiveResult) float64 {
+			return func(l *LiveResult) float64 {
+				v, ok := l.Counters[name]
+				if !ok {
+					return -1
+				}
+				return v
+			}
+		}
+		everyRow := func(l *LiveResult) float64 {
+			if l.Storm.Stalled == 0 || l.Storm.StalledComplete == 0 && len(l.Storm.StalledFailures) == 0 {
+				return -1 // not checked (a run from before the check)
+			}
+			return float64(l.Storm.StalledComplete)
+		}
 		for _, row := range []struct {
 			name    string
 			stalled bool
-			f       func(*LiveResult) string
+			f       func(*LiveResult) float64
+			fmt     func(float64) string
 		}{
-			{"write to client p50, no stalled clients", false, lat(p50)},
-			{fmt.Sprintf("write to client p50, %d stalled", cfg.SlowStalled), true, lat(p50)},
-			{"write to client p99, no stalled clients", false, lat(p99)},
-			{fmt.Sprintf("write to client p99, %d stalled", cfg.SlowStalled), true, lat(p99)},
-			{"rows delivered to readers, no stalled clients", false, deliveredText},
-			{fmt.Sprintf("rows delivered to readers, %d stalled", cfg.SlowStalled), true, deliveredText},
-			{fmt.Sprintf("errors, %d stalled", cfg.SlowStalled), true, func(l *LiveResult) string { return fmt.Sprint(l.Storm.Errors) }},
+			{"write to client p50, no stalled clients", false, lat(p50), msRaw},
+			{fmt.Sprintf("write to client p50, %d stalled", cfg.SlowStalled), true, lat(p50), msRaw},
+			{"write to client p99, no stalled clients", false, lat(p99), msRaw},
+			{fmt.Sprintf("write to client p99, %d stalled", cfg.SlowStalled), true, lat(p99), msRaw},
+			{"rows delivered to readers, no stalled clients", false, delivered, pct},
+			{fmt.Sprintf("rows delivered to readers, %d stalled", cfg.SlowStalled), true, delivered, pct},
+			{fmt.Sprintf("errors, %d stalled", cfg.SlowStalled), true, errs, count},
+			{fmt.Sprintf("stalled clients that, reading again, received every row (of %d)", cfg.SlowStalled), true, everyRow, count},
+			{"detaches (/metrics)", true, counter("shardtail_tail_detaches_total"), count},
+			{"resumes (/metrics)", true, counter("shardtail_tail_resumes_total"), count},
+			{"private catch-ups (/metrics)", true, counter("shardtail_tail_private_catchups_total"), count},
 		} {
-			fmt.Fprintf(w, "| %s | %s | %s |\n", row.name, slow(fast, row.stalled, row.f), slow(flow, row.stalled, row.f))
+			fmt.Fprintf(w, "| %s | %s | %s |\n", row.name, slow(fast, row.stalled, row.f, row.fmt), slow(flow, row.stalled, row.f, row.fmt))
+		}
+		var why []string
+		for _, pr := range []*PathResults{fast, flow} {
+			if pr == nil {
+				continue
+			}
+			for i, l := range orRuns(pr.SlowRuns, pr.Slow) {
+				for _, e := range SortedErrors(l.Storm.StalledFailures) {
+					why = append(why, fmt.Sprintf("- %s path, run %d: %s", pr.Path, i+1, e))
+				}
+			}
 		}
 		for _, pr := range []*PathResults{fast, flow} {
 			if pr == nil || pr.SlowBaseline == nil || pr.Slow == nil {
@@ -266,6 +321,9 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			}
 		}
 		fmt.Fprintln(w)
+		if len(why) > 0 {
+			fmt.Fprintf(w, "Stalled clients that did not receive every row on reading again:\n\n%s\n\n", strings.Join(why, "\n"))
+		}
 	}
 
 	// (e)
@@ -273,24 +331,25 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		fmt.Fprintf(w, "## (e) Memory per idle subscriber\n\n%s clients each hold `COPY (SUBSCRIBE idle WITH (PROGRESS)) TO STDOUT` on a 10-row table, on a fresh server; "+
 			"server RSS (VmRSS) is read after one warm-up subscribe and again after all have been idle for %v.\n\n", commas(cfg.IdleClients), memorySettle)
 		for _, pr := range []*PathResults{fast, flow} {
-			if pr != nil && pr.Memory != nil && pr.Memory.Storm != nil && pr.Memory.Storm.Aborted != "" {
-				m := pr.Memory
-				fmt.Fprintf(w, "**%s path: %s** (the bench's memory guard) with %s of %s subscribers in; its RSS below is that peak, and per subscriber is "+
-					"(peak − before) ÷ those subscribers.\n\n", pr.Path, m.Storm.Aborted, commas(m.Storm.Completed), commas(m.Storm.Clients))
-				if m.RSSIdle == 0 && m.Storm.ServerPeakRSS > 0 && m.Storm.Completed > 0 {
-					// A report rendered from a run before the guard
-					// filled these in.
-					m.RSSIdle = m.Storm.ServerPeakRSS
-					m.PerClientKB = float64(m.RSSIdle-m.RSSBefore) / 1024 / float64(m.Storm.Completed)
+			if pr == nil {
+				continue
+			}
+			for _, m := range orRuns(pr.MemoryRuns, pr.Memory) {
+				if m.Storm == nil || m.Storm.Aborted == "" {
+					continue
 				}
+				m.upgradeAborted()
+				fmt.Fprintf(w, "**%s path: %s** (the bench's memory guard) while subscribing, with %s of %s snapshots complete: its subscribers "+
+					"never got to idle, so it has no idle RSS and no RSS per idle subscriber; its peak RSS during the subscribe storm is shown "+
+					"instead, with no ratio.\n\n", pr.Path, m.Storm.Aborted, commas(m.Storm.Completed), commas(m.Storm.Clients))
 			}
 		}
 		fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
-		mem := func(pr *PathResults, f func(*MemoryResult) float64) float64 {
-			if pr == nil || pr.Memory == nil {
-				return -1
+		mem := func(pr *PathResults, f func(*MemoryResult) float64) spread {
+			if pr == nil {
+				return spreadOf[MemoryResult](nil, f)
 			}
-			return f(pr.Memory)
+			return spreadOf(orRuns(pr.MemoryRuns, pr.Memory), f)
 		}
 		for _, row := range []struct {
 			name  string
@@ -302,16 +361,25 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 			{"errors", func(m *MemoryResult) float64 { return float64(m.Storm.Errors) }, count, false},
 			{"time to subscribe them all (storm)", func(m *MemoryResult) float64 { return m.Storm.StormSeconds }, secs, true},
 			{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false},
-			{"server RSS with the idle subscribers", func(m *MemoryResult) float64 { return float64(m.RSSIdle) }, mib, true},
-			{"RSS per idle subscriber", func(m *MemoryResult) float64 { return m.PerClientKB }, kib, true},
+			{"server RSS with the idle subscribers", idleOnly(func(m *MemoryResult) float64 { return float64(m.RSSIdle) }), mib, true},
+			{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true},
+			{abortedRow, func(m *MemoryResult) float64 {
+				if m.Idle() || m.PeakRSS == 0 {
+					return -1
+				}
+				return float64(m.PeakRSS)
+			}, mib, false},
 			{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true},
 		} {
 			vf, vd := mem(fast, row.f), mem(flow, row.f)
+			if row.name == abortedRow && vf.n == 0 && vd.n == 0 {
+				continue // no run was aborted
+			}
 			ratio := ""
 			if row.ratio {
-				ratio = ratioText(vd, vf)
+				ratio = ratioText(vd.med, vf.med)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, fmtOr(row.fmt, vf), fmtOr(row.fmt, vd), ratio)
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, vf.text(row.fmt), vd.text(row.fmt), ratio)
 		}
 		fmt.Fprintln(w)
 	}
@@ -356,20 +424,55 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 	fmt.Fprintf(w, "\nThe raw numbers are in [%s](%s).\n", ReportJSON, ReportJSON)
 }
 
-func (p *PathResults) liveOf() *LiveResult {
+// abortedRow is (e)'s row for runs cut short by the memory guard, shown
+// only when one was.
+const abortedRow = "server peak RSS during the subscribe storm (aborted run)"
+
+// idleOnly is f for a memory result whose subscribers got to idle, and
+// "not measured" for an aborted one (the ratio then has nothing to divide).
+func idleOnly(f func(*MemoryResult) float64) func(*MemoryResult) float64 {
+	return func(m *MemoryResult) float64 {
+		if !m.Idle() {
+			return -1
+		}
+		return f(m)
+	}
+}
+
+// upgradeAborted moves an aborted run's peak, which reports before PeakRSS
+// (rendered again from their JSON) kept in RSSIdle, to PeakRSS.
+func (m *MemoryResult) upgradeAborted() {
+	if m.PeakRSS == 0 {
+		m.PeakRSS = max(m.RSSIdle, m.Storm.ServerPeakRSS)
+	}
+	m.RSSIdle, m.PerClientKB = 0, -1
+}
+
+// orRuns returns runs, or the one result of a report from before runs
+// (nil for none).
+func orRuns[T any](runs []*T, one *T) []*T {
+	if len(runs) > 0 || one == nil {
+		return runs
+	}
+	return []*T{one}
+}
+
+func (p *PathResults) liveRuns() []*LiveResult {
 	if p == nil {
 		return nil
 	}
-	return p.Live
+	return orRuns(p.LiveRuns, p.Live)
 }
 
-func writeLiveTable(w io.Writer, fast, flow *LiveResult) {
+func writeLiveTable(w io.Writer, fast, flow []*LiveResult) {
 	fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
-	get := func(l *LiveResult, f func(*LiveResult) float64) float64 {
-		if l == nil || l.Storm == nil {
-			return -1
-		}
-		return f(l)
+	get := func(runs []*LiveResult, f func(*LiveResult) float64) spread {
+		return spreadOf(runs, func(l *LiveResult) float64 {
+			if l.Storm == nil {
+				return -1
+			}
+			return f(l)
+		})
 	}
 	for _, row := range []struct {
 		name  string
@@ -393,14 +496,12 @@ func writeLiveTable(w io.Writer, fast, flow *LiveResult) {
 		vf, vd := get(fast, row.f), get(flow, row.f)
 		ratio := ""
 		if row.ratio {
-			ratio = ratioText(vd, vf)
+			ratio = ratioText(vd.med, vf.med)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, fmtOr(row.fmt, vf), fmtOr(row.fmt, vd), ratio)
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, vf.text(row.fmt), vd.text(row.fmt), ratio)
 	}
 	fmt.Fprintln(w)
 }
-
-func deliveredText(l *LiveResult) string { return fmt.Sprintf("%.1f%%", 100*l.Delivered) }
 
 func writeStormErrors(w io.Writer, res *Results) {
 	var lines []string
@@ -460,6 +561,44 @@ func writeStormCounters(w io.Writer, res *Results, ns []int) {
 	}
 	fmt.Fprintf(w, "Server counters, increase during each storm (from its /metrics):\n\n| path | N |%s\n", counterHeaders("", StormCounterNames))
 	fmt.Fprintf(w, "|---|---:|%s\n%s\n\n", strings.Repeat("---:|", len(StormCounterNames)), strings.Join(rows, "\n"))
+}
+
+// writePerSubscribeCost explains, from the storm counters, what one
+// subscribe cost each path at the largest N: the dataflow path registers a
+// reader per subscribe (a CAS on the shard state that every subscriber
+// shares, and another to expire it) and fetches and decodes the snapshot's
+// parts itself; the fast path shares one reader and one decode.
+func writePerSubscribeCost(w io.Writer, res *Results, ns []int) {
+	per := func(name string) (n int, c map[string]float64, subs float64) {
+		pr := res.Paths[name]
+		if pr == nil {
+			return 0, nil, 0
+		}
+		for _, n := range slices.Backward(slices.Sorted(slices.Values(ns))) {
+			if c := pr.StormCounters[n]; c != nil && c["shardtail_subscribes_total"] > 0 {
+				return n, c, c["shardtail_subscribes_total"]
+			}
+		}
+		return 0, nil, 0
+	}
+	nd, cd, subsD := per(PathDataflow)
+	if cd == nil {
+		return
+	}
+	each := func(c map[string]float64, k string, subs float64) string {
+		return fmt.Sprintf("%.2f", c[k]/subs)
+	}
+	fmt.Fprintf(w, "Why a dataflow subscribe costs more (its counters at N=%s, per subscribe): each registers its own persist reader, a "+
+		"compare-and-set on the shard's state that all of them share (%s CAS attempts per subscribe, %s of them lost to a concurrent "+
+		"change and retried; closing expires the reader with another), and reads and decodes the snapshot's parts itself "+
+		"(%s part fetches per subscribe).",
+		commas(nd), each(cd, "shardtail_persist_cas_attempts_total", subsD), each(cd, "shardtail_persist_cas_conflicts_total", subsD),
+		each(cd, "shardtail_persist_parts_fetched_total", subsD))
+	if nf, cf, subsF := per(PathFast); cf != nil {
+		fmt.Fprintf(w, " The fast path at N=%s shares one reader and one decode per collection: %s CAS attempts and %s part fetches per subscribe.",
+			commas(nf), each(cf, "shardtail_persist_cas_attempts_total", subsF), each(cf, "shardtail_persist_parts_fetched_total", subsF))
+	}
+	fmt.Fprint(w, "\n\n")
 }
 
 // counterName is a metric's name in a table header.
@@ -527,12 +666,30 @@ func stormOf(pr *PathResults, n int) *StormResult {
 	return nil
 }
 
-func stormValue(pr *PathResults, n int, f func(*StormResult) float64) float64 {
-	s := stormOf(pr, n)
-	if s == nil || s.Completed == 0 && s.Errors == 0 {
-		return -1
+// stormRuns returns pr's runs at n clients: StormRuns, or the one storm of
+// a report from before it.
+func stormRuns(pr *PathResults, n int) []*StormResult {
+	if pr == nil {
+		return nil
 	}
-	return f(s)
+	if runs := pr.StormRuns[n]; len(runs) > 0 {
+		return runs
+	}
+	if s := stormOf(pr, n); s != nil {
+		return []*StormResult{s}
+	}
+	return nil
+}
+
+// stormSpread is f over pr's runs at n clients, skipping runs that
+// measured nothing.
+func stormSpread(pr *PathResults, n int, f func(*StormResult) float64) spread {
+	return spreadOf(stormRuns(pr, n), func(s *StormResult) float64 {
+		if s.Completed == 0 && s.Errors == 0 {
+			return -1
+		}
+		return f(s)
+	})
 }
 
 // fmtOr formats v, or a dash when it was not measured (negative).
@@ -565,6 +722,9 @@ func count(v float64) string   { return commas(int(v + 0.5)) }
 func pct(v float64) string     { return fmt.Sprintf("%.1f%%", v) }
 func mib(v float64) string     { return fmt.Sprintf("%.0f MiB", v/(1<<20)) }
 func kib(v float64) string     { return fmt.Sprintf("%.1f KiB", v) }
+
+// kibBytes formats a byte count in KiB.
+func kibBytes(n int) string { return fmt.Sprintf("%d KiB", n>>10) }
 
 // commas formats n with thousands separators.
 func commas(n int) string {
@@ -646,7 +806,7 @@ func checkGoals(r *Report) []Goal {
 	add("fast path, "+rows+" rows: whole snapshot delivered (last row)", "< 0.5 s", big(func(b *BigResult) float64 { return b.CopyLastRow }), secs, func(x float64) bool { return x < 0.5 })
 	add("fast path, "+rows+" rows: snapshot complete (progress row)", "< 0.5 s", big(func(b *BigResult) float64 { return b.CopyComplete }), secs, func(x float64) bool { return x < 0.5 })
 	memv := -1.0
-	if fast != nil && fast.Memory != nil && fast.Memory.Storm.Completed > 0 {
+	if fast != nil && fast.Memory != nil && fast.Memory.Idle() {
 		memv = fast.Memory.PerClientKB
 	}
 	add(fmt.Sprintf("fast path, RSS per idle subscriber (%s)", commas(r.Config.IdleClients)), "< 30 KiB", memv, kib, func(x float64) bool { return x < 30 })

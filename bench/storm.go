@@ -92,6 +92,18 @@ type StormConfig struct {
 	// as their snapshot is complete (slow-client isolation); their live
 	// rows and latencies are not counted.
 	Stalled int
+	// ResumeStalled, when set, has the stalled clients read again once
+	// Live returns, each until it has received every live row: as many
+	// distinct values of the IDColumn column as ResumeStalled returns,
+	// within Timeout. A stalled client may cost others nothing, and must
+	// lose nothing itself.
+	ResumeStalled func() int64
+	// IDColumn is the 0-based output column of a live row's unique id,
+	// for ResumeStalled.
+	IDColumn int
+	// StalledSQL runs on each stalled client's connection before the
+	// storm (SET subscribe_max_buffered_bytes ...).
+	StalledSQL []string
 	// Server reads the server's CPU seconds before and after; zero: none.
 	Server CPUProbe
 	// MaxServerRSS, when positive (and Server.PID known), aborts the storm
@@ -198,8 +210,21 @@ type StormResult struct {
 	LiveRows    int64   `json:"live_rows,omitempty"`
 	Latency     Dist    `json:"latency_ms"`
 	Stalled     int     `json:"stalled,omitempty"`
+	// StalledComplete is how many stalled clients, reading again, received
+	// every live row (ResumeStalled); StalledFailures why the others did
+	// not, by count.
+	StalledComplete int            `json:"stalled_complete,omitempty"`
+	StalledFailures map[string]int `json:"stalled_failures,omitempty"`
 	// Aborted says why the storm was cut short (MaxServerRSS), if it was.
 	Aborted string `json:"aborted,omitempty"`
+}
+
+// stalledFailed counts a stalled client that did not get every row.
+func (r *StormResult) stalledFailed(why string) {
+	if r.StalledFailures == nil {
+		r.StalledFailures = map[string]int{}
+	}
+	r.StalledFailures[normalizeError(why)]++
 }
 
 // ServerCPUPerClientMS is the server CPU per connected client in ms.
@@ -301,7 +326,7 @@ func Storm(parent context.Context, cfg StormConfig) (*StormResult, error) {
 
 	// The storm: all goroutines wait at the barrier, then go together.
 	barrier := make(chan struct{})
-	liveDone := make(chan struct{})
+	ph := &phases{liveDone: make(chan struct{}), resume: make(chan struct{})}
 	var snapWG, allWG sync.WaitGroup
 	for _, c := range clients {
 		if c.err != nil {
@@ -309,7 +334,10 @@ func Storm(parent context.Context, cfg StormConfig) (*StormResult, error) {
 			continue
 		}
 		snapWG.Add(1)
-		allWG.Go(func() { c.run(&cfg, barrier, &snapWG, liveDone) })
+		if c.stalled {
+			ph.stalled.Add(1)
+		}
+		allWG.Go(func() { c.run(&cfg, barrier, &snapWG, ph) })
 	}
 	close(barrier)
 	// Count outcomes for the status line while waiting.
@@ -363,7 +391,13 @@ wait:
 		}
 	}
 	res.LiveSeconds = time.Since(liveStart).Seconds()
-	close(liveDone)
+	if cfg.ResumeStalled != nil && ctx.Err() == nil {
+		ph.want = cfg.ResumeStalled()
+		cfg.Status.Set(cfg.Label+": stalled clients reading again", nil)
+		close(ph.resume)
+		ph.stalled.Wait()
+	}
+	close(ph.liveDone)
 	now := time.Now()
 	for _, c := range clients {
 		if c.conn != nil {
@@ -396,6 +430,9 @@ wait:
 		}
 		res.Connected++
 		if c.snapErr != nil {
+			if c.stalled && cfg.ResumeStalled != nil && res.Aborted == "" {
+				res.stalledFailed("snapshot: " + c.snapErr.Error())
+			}
 			if res.Aborted != "" {
 				errs.add("aborted before the snapshot was complete")
 			} else {
@@ -424,6 +461,12 @@ wait:
 		if !c.stalled {
 			res.LiveRows += c.liveRows
 			lats = append(lats, c.lat...)
+		} else if cfg.ResumeStalled != nil && res.Aborted == "" {
+			if c.resumeErr == nil {
+				res.StalledComplete++
+			} else {
+				res.stalledFailed(c.resumeErr.Error())
+			}
 		}
 	}
 	if !first.IsZero() {
@@ -502,6 +545,12 @@ type stormClient struct {
 	liveRows int64
 	lat      []float64
 
+	// A stalled client reading again: the live row ids it received
+	// (ResumeStalled), and how that ended.
+	ids       map[uint64]bool
+	dupIDs    int64
+	resumeErr error
+
 	outcome atomic.Int32 // outcome* constants, for the status line
 }
 
@@ -516,6 +565,15 @@ func (c *stormClient) connect(ctx context.Context, pcfg *pgconn.Config, cfg *Sto
 		if _, err := pc.Exec(ctx, "SET enable_subscribe_persist_fast_path = "+fp).ReadAll(); err != nil {
 			pc.Close(context.Background())
 			return fmt.Errorf("set fast path: %w", err)
+		}
+	}
+	for _, q := range cfg.StalledSQL {
+		if !c.stalled {
+			break
+		}
+		if _, err := pc.Exec(ctx, q).ReadAll(); err != nil {
+			pc.Close(context.Background())
+			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
 	h, err := pc.Hijack()
@@ -534,9 +592,25 @@ const (
 	outcomeFailed
 )
 
+// phases are the storm's signals to its clients after the snapshots.
+type phases struct {
+	// resume is closed when the stalled clients are to read again, each
+	// until it has want distinct live rows; stalled counts them down.
+	resume  chan struct{}
+	want    int64 // set before resume is closed
+	stalled sync.WaitGroup
+	// liveDone is closed at the end of the live phase.
+	liveDone chan struct{}
+}
+
 // run is one client's life after connecting: wait at the barrier, send the
-// statement, read the snapshot, then read live rows until liveDone.
-func (c *stormClient) run(cfg *StormConfig, barrier <-chan struct{}, snapWG *sync.WaitGroup, liveDone <-chan struct{}) {
+// statement, read the snapshot, then read live rows until liveDone (a
+// stalled client: read nothing, then read again on resume).
+func (c *stormClient) run(cfg *StormConfig, barrier <-chan struct{}, snapWG *sync.WaitGroup, ph *phases) {
+	liveDone := ph.liveDone
+	if c.stalled {
+		defer ph.stalled.Done()
+	}
 	<-barrier
 	if cfg.Spread > 0 {
 		time.Sleep(time.Duration(int64(cfg.Spread) * int64(c.i) / int64(cfg.Clients)))
@@ -555,7 +629,11 @@ func (c *stormClient) run(cfg *StormConfig, barrier <-chan struct{}, snapWG *syn
 		return
 	}
 	if c.stalled {
-		<-liveDone
+		select {
+		case <-ph.resume:
+			c.resumeErr = c.readAgain(cfg, ph.want)
+		case <-liveDone:
+		}
 		return
 	}
 	if err := c.live(cfg); err != nil {
@@ -608,6 +686,29 @@ func (c *stormClient) snapshot(cfg *StormConfig) error {
 	return nil
 }
 
+// readAgain is a stalled client reading again: until it has want distinct
+// live row ids, within cfg.Timeout. A duplicate, an error or the timeout
+// is its failure.
+func (c *stormClient) readAgain(cfg *StormConfig, want int64) error {
+	c.conn.SetReadDeadline(time.Now().Add(cfg.Timeout))
+	for int64(len(c.ids)) < want {
+		msg, err := c.fe.Receive()
+		if err != nil {
+			if isTimeout(err) {
+				return fmt.Errorf("received %d of %d rows in %v", len(c.ids), want, cfg.Timeout)
+			}
+			return err
+		}
+		if err := c.handle(cfg, msg); err != nil {
+			return err
+		}
+	}
+	if c.dupIDs > 0 {
+		return fmt.Errorf("received %d rows twice", c.dupIDs)
+	}
+	return nil
+}
+
 func (c *stormClient) live(cfg *StormConfig) error {
 	if cfg.Mode == ModeSelect || cfg.Mode == ModeCopyTable {
 		// A plain query has no live phase: hold the connection idle.
@@ -640,14 +741,14 @@ func (c *stormClient) handle(cfg *StormConfig, msg pgproto3.BackendMessage) erro
 		}
 		ts, rest := cutTab(m.Data)
 		prog, rest := cutTab(rest)
-		var lat []byte
+		var lat, id []byte
 		if cfg.LatencyColumn >= 2 {
-			for range cfg.LatencyColumn - 2 {
-				_, rest = cutTab(rest)
-			}
-			lat, _ = cutTab(rest)
+			lat = nthField(rest, cfg.LatencyColumn-2)
 		}
-		return c.row(ts, prog, lat)
+		if c.stalled && cfg.IDColumn >= 2 {
+			id = nthField(rest, cfg.IDColumn-2)
+		}
+		return c.row(ts, prog, lat, id)
 	case *pgproto3.DataRow:
 		if cfg.Mode == ModeSelect {
 			c.plainRow()
@@ -656,11 +757,14 @@ func (c *stormClient) handle(cfg *StormConfig, msg pgproto3.BackendMessage) erro
 		if len(m.Values) < 2 {
 			return fmt.Errorf("a row of %d columns; want mz_timestamp, mz_progressed, ...", len(m.Values))
 		}
-		var lat []byte
+		var lat, id []byte
 		if k := cfg.LatencyColumn; k >= 2 && k < len(m.Values) {
 			lat = m.Values[k]
 		}
-		return c.row(m.Values[0], m.Values[1], lat)
+		if k := cfg.IDColumn; c.stalled && k >= 2 && k < len(m.Values) {
+			id = m.Values[k]
+		}
+		return c.row(m.Values[0], m.Values[1], lat, id)
 	case *pgproto3.ErrorResponse:
 		return fmt.Errorf("server error %s: %s", m.Code, m.Message)
 	case *pgproto3.ReadyForQuery:
@@ -680,9 +784,19 @@ func (c *stormClient) handle(cfg *StormConfig, msg pgproto3.BackendMessage) erro
 	return nil
 }
 
+// nthField is the n-th (0-based) tab-separated field of b.
+func nthField(b []byte, n int) []byte {
+	for range n {
+		_, b = cutTab(b)
+	}
+	f, _ := cutTab(b)
+	return f
+}
+
 // row processes one SUBSCRIBE output row given its first two columns and,
-// when measuring latency, the payload column.
-func (c *stormClient) row(tsText, prog, lat []byte) error {
+// when measuring latency, the payload column; id is a stalled client's
+// live row id (nil otherwise).
+func (c *stormClient) row(tsText, prog, lat, id []byte) error {
 	ts, ok := parseUint(tsText)
 	if !ok {
 		return fmt.Errorf("mz_timestamp %q is not a number", tsText)
@@ -709,6 +823,15 @@ func (c *stormClient) row(tsText, prog, lat []byte) error {
 		c.liveRows++
 		if written, ok := parseUintPrefix(lat); ok {
 			c.lat = append(c.lat, float64(time.Now().UnixNano()-int64(written))/1e6)
+		}
+		if v, ok := parseUint(id); ok {
+			if c.ids == nil {
+				c.ids = map[uint64]bool{}
+			}
+			if c.ids[v] {
+				c.dupIDs++
+			}
+			c.ids[v] = true
 		}
 	}
 	return nil

@@ -53,8 +53,11 @@ type SuiteConfig struct {
 	// SmallRows rows of PayloadBytes make the storms' view; BigRows the
 	// large one of (b).
 	SmallRows, BigRows, PayloadBytes int
+	// Runs is how many times each measurement of (a) and (c)-(e) runs;
+	// the report shows the median of each figure with its min–max.
+	Runs int
 	// Repeat is how many times each single-client read of (b) runs; the
-	// report shows the median.
+	// report shows the median and min–max.
 	Repeat int
 	// LiveClients subscribe while a writer inserts LiveRate rows/s for
 	// LiveDuration (c).
@@ -63,6 +66,12 @@ type SuiteConfig struct {
 	// SlowClients subscribe, SlowStalled of them stop reading, while a
 	// writer inserts SlowRate rows/s of SlowPayloadBytes (d).
 	SlowClients, SlowStalled, SlowRate, SlowPayloadBytes int
+	// SlowBudgetBytes is the stalled clients' subscribe_max_buffered_bytes
+	// in (d): small, so that they are really detached (fast path) or cut
+	// off (dataflow path). What the writer writes in the run must also be
+	// well over what the kernel buffers on a loopback connection (its
+	// 64 KiB segments let the server's send buffer grow to some MiB).
+	SlowBudgetBytes int
 	// IdleClients hold idle subscriptions for the memory probe (e).
 	IdleClients int
 	// TailClients are the storm sizes of (f), each run on role all and
@@ -83,6 +92,20 @@ type SuiteConfig struct {
 	Status *Status `json:"-"`
 }
 
+// DefaultSlowBudgetBytes is (d)'s stalled clients' queue budget: the
+// server's default, 128 MiB, is more than a stalled client of the full run
+// is ever behind, so it was never detached.
+const DefaultSlowBudgetBytes = 64 << 10
+
+// SlowCounterNames are the fast path's counters recorded around each run
+// of (d): the stalled clients' detaches and resumes.
+var SlowCounterNames = []string{
+	"shardtail_tail_detaches_total",
+	"shardtail_tail_resumes_total",
+	"shardtail_tail_private_catchups_total",
+	"shardtail_tail_history_loss_errors_total",
+}
+
 // DefaultMaxServerRSS is the suite's memory guard: 10 GiB of a 24 GiB
 // machine that others share.
 const DefaultMaxServerRSS = 10 << 30
@@ -93,9 +116,9 @@ func DefaultSuite(quick bool) SuiteConfig {
 		return SuiteConfig{
 			Quick: true, Postgres: true, StormMode: ModeCopy,
 			Clients:   []int{64},
-			SmallRows: 10_000, BigRows: 100_000, PayloadBytes: 64, Repeat: 1,
+			SmallRows: 10_000, BigRows: 100_000, PayloadBytes: 64, Repeat: DefaultQuickRuns, Runs: DefaultQuickRuns,
 			LiveClients: 32, LiveRate: 50, LiveDuration: 3 * time.Second,
-			SlowClients: 20, SlowStalled: 2, SlowRate: 50, SlowPayloadBytes: 2048,
+			SlowClients: 20, SlowStalled: 2, SlowRate: 1000, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 			IdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
 			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
@@ -104,9 +127,9 @@ func DefaultSuite(quick bool) SuiteConfig {
 	return SuiteConfig{
 		Postgres: true, StormMode: ModeCopy,
 		Clients:   []int{256, 1024, 2048},
-		SmallRows: 10_000, BigRows: 1_000_000, PayloadBytes: 64, Repeat: 3,
+		SmallRows: 10_000, BigRows: 1_000_000, PayloadBytes: 64, Repeat: DefaultRuns, Runs: DefaultRuns,
 		LiveClients: 1024, LiveRate: 100, LiveDuration: 15 * time.Second,
-		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048,
+		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 		IdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
 		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
@@ -122,6 +145,8 @@ func (c *SuiteConfig) Validate() error {
 		return fmt.Errorf("%w: Clients must be positive", ErrConfig)
 	case c.SmallRows < 1 || c.BigRows < 1 || c.PayloadBytes < 24:
 		return fmt.Errorf("%w: SmallRows and BigRows must be positive, PayloadBytes at least 24", ErrConfig)
+	case c.Runs < 1 || c.Repeat < 1:
+		return fmt.Errorf("%w: Runs and Repeat must be at least 1", ErrConfig)
 	case c.SlowStalled > c.SlowClients:
 		return fmt.Errorf("%w: SlowStalled %d over SlowClients %d", ErrConfig, c.SlowStalled, c.SlowClients)
 	case c.LiveRate < 1 || c.SlowRate < 1 || c.LiveDuration <= 0:
@@ -164,21 +189,29 @@ type PathResults struct {
 	// Load times the data set-up: COPY into the tables and the views
 	// catching up.
 	Load map[string]float64 `json:"load_seconds,omitempty"`
-	// Storms (a), one per N.
+	// Storms (a), one per N: the run of median storm time.
 	Storms []*StormResult `json:"storms,omitempty"`
+	// StormRuns are every run of (a), by N.
+	StormRuns map[int][]*StormResult `json:"storm_runs,omitempty"`
 	// StormCounters are the server's counters' increase during each storm
 	// of (a), by N (shardtail only): how much work was shared.
 	StormCounters map[int]map[string]float64 `json:"storm_counters,omitempty"`
 	// Big (b).
 	Big *BigResult `json:"big,omitempty"`
-	// Live (c): fan-out under a steady writer.
-	Live *LiveResult `json:"live,omitempty"`
+	// Live (c): fan-out under a steady writer (the run of median p99;
+	// LiveRuns has every run).
+	Live     *LiveResult   `json:"live,omitempty"`
+	LiveRuns []*LiveResult `json:"live_runs,omitempty"`
 	// SlowBaseline and Slow (d): the same run without and with stalled
-	// clients.
-	SlowBaseline *LiveResult `json:"slow_baseline,omitempty"`
-	Slow         *LiveResult `json:"slow,omitempty"`
-	// Memory (e).
-	Memory *MemoryResult `json:"memory,omitempty"`
+	// clients (the runs of median p99; the *Runs fields have every run).
+	SlowBaseline     *LiveResult   `json:"slow_baseline,omitempty"`
+	Slow             *LiveResult   `json:"slow,omitempty"`
+	SlowBaselineRuns []*LiveResult `json:"slow_baseline_runs,omitempty"`
+	SlowRuns         []*LiveResult `json:"slow_runs,omitempty"`
+	// Memory (e): the run of median RSS per subscriber; MemoryRuns has
+	// every run.
+	Memory     *MemoryResult   `json:"memory,omitempty"`
+	MemoryRuns []*MemoryResult `json:"memory_runs,omitempty"`
 	// Problems are failures observed on this path: scenario errors, a
 	// server that exited.
 	Problems []string `json:"problems,omitempty"`
@@ -196,6 +229,8 @@ type BigResult struct {
 	// ten rows are in; Fetch10Rows is what the first FETCH returned.
 	Fetch10     float64 `json:"fetch10_seconds"`
 	Fetch10Rows int     `json:"fetch10_first_fetch_rows"`
+	// Spread is each figure's [min, max] over the runs, by its JSON name.
+	Spread map[string][2]float64 `json:"spread,omitempty"`
 	// CopyFirstRow, CopyLastRow: statement to the first and the last
 	// snapshot row over COPY; CopyComplete to the progress row that
 	// completes the snapshot (for PostgreSQL, the end of the COPY).
@@ -219,15 +254,26 @@ type LiveResult struct {
 	WriteErrors  int     `json:"write_errors"`
 	WriterError  string  `json:"writer_error,omitempty"`
 	Delivered    float64 `json:"delivered_fraction"`
+	// Counters are SlowCounterNames' increase over the run (d).
+	Counters map[string]float64 `json:"counters,omitempty"`
 }
 
 // MemoryResult is (e): server RSS before and with IdleClients idle
-// subscribers.
+// subscribers. A storm cut short by the memory guard never had them idle:
+// it has PeakRSS, the peak during the subscribe storm, and no RSSIdle or
+// PerClientKB (-1).
 type MemoryResult struct {
 	Storm       *StormResult `json:"storm"`
 	RSSBefore   int64        `json:"rss_before_bytes"`
 	RSSIdle     int64        `json:"rss_idle_bytes"`
 	PerClientKB float64      `json:"per_subscriber_kib"`
+	PeakRSS     int64        `json:"storm_peak_rss_bytes,omitempty"`
+}
+
+// Idle reports whether the subscribers got to idle, so that RSSIdle and
+// PerClientKB were measured.
+func (m *MemoryResult) Idle() bool {
+	return m.Storm != nil && m.Storm.Aborted == "" && m.PerClientKB >= 0 && m.RSSIdle > 0
 }
 
 // StormCounterNames are the server counters recorded around each storm:
@@ -503,31 +549,41 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 
 	if cfg.runs(ScenarioStorm) {
 		for _, n := range cfg.Clients {
-			err := step(fmt.Sprintf("(a) the storm at N=%d", n), viewSmall, func(srv *Server) error {
-				counters := counterDelta(ctx, srv.MetricsURL)
-				r, err := Storm(ctx, StormConfig{
-					URL: srv.URL, Clients: n, Mode: cfg.StormMode, Relation: viewSmall,
-					Timeout: cfg.Timeout, ExpectRows: cfg.SmallRows, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
-					Status: st, Label: label(fmt.Sprintf("(a) storm N=%d", n)),
+			counters := map[*StormResult]map[string]float64{}
+			for run := range cfg.Runs {
+				err := step(fmt.Sprintf("(a) the storm at N=%d%s", n, runLabel(run, cfg.Runs)), viewSmall, func(srv *Server) error {
+					delta := counterDelta(ctx, srv.MetricsURL)
+					r, err := Storm(ctx, StormConfig{
+						URL: srv.URL, Clients: n, Mode: cfg.StormMode, Relation: viewSmall,
+						Timeout: cfg.Timeout, ExpectRows: cfg.SmallRows, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
+						Status: st, Label: label(fmt.Sprintf("(a) storm N=%d%s", n, runLabel(run, cfg.Runs))),
+					})
+					if err != nil {
+						return err
+					}
+					counters[r] = delta()
+					if pr.StormRuns == nil {
+						pr.StormRuns = map[int][]*StormResult{}
+					}
+					pr.StormRuns[n] = append(pr.StormRuns[n], r)
+					if r.Aborted != "" {
+						pr.problem("(a) the storm at N=%d%s: %s (peak %s)", n, runLabel(run, cfg.Runs), r.Aborted, mib(float64(r.ServerPeakRSS)))
+					}
+					st.Logf("%s (a) N=%d%s: %s", pr.Path, n, runLabel(run, cfg.Runs), stormLine(r))
+					return nil
 				})
 				if err != nil {
 					return err
 				}
-				if d := counters(); d != nil {
+			}
+			if r := medianRun(pr.StormRuns[n], func(r *StormResult) float64 { return r.StormSeconds }); r != nil {
+				pr.Storms = append(pr.Storms, r)
+				if d := counters[r]; d != nil {
 					if pr.StormCounters == nil {
 						pr.StormCounters = map[int]map[string]float64{}
 					}
 					pr.StormCounters[n] = d
 				}
-				pr.Storms = append(pr.Storms, r)
-				if r.Aborted != "" {
-					pr.problem("(a) the storm at N=%d: %s (peak %s)", n, r.Aborted, mib(float64(r.ServerPeakRSS)))
-				}
-				st.Logf("%s (a) N=%d: %s", pr.Path, n, stormLine(r))
-				return nil
-			})
-			if err != nil {
-				return err
 			}
 		}
 	}
@@ -546,69 +602,100 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		}
 	}
 	if cfg.runs(ScenarioLive) {
-		err := step("(c)", tableLive, func(srv *Server) error {
-			var err error
-			pr.Live, err = runLive(ctx, cfg, srv, cfg.LiveClients, 0, cfg.LiveRate, cfg.PayloadBytes, label("(c) live fan-out"))
-			if err != nil {
-				return err
-			}
-			if a := pr.Live.Storm.Aborted; a != "" {
-				pr.problem("(c): %s", a)
-			}
-			st.Logf("%s (c): %d subscribers, %d rows/s: p50 %.1f ms, p99 %.1f ms, delivered %.1f%%",
-				pr.Path, cfg.LiveClients, cfg.LiveRate, pr.Live.Storm.Latency.P50, pr.Live.Storm.Latency.P99, 100*pr.Live.Delivered)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if cfg.runs(ScenarioSlow) {
-		for _, stalled := range []int{0, cfg.SlowStalled} {
-			err := step(fmt.Sprintf("(d) with %d stalled clients", stalled), tableLive, func(srv *Server) error {
-				r, err := runLive(ctx, cfg, srv, cfg.SlowClients, stalled, cfg.SlowRate, cfg.SlowPayloadBytes,
-					label(fmt.Sprintf("(d) %d subscribers, %d stalled", cfg.SlowClients, stalled)))
+		for run := range cfg.Runs {
+			err := step("(c)"+runLabel(run, cfg.Runs), tableLive, func(srv *Server) error {
+				r, err := runLive(ctx, cfg, srv, cfg.LiveClients, 0, cfg.LiveRate, cfg.PayloadBytes, label("(c) live fan-out"+runLabel(run, cfg.Runs)))
 				if err != nil {
 					return err
 				}
+				pr.LiveRuns = append(pr.LiveRuns, r)
 				if a := r.Storm.Aborted; a != "" {
-					pr.problem("(d) with %d stalled clients: %s", stalled, a)
+					pr.problem("(c)%s: %s", runLabel(run, cfg.Runs), a)
 				}
-				if stalled == 0 {
-					pr.SlowBaseline = r
-				} else {
-					pr.Slow = r
-				}
-				st.Logf("%s (d) %d stalled: p50 %.1f ms, p99 %.1f ms", pr.Path, stalled, r.Storm.Latency.P50, r.Storm.Latency.P99)
+				st.Logf("%s (c)%s: %d subscribers, %d rows/s: p50 %.1f ms, p99 %.1f ms, delivered %.1f%%",
+					pr.Path, runLabel(run, cfg.Runs), cfg.LiveClients, cfg.LiveRate, r.Storm.Latency.P50, r.Storm.Latency.P99, 100*r.Delivered)
 				return nil
 			})
 			if err != nil {
 				return err
 			}
 		}
+		pr.Live = medianRun(pr.LiveRuns, liveP99)
+	}
+	if cfg.runs(ScenarioSlow) {
+		for run := range cfg.Runs {
+			for _, stalled := range []int{0, cfg.SlowStalled} {
+				name := fmt.Sprintf("(d) with %d stalled clients%s", stalled, runLabel(run, cfg.Runs))
+				err := step(name, tableLive, func(srv *Server) error {
+					// Every run starts on an empty table: the rows of the runs
+					// before would make the stalled clients' snapshot pass
+					// their budget.
+					if err := execSQL(ctx, srv.URL, "DELETE FROM "+tableLive); err != nil {
+						return err
+					}
+					delta := counterDeltaOf(ctx, srv.MetricsURL, SlowCounterNames)
+					r, err := runLive(ctx, cfg, srv, cfg.SlowClients, stalled, cfg.SlowRate, cfg.SlowPayloadBytes,
+						label(fmt.Sprintf("(d) %d subscribers, %d stalled%s", cfg.SlowClients, stalled, runLabel(run, cfg.Runs))))
+					if err != nil {
+						return err
+					}
+					r.Counters = delta()
+					if a := r.Storm.Aborted; a != "" {
+						pr.problem("%s: %s", name, a)
+					}
+					if stalled == 0 {
+						pr.SlowBaselineRuns = append(pr.SlowBaselineRuns, r)
+					} else {
+						pr.SlowRuns = append(pr.SlowRuns, r)
+					}
+					st.Logf("%s %s: p50 %.1f ms, p99 %.1f ms", pr.Path, name, r.Storm.Latency.P50, r.Storm.Latency.P99)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+		}
+		pr.SlowBaseline, pr.Slow = medianRun(pr.SlowBaselineRuns, liveP99), medianRun(pr.SlowRuns, liveP99)
 	}
 	if cfg.runs(ScenarioMemory) {
-		// A fresh server: RSS left by earlier scenarios would hide the
-		// subscribers' share.
-		ss.close()
-		err := step("(e)", tableIdle, func(srv *Server) error {
-			var err error
-			pr.Memory, err = runMemory(ctx, cfg, srv, label(fmt.Sprintf("(e) %d idle subscribers", cfg.IdleClients)))
+		for run := range cfg.Runs {
+			// A fresh server: RSS left by earlier scenarios would hide the
+			// subscribers' share.
+			ss.close()
+			err := step("(e)"+runLabel(run, cfg.Runs), tableIdle, func(srv *Server) error {
+				m, err := runMemory(ctx, cfg, srv, label(fmt.Sprintf("(e) %d idle subscribers%s", cfg.IdleClients, runLabel(run, cfg.Runs))))
+				if err != nil {
+					return err
+				}
+				pr.MemoryRuns = append(pr.MemoryRuns, m)
+				if a := m.Storm.Aborted; a != "" {
+					pr.problem("(e)%s: %s", runLabel(run, cfg.Runs), a)
+				}
+				if m.Idle() {
+					st.Logf("%s (e)%s: %d idle subscribers, %.1f KiB each", pr.Path, runLabel(run, cfg.Runs), m.Storm.Completed, m.PerClientKB)
+				}
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			if a := pr.Memory.Storm.Aborted; a != "" {
-				pr.problem("(e): %s", a)
-			}
-			st.Logf("%s (e): %d idle subscribers, %.1f KiB each", pr.Path, pr.Memory.Storm.Completed, pr.Memory.PerClientKB)
-			return nil
-		})
-		if err != nil {
-			return err
 		}
+		pr.Memory = medianRun(pr.MemoryRuns, func(m *MemoryResult) float64 { return m.PerClientKB })
 	}
 	return nil
 }
+
+// runLabel names run i of n in labels and problems ("" for a single run).
+func runLabel(i, n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(", run %d of %d", i+1, n)
+}
+
+// liveP99 is a live run's write-to-client p99, its median key.
+func liveP99(l *LiveResult) float64 { return l.Storm.Latency.P99 }
 
 // stormLine summarises a storm for the log.
 func stormLine(r *StormResult) string {
@@ -620,12 +707,17 @@ func stormLine(r *StormResult) string {
 // returns a function that scrapes them again and returns their increase
 // (nil when either scrape failed).
 func counterDelta(ctx context.Context, metricsURL string) func() map[string]float64 {
-	before, err := ScrapeCounters(ctx, metricsURL, StormCounterNames)
+	return counterDeltaOf(ctx, metricsURL, StormCounterNames)
+}
+
+// counterDeltaOf is counterDelta of the named counters.
+func counterDeltaOf(ctx context.Context, metricsURL string, names []string) func() map[string]float64 {
+	before, err := ScrapeCounters(ctx, metricsURL, names)
 	return func() map[string]float64 {
 		if err != nil {
 			return nil
 		}
-		after, err := ScrapeCounters(ctx, metricsURL, StormCounterNames)
+		after, err := ScrapeCounters(ctx, metricsURL, names)
 		if err != nil {
 			return nil
 		}
@@ -698,6 +790,13 @@ func runBig(ctx context.Context, cfg *SuiteConfig, url, rel string, cpu CPUProbe
 	}
 	br.Fetch10, br.CopyFirstRow, br.CopyLastRow = median(fetch), median(first), median(last)
 	br.CopyComplete, br.ServerCPU = median(complete), median(cpus)
+	br.Spread = map[string][2]float64{}
+	for k, xs := range map[string][]float64{"fetch10_seconds": fetch, "copy_first_row_seconds": first, "copy_last_row_seconds": last,
+		"copy_complete_seconds": complete, "server_cpu_seconds": cpus} {
+		if len(xs) > 0 {
+			br.Spread[k] = [2]float64{slices.Min(xs), slices.Max(xs)}
+		}
+	}
 	return br
 }
 
@@ -822,11 +921,19 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, n, stalled, rat
 		sleepCtx(ctx, liveDrain)
 		return nil
 	}
-	r, err := Storm(ctx, StormConfig{
+	sc := StormConfig{
 		URL: srv.URL, Clients: n, Mode: ModeCopy, Relation: tableLive, Timeout: cfg.Timeout,
 		LatencyColumn: 4, Stalled: stalled, Live: writer, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
 		Status: cfg.Status, Label: label,
-	})
+	}
+	if stalled > 0 {
+		// Output columns: mz_timestamp, mz_progressed, mz_diff, id, payload.
+		sc.IDColumn, sc.ResumeStalled = 3, func() int64 { return lr.Written }
+		if cfg.SlowBudgetBytes > 0 {
+			sc.StalledSQL = []string{fmt.Sprintf("SET subscribe_max_buffered_bytes = %d", cfg.SlowBudgetBytes)}
+		}
+	}
+	r, err := Storm(ctx, sc)
 	if r == nil {
 		return nil, err
 	}
@@ -871,12 +978,14 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 		return nil, err
 	}
 	mr.Storm = r
+	mr.PerClientKB = -1
 	if r.Aborted != "" {
-		// Cut short by the memory guard: the peak, over the subscribers
-		// that got that far, is what there is.
-		mr.RSSIdle, rssErr = r.ServerPeakRSS, nil
+		// Cut short by the memory guard while subscribing: the peak is of
+		// the storm, not of idle subscribers, and divides by nothing.
+		mr.RSSIdle, mr.PeakRSS = 0, r.ServerPeakRSS
+		return mr, nil
 	}
-	if r.Completed > 0 && rssErr == nil {
+	if r.Completed > 0 && rssErr == nil && mr.RSSIdle > 0 {
 		mr.PerClientKB = float64(mr.RSSIdle-mr.RSSBefore) / 1024 / float64(r.Completed)
 	}
 	return mr, nil
@@ -917,19 +1026,23 @@ func runPostgres(ctx context.Context, cfg *SuiteConfig, pr *PathResults) error {
 		if err := load(tableSmall, cfg.SmallRows); err != nil {
 			return err
 		}
+		pr.StormRuns = map[int][]*StormResult{}
 		for _, n := range cfg.Clients {
-			quiesce(ctx, pg.CPU(), cfg.Status, "postgres: waiting for the server to idle")
-			r, err := Storm(ctx, StormConfig{
-				URL: pg.URL, Clients: n, Mode: ModeSelect, Relation: tableSmall, Timeout: cfg.Timeout,
-				ExpectRows: cfg.SmallRows, Server: pg.CPU(), Settle: time.Second,
-				ConnectConcurrency: 32, Status: cfg.Status, Label: fmt.Sprintf("postgres: (a) storm N=%d", n),
-			})
-			if err != nil {
-				return err
+			for run := range cfg.Runs {
+				quiesce(ctx, pg.CPU(), cfg.Status, "postgres: waiting for the server to idle")
+				r, err := Storm(ctx, StormConfig{
+					URL: pg.URL, Clients: n, Mode: ModeSelect, Relation: tableSmall, Timeout: cfg.Timeout,
+					ExpectRows: cfg.SmallRows, Server: pg.CPU(), Settle: time.Second,
+					ConnectConcurrency: 32, Status: cfg.Status, Label: fmt.Sprintf("postgres: (a) storm N=%d%s", n, runLabel(run, cfg.Runs)),
+				})
+				if err != nil {
+					return err
+				}
+				r.ServerPeakRSS = 0 // the postmaster's alone: not PostgreSQL's memory
+				pr.StormRuns[n] = append(pr.StormRuns[n], r)
+				cfg.Status.Logf("postgres (a) N=%d%s: %s", n, runLabel(run, cfg.Runs), stormLine(r))
 			}
-			r.ServerPeakRSS = 0 // the postmaster's alone: not PostgreSQL's memory
-			pr.Storms = append(pr.Storms, r)
-			cfg.Status.Logf("postgres (a) N=%d: %s", n, stormLine(r))
+			pr.Storms = append(pr.Storms, medianRun(pr.StormRuns[n], func(r *StormResult) float64 { return r.StormSeconds }))
 		}
 	}
 	if cfg.runs(ScenarioBig) {

@@ -1,10 +1,12 @@
 package dataflow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
@@ -34,10 +36,18 @@ type SubscribeConfig struct {
 	MFP MFP
 	// Purpose labels the subscribe's reader in shard state.
 	Purpose string
+	// DowngradeInterval rate-limits the downgrades of the reader's since as
+	// the listen advances: each is a CAS on the shard's state, which every
+	// subscriber of the shard shares. 0 means DefaultDowngradeInterval.
+	DowngradeInterval time.Duration
 }
 
 // The dataflow path implements the subscription contract.
 var _ subscribe.Subscription = (*Subscribe)(nil)
+
+// DefaultDowngradeInterval is SubscribeConfig.DowngradeInterval's default,
+// the fast path's (tail.DefaultDowngradeInterval).
+const DefaultDowngradeInterval = time.Second
 
 // Subscribe is the dataflow path: a private pipeline per subscribe. Its own
 // goroutine registers a reader, reads and consolidates the snapshot, applies
@@ -156,6 +166,7 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	downgrades := downgradeLimiter{every: cmp.Or(s.cfg.DowngradeInterval, DefaultDowngradeInterval)}
 	for !b.Done() {
 		updates, frontier, err := l.Next(ctx)
 		if err != nil {
@@ -172,11 +183,26 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 			return err
 		}
 		// Let the shard compact what this subscribe has passed.
-		if frontier > 1 {
+		if frontier > 1 && downgrades.due() {
 			_ = r.Downgrade(ctx, frontier-1)
 		}
 	}
 	return nil
+}
+
+// downgradeLimiter lets a downgrade through at most once per interval.
+type downgradeLimiter struct {
+	every time.Duration
+	last  time.Time
+}
+
+// due reports whether a downgrade may be made now, and if so counts it.
+func (d *downgradeLimiter) due() bool {
+	if now := time.Now(); d.last.IsZero() || now.Sub(d.last) >= d.every {
+		d.last = now
+		return true
+	}
+	return false
 }
 
 // constant serves a constant input: the snapshot at AS OF; then, as

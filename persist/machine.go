@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,12 @@ type machine struct {
 	changed chan struct{} // mu: closed (and replaced) when state advances
 	poked   chan struct{} // mu: closed (and replaced) by a doorbell
 
+	// casTurn is held (a one-slot semaphore, so that waiting honours a
+	// context) by the caller whose CAS is in flight.
+	casTurn chan struct{}
+	// rollingUp is set while a caller writes and records a rollup.
+	rollingUp atomic.Bool
+
 	// refreshes batches linearizable reads of consensus (a storm of N
 	// callers costs two reads, not N).
 	refreshes *coalesce.Reads
@@ -33,7 +40,7 @@ type machine struct {
 }
 
 func newMachine(c *Client, s *State) *machine {
-	m := &machine{c: c, shard: s.ShardID, state: s, changed: make(chan struct{}), poked: make(chan struct{})}
+	m := &machine{c: c, shard: s.ShardID, state: s, changed: make(chan struct{}), poked: make(chan struct{}), casTurn: make(chan struct{}, 1)}
 	m.refreshes = coalesce.New(m.readConsensus)
 	m.lastRead.Store(time.Now().UnixNano()) // s was just loaded
 	return m
@@ -115,59 +122,116 @@ func (m *machine) nextPoll() time.Duration {
 // idempotent). It returns the committed state, or the current state and nil
 // if t was a no-op.
 func (m *machine) apply(ctx context.Context, t transition) (*State, error) {
-	backoff := time.Millisecond
+	next, committed, err := m.commit(ctx, t)
+	if err != nil || !committed {
+		return next, err
+	}
+	if err := m.maybeRollup(ctx, next); err != nil {
+		// The commit stands; a failed rollup is retried at the next CAS.
+		m.c.log.Warn("persist: rollup failed", "shard", m.shard, "seqno", next.SeqNo, "err", err)
+	}
+	return next, nil
+}
+
+// commit is apply's CAS loop; committed is false for a no-op. The callers
+// in this process take turns (casTurn): racing each other, N concurrent
+// callers (a storm of reader registrations) would cost about N²/2
+// attempts, each cloning the whole state, where taking turns costs N. A
+// conflict can then only come from another process; the loser backs off
+// with jitter, so that a storm across processes spreads out instead of
+// colliding again at once.
+func (m *machine) commit(ctx context.Context, t transition) (next *State, committed bool, err error) {
+	select {
+	case m.casTurn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	defer func() { <-m.casTurn }()
+	conflictWait := backoff{ceiling: time.Millisecond, limit: 256 * time.Millisecond}
+	errorWait := backoff{ceiling: time.Millisecond, limit: time.Second}
 	for {
 		cur, _ := m.current()
 		next, err := t(cur)
 		if errors.Is(err, errNoOp) {
-			return cur, nil
+			return cur, false, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		next.SeqNo = cur.SeqNo + 1
 		next.WalltimeMs = m.c.cfg.Now()
 		ok, n, err := m.c.versions.compareAndSet(ctx, cur, next)
 		m.c.metrics.casAttempt(n, ok, err)
-		switch {
-		case err != nil && !IsIndeterminate(err):
-			return nil, fmt.Errorf("cas %s at %s: %w", m.shard, next.SeqNo, err)
-		case err != nil || !ok:
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if _, rerr := m.refresh(ctx); rerr != nil && !IsIndeterminate(rerr) {
-				return nil, rerr
-			}
-			if err != nil {
-				time.Sleep(backoff)
-				backoff = min(2*backoff, time.Second)
-			}
-			continue
+		if err != nil && !IsIndeterminate(err) {
+			return nil, false, fmt.Errorf("cas %s at %s: %w", m.shard, next.SeqNo, err)
 		}
-		m.observe(next)
-		if err := m.maybeRollup(ctx, next); err != nil {
-			// The commit stands; a failed rollup is retried at the next CAS.
-			m.c.log.Warn("persist: rollup failed", "shard", m.shard, "seqno", next.SeqNo, "err", err)
+		if err == nil && ok {
+			m.observe(next)
+			return next, true, nil
 		}
-		return next, nil
+		wait := &conflictWait
+		if err != nil {
+			wait = &errorWait
+		}
+		if err := wait.sleep(ctx); err != nil {
+			return nil, false, err
+		}
+		if _, rerr := m.refresh(ctx); rerr != nil && !IsIndeterminate(rerr) {
+			return nil, false, rerr
+		}
 	}
 }
 
-// maybeRollup writes a rollup of s when the latest one is RollupEvery
-// versions behind, and records it in state.
-func (m *machine) maybeRollup(ctx context.Context, s *State) error {
-	latest, _ := s.LatestRollup()
-	if int(s.SeqNo-latest) < m.c.cfg.RollupEvery {
+// backoff is a retry delay with full jitter: each sleep is uniform in
+// [0, ceiling), and the ceiling doubles up to a limit.
+type backoff struct {
+	ceiling, limit time.Duration
+}
+
+// sleep waits for the next delay, or until ctx is done.
+func (b *backoff) sleep(ctx context.Context) error {
+	d := rand.N(b.ceiling)
+	b.ceiling = min(2*b.ceiling, b.limit)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
 		return nil
 	}
+}
+
+// maybeRollup writes a rollup when the newest state is RollupEvery
+// versions past the latest one, and records it in state. One caller in the
+// process writes it at a time, of the newest state, and its own commit
+// does not roll up again: callers that committed while waiting their turn
+// each saw a state far past the latest rollup, and each rolling up (a full
+// state to blob, then a commit that waits its turn and is itself far past
+// it) fed on itself.
+func (m *machine) maybeRollup(ctx context.Context, s *State) error {
+	if !m.needsRollup(s) || !m.rollingUp.CompareAndSwap(false, true) {
+		return nil
+	}
+	defer m.rollingUp.Store(false)
+	cur, _ := m.current()
+	if !m.needsRollup(cur) {
+		return nil // another caller's rollup landed since s
+	}
 	started := m.c.cfg.Now()
-	key, err := m.c.versions.writeRollup(ctx, s)
+	key, err := m.c.versions.writeRollup(ctx, cur)
 	if err != nil {
 		return err
 	}
-	_, err = m.apply(ctx, m.c.commitUploads(started, addRollup(s.SeqNo, key)))
+	_, _, err = m.commit(ctx, m.c.commitUploads(started, addRollup(cur.SeqNo, key)))
 	return err
+}
+
+// needsRollup reports whether s is RollupEvery versions past its latest
+// rollup.
+func (m *machine) needsRollup(s *State) bool {
+	latest, _ := s.LatestRollup()
+	return int(s.SeqNo-latest) >= m.c.cfg.RollupEvery
 }
 
 // waitUntil blocks until cond holds for the newest state, re-reading

@@ -61,6 +61,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 0, "per-client timeout (default 3m; quick 1m)")
 	idle := fs.Int("idle-clients", 0, "idle subscribers for (e) (default 10,000; quick 200)")
 	bigRows := fs.Int("big-rows", 0, "rows of the large view for (b) (default 1,000,000; quick 100,000)")
+	runs := fs.Int("runs", 0, fmt.Sprintf("runs of each measurement; the report shows the median and min–max (default %d; quick %d)", bench.DefaultRuns, bench.DefaultQuickRuns))
 	render := fs.String("render", "", "run nothing: re-render the report (markdown, plots) from this latest.json into its directory (or --out)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -110,6 +111,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	}
 	if *bigRows > 0 {
 		cfg.BigRows = *bigRows
+	}
+	if *runs > 0 {
+		cfg.Runs, cfg.Repeat = *runs, *runs
 	}
 	cfg.ServerBin = *serverBin
 	if cfg.ServerBin == "" {

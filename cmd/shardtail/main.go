@@ -25,13 +25,24 @@ const Version = "0.1.0"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := NewMain(os.Stdout, os.Stderr).Run(ctx, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "shardtail:", err)
-		}
-		os.Exit(1)
+	os.Exit(exitCode(NewMain(os.Stdout, os.Stderr).Run(ctx, os.Args[1:]), os.Stderr))
+}
+
+// exitCode is the process's exit status for Run's error, which it reports
+// on stderr: 0 for success and for a help request (the usage is already
+// printed), 1 for any other error.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, "shardtail:", err)
+		return 1
 	}
 }
+
+// errNoCommand is Run's error when no subcommand is named.
+var errNoCommand = errors.New("no command given")
 
 // Main dispatches subcommands.
 type Main struct {
@@ -59,7 +70,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	slog.SetDefault(slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
-		return flag.ErrHelp
+		return errNoCommand
 	}
 	switch args[0] {
 	case "serve":

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/shardtail/shardtail/internal/testsupport/testbin"
@@ -15,4 +17,32 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "testbin: %v\n", err)
 	}
 	os.Exit(code)
+}
+
+// TestHelpExitsZero: --help and -h of every subcommand print its usage and
+// exit 0; no command and an unknown command exit 1.
+func TestHelpExitsZero(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		code  int
+		usage string
+	}{
+		{[]string{"serve", "--help"}, 0, "shardtail serve"},
+		{[]string{"storm", "--help"}, 0, "shardtail storm"},
+		{[]string{"bench", "--help"}, 0, "shardtail bench"},
+		{[]string{"storm", "-h"}, 0, "shardtail storm"},
+		{[]string{"help"}, 0, "Usage:"},
+		{nil, 1, "Usage:"},
+		{[]string{"nonsense"}, 1, "Usage:"},
+		{[]string{"storm", "--no-such-flag"}, 1, "shardtail storm"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := NewMain(&stdout, &stderr).Run(t.Context(), tc.args)
+		if got := exitCode(err, &stderr); got != tc.code {
+			t.Errorf("shardtail %s: exit %d (err %v), want %d", strings.Join(tc.args, " "), got, err, tc.code)
+		}
+		if out := stdout.String() + stderr.String(); !strings.Contains(out, tc.usage) {
+			t.Errorf("shardtail %s printed %q, want the usage (%q)", strings.Join(tc.args, " "), out, tc.usage)
+		}
+	}
 }

@@ -172,10 +172,14 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("parseURL(%q) accepted an invalid config: %v", raw, err)
 			}
 		}
-		// Whatever the URL, the secret never survives Redact.
-		if _, secret, ok := strings.Cut(raw, "secret_access_key="); ok {
+		// Whatever the URL, the secret never survives Redact. It is a query
+		// parameter: "secret_access_key=" elsewhere (the fuzzer found
+		// "s3://secret_access_key=") is a bucket name, and an empty value
+		// has nothing to hide.
+		_, query, _ := strings.Cut(raw, "?")
+		if _, secret, ok := strings.Cut(query, "secret_access_key="); ok {
 			secret, _, _ = strings.Cut(secret, "&")
-			if secret != "xxxxx" && strings.Contains(Redact(raw), "secret_access_key="+secret) {
+			if secret != "" && secret != "xxxxx" && strings.Contains(Redact(raw), "secret_access_key="+secret) {
 				t.Fatalf("Redact(%q) = %q keeps the secret", raw, Redact(raw))
 			}
 		}

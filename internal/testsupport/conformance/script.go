@@ -166,7 +166,15 @@ func Parse(path, text string) (*Script, error) {
 // so it is kept as it was.
 func (s *Script) Rewrite(outputs map[*Case]string) string {
 	var b strings.Builder
-	for _, c := range s.Cases {
+	for i, c := range s.Cases {
+		// The short form ends at a blank line or the end of the text: it
+		// cannot be followed directly by the next case or a comment (the
+		// long form can).
+		after, last := s.trailer, i == len(s.Cases)-1
+		if !last {
+			after = s.Cases[i+1].pre
+		}
+		endsShort := strings.HasPrefix(after, "\n") || (last && after == "")
 		b.WriteString(c.pre)
 		b.WriteString(c.Directive + "\n")
 		if c.Input != "" {
@@ -176,7 +184,7 @@ func (s *Script) Rewrite(outputs map[*Case]string) string {
 		if !ok {
 			out = c.Expected
 		}
-		if needsLongForm(out) {
+		if needsLongForm(out) || !endsShort {
 			b.WriteString("----\n----\n" + out + "\n----\n----\n")
 			continue
 		}
