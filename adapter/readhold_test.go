@@ -13,15 +13,12 @@ import (
 
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/persist"
-	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 )
 
 // registerHook runs a function once, when the next reader of a shard with
 // purpose "select" is about to register: the moment a read that chose its
 // timestamp first and took its hold second would be exposed.
 type registerHook struct {
-	persist.Consensus
-
 	mu    sync.Mutex
 	shard string
 	fn    func()
@@ -35,10 +32,11 @@ func (h *registerHook) arm(shard string, fn func()) {
 	h.shard, h.fn = shard, fn
 }
 
-func (h *registerHook) CompareAndSet(ctx context.Context, key string, expected *persist.SeqNo, new persist.VersionedData) (bool, error) {
+// beforeRegister is persist.Config.BeforeRegister.
+func (h *registerHook) beforeRegister(shard string, opts persist.ReaderOptions) {
 	h.mu.Lock()
 	fn := h.fn
-	if fn != nil && (key != h.shard || !bytes.Contains(new.Data, []byte(`"purpose":"select"`))) {
+	if fn != nil && (shard != h.shard || opts.Purpose != "select") {
 		fn = nil
 	}
 	if fn != nil {
@@ -48,7 +46,6 @@ func (h *registerHook) CompareAndSet(ctx context.Context, key string, expected *
 	if fn != nil {
 		fn()
 	}
-	return h.Consensus.CompareAndSet(ctx, key, expected, new)
 }
 
 // TestReadHoldsItsTimestamp: a read without AS OF (SELECT, INSERT ...
@@ -57,8 +54,8 @@ func (h *registerHook) CompareAndSet(ctx context.Context, key string, expected *
 // reader holds instead of failing with "Timestamp ... is not valid" (XX000),
 // as TestCopyFromSelect100k did on a loaded machine.
 func TestReadHoldsItsTimestamp(t *testing.T) {
-	hook := &registerHook{Consensus: consmem.New()}
-	s := testserver.Start(t, testserver.Options{Consensus: hook, Tick: 10 * time.Millisecond})
+	hook := &registerHook{}
+	s := testserver.Start(t, testserver.Options{Persist: persist.Config{BeforeRegister: hook.beforeRegister}, Tick: 10 * time.Millisecond})
 	c, w := connect(t, s), connect(t, s)
 	// With no history retained, since follows upper-1 at every tick.
 	execAll(t, c, "CREATE TABLE t (a int8 NOT NULL)", "ALTER TABLE t SET (RETAIN HISTORY FOR '0s')",

@@ -59,6 +59,12 @@ type Config struct {
 	// Now returns the wall clock in milliseconds; tests replace it to drive
 	// lease expiry. nil means time.Now.
 	Now func() int64
+	// BeforeRegister, when set, is called by OpenReader before the reader's
+	// registration is committed, outside any lock: tests use it to act in
+	// the window between a caller's decision and its reader's hold (a
+	// consensus wrapper cannot, because this process's compare-and-sets on
+	// a shard take turns). nil in production.
+	BeforeRegister func(shard string, opts ReaderOptions)
 }
 
 func (c Config) withDefaults() Config {

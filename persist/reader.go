@@ -72,6 +72,9 @@ func (c *Client) OpenReader(ctx context.Context, shard string, opts ReaderOption
 	if stable {
 		id = opts.ID
 	}
+	if c.cfg.BeforeRegister != nil {
+		c.cfg.BeforeRegister(shard, opts)
+	}
 	s, err := m.apply(ctx, registerReader(id, opts.Purpose, c.cfg.Now(), lease))
 	if err != nil {
 		return nil, fmt.Errorf("register reader of %s: %w", shard, err)
