@@ -248,7 +248,7 @@ func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
 func (p *subscribePlan) startDataflow(req subscribe.Request, constant []row.Update) *dataflow.Subscribe {
 	cfg := dataflow.SubscribeConfig{Request: req, Persist: p.s.c.persist, Constant: constant, Purpose: "subscribe",
 		// The same rate as the fast path's listen reader.
-		DowngradeInterval: p.s.c.cfg.Tail.DowngradeInterval}
+		DowngradeInterval: p.s.c.cfg.Tail.DowngradeInterval, Budget: p.s.c.cfg.Tail.Budget}
 	if p.q != nil {
 		cfg.MFP = p.q.mfp.bind(nil)
 	}
