@@ -64,6 +64,13 @@ func errResultTooLarge(limit int64) error {
 	return errorf(codeOutOfMemory, "result exceeds max size of %s", formatBytes(limit))
 }
 
+// errMemoryBudget is a subscribe whose single timestamp, held back whole
+// to order or envelope it, outgrew the process's memory budget: nothing
+// could be shed to make room, so it fails rather than the process.
+func errMemoryBudget(limit int64) error {
+	return errorf(codeOutOfMemory, "SUBSCRIBE timestamp exceeds the server's memory budget of %s (--memory-budget)", formatBytes(limit))
+}
+
 // formatBytes renders a size as Materialize does: "10 B", "1 GiB".
 func formatBytes(n int64) string {
 	for _, u := range []struct {

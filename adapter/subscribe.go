@@ -200,11 +200,19 @@ func (p *subscribePlan) request(src *catalog.Item, asOf uint64, upTo *uint64) su
 		MaxBufferedBytes: p.s.maxBufferedBytes(),
 		MaxResultSize:    p.s.maxResultSize(),
 	}
+	// A timestamp held back whole cannot be shed: one larger than the
+	// process's memory budget fails the subscribe (mapErr names the budget).
+	if b := p.budget(); b > 0 && b < req.MaxResultSize {
+		req.MaxResultSize = b
+	}
 	if src != nil {
 		req.Shard = src.Shard
 	}
 	return req
 }
+
+// budget is the process's memory budget in bytes, 0 when unlimited.
+func (p *subscribePlan) budget() int64 { return p.s.c.cfg.Tail.Budget.Limit() }
 
 // startConstant starts a subscribe to a query that reads no collection
 // (SUBSCRIBE (VALUES ...), a view of one) on the dataflow path with a
@@ -240,7 +248,7 @@ func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
 func (p *subscribePlan) startDataflow(req subscribe.Request, constant []row.Update) *dataflow.Subscribe {
 	cfg := dataflow.SubscribeConfig{Request: req, Persist: p.s.c.persist, Constant: constant, Purpose: "subscribe",
 		// The same rate as the fast path's listen reader.
-		DowngradeInterval: p.s.c.cfg.Tail.DowngradeInterval}
+		DowngradeInterval: p.s.c.cfg.Tail.DowngradeInterval, Budget: p.s.c.cfg.Tail.Budget}
 	if p.q != nil {
 		cfg.MFP = p.q.mfp.bind(nil)
 	}
@@ -413,6 +421,8 @@ func (p *subscribePlan) mapErr(err error) error {
 	switch {
 	case errors.Is(err, io.EOF):
 		return io.EOF
+	case errors.As(err, &rs) && rs.Max < p.s.maxResultSize() && rs.Max == p.budget():
+		return errMemoryBudget(rs.Max)
 	case errors.As(err, &rs):
 		// A timestamp held back whole to order or envelope it: the same
 		// error as any result over max_result_size.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/subscribe"
@@ -40,6 +41,11 @@ type SubscribeConfig struct {
 	// the listen advances: each is a CAS on the shard's state, which every
 	// subscriber of the shard shares. 0 means DefaultDowngradeInterval.
 	DowngradeInterval time.Duration
+	// Budget is the process's memory budget, charged with the rows queued
+	// for the client (holder dataflow) and the timestamp held back to be
+	// ordered (holder ordered). The dataflow path does not shed them: they
+	// count toward the total, so the fast path sheds more. nil: no budget.
+	Budget *membudget.Budget
 }
 
 // The dataflow path implements the subscription contract.
@@ -67,12 +73,17 @@ type Subscribe struct {
 	ready    chan struct{}   // mu: closed when queue or err changes
 	drained  chan struct{}   // mu: closed when the client takes rows
 	frontier uint64          // mu
+
+	// What buffered and held were when last charged to the budget.
+	memQueue, memHeld  *membudget.Holder
+	chargedQ, chargedH int64 // mu
 }
 
 // StartSubscribe starts the pipeline.
 func StartSubscribe(cfg SubscribeConfig) *Subscribe {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Subscribe{cfg: cfg, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), drained: make(chan struct{}), frontier: cfg.AsOf}
+	s := &Subscribe{cfg: cfg, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), drained: make(chan struct{}), frontier: cfg.AsOf,
+		memQueue: cfg.Budget.Holder(membudget.HolderDataflow), memHeld: cfg.Budget.Holder(membudget.HolderOrdered)}
 	go s.run(ctx)
 	return s
 }
@@ -303,6 +314,7 @@ func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
 	s.frontier = b.Frontier()
 	s.held = b.Buffered()
 	if len(rows) == 0 {
+		s.charge(s.buffered, s.held)
 		s.signal()
 		return nil
 	}
@@ -310,6 +322,7 @@ func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
 		s.buffered += r.Size()
 	}
 	s.queue = append(s.queue, rows...)
+	s.charge(s.buffered, s.held)
 	s.signal()
 	if s.cfg.MaxBufferedBytes > 0 && s.buffered > s.cfg.MaxBufferedBytes {
 		return &subscribe.BufferError{Buffered: s.buffered, Max: s.cfg.MaxBufferedBytes}
@@ -345,6 +358,7 @@ func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) 
 			for _, r := range out {
 				s.buffered -= r.Size()
 			}
+			s.charge(s.buffered, s.held)
 			close(s.drained)
 			s.drained = make(chan struct{})
 			s.mu.Unlock()
@@ -369,4 +383,15 @@ func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) 
 func (s *Subscribe) Close() {
 	s.cancel()
 	<-s.done
+	s.mu.Lock()
+	s.charge(0, 0) // the queue goes with the subscribe
+	s.mu.Unlock()
+}
+
+// charge brings the budget's count of the subscribe's queued and held
+// bytes to queued and held. s.mu must be held.
+func (s *Subscribe) charge(queued, held int64) {
+	s.memQueue.Add(queued - s.chargedQ)
+	s.memHeld.Add(held - s.chargedH)
+	s.chargedQ, s.chargedH = queued, held
 }

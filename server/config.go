@@ -34,6 +34,13 @@ type Config struct {
 	Adapter adapter.Config
 	// PGWire configures the protocol server. New fills in its Registerer.
 	PGWire pgwire.Config
+	// MemoryBudget is the process's memory budget in bytes
+	// (--memory-budget), covering the fast path's windows, snapshot
+	// shares, queues and ordered timestamps, the dataflow path's queues
+	// and pgwire's buffers (package membudget). 0 means unlimited: the
+	// holders are still accounted and exported. Adapter.Tail.Budget, when
+	// set, is used instead.
+	MemoryBudget int64
 	// Listen is the pgwire address; "" means DefaultListen.
 	Listen string
 	// HTTPListen is the address of /metrics, /healthz and /debug/pprof;
@@ -53,6 +60,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Consensus == nil && c.ConsensusURL == "" {
 		return errors.New("server config: Consensus or ConsensusURL is required")
+	}
+	if c.MemoryBudget < 0 {
+		return errors.New("server config: MemoryBudget must not be negative (0 is unlimited)")
 	}
 	return nil
 }

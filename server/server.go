@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob"
 	"github.com/shardtail/shardtail/persist/consensus"
@@ -31,6 +32,7 @@ type Server struct {
 	coord    *adapter.Coordinator
 	pgwire   *pgwire.Server
 	registry *prometheus.Registry
+	budget   *membudget.Budget
 	http     *http.Server // nil without Config.HTTPListen
 	addr     net.Addr
 	httpAddr net.Addr
@@ -93,6 +95,13 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	acfg := cfg.Adapter
 	acfg.Persist, acfg.Consensus, acfg.Registerer = s.persist, cons, s.registry
+	if acfg.Tail.Budget == nil {
+		acfg.Tail.Budget = membudget.New(cfg.MemoryBudget)
+	}
+	s.budget = acfg.Tail.Budget
+	if err := s.budget.Register(s.registry); err != nil {
+		return nil, err
+	}
 	if s.coord, err = adapter.NewCoordinator(ctx, acfg); err != nil {
 		return nil, err
 	}
@@ -102,6 +111,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.coord.SetCanceler(s.pgwire.CancelProcess)
+	// pgwire exports its own holder; the budget adds it to the total.
+	s.budget.AddSource(membudget.HolderPGWire, s.pgwire.MemoryBytes)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -209,6 +220,9 @@ func (s *Server) Coordinator() *adapter.Coordinator { return s.coord }
 
 // Persist returns the persist client.
 func (s *Server) Persist() *persist.Client { return s.persist }
+
+// Budget returns the process's memory budget.
+func (s *Server) Budget() *membudget.Budget { return s.budget }
 
 // Registry returns the metrics registry /metrics serves.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }

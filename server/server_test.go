@@ -111,3 +111,36 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryBudgetMetrics: /metrics exports the budget and every holder,
+// pgwire's own gauge and the budget's counters side by side under one
+// metric name, and the budget counts pgwire in its total.
+func TestMemoryBudgetMetrics(t *testing.T) {
+	ctx := context.Background()
+	s, err := server.New(ctx, server.Config{BlobURL: "mem://", ConsensusURL: "mem://", HTTPListen: "127.0.0.1:0", MemoryBudget: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	resp, err := http.Get("http://" + s.HTTPAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	for _, want := range []string{
+		`shardtail_memory_budget_bytes 1.048576e+06`,
+		`shardtail_memory_bytes{holder="pgwire"}`,
+		`shardtail_memory_bytes{holder="tail_window"}`,
+		`shardtail_memory_bytes{holder="tail_queues"}`,
+		`shardtail_memory_bytes{holder="ordered"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if _, ok := s.Budget().Bytes()["pgwire"]; !ok {
+		t.Errorf("budget holders %v lack pgwire", s.Budget().Bytes())
+	}
+}

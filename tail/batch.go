@@ -16,6 +16,11 @@ type batch struct {
 	updates      []row.Update // consolidated, ordered by time
 	bytes        int64        // estimated size, charged to each queue
 
+	// Held by the window and how many queues, for the memory budget
+	// (SharedTail.hold). Guarded by the tail's mu.
+	inWindow  bool
+	queueRefs int
+
 	mu     sync.Mutex
 	shapes map[string][]formatter.TimeRows // mu
 }

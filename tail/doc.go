@@ -63,6 +63,18 @@
 // past that frontier does Next fail, with *subscribe.BufferError (53200);
 // RETAIN HISTORY, not the tail, bounds how far behind a client may fall.
 //
+// # The process's memory budget
+//
+// With Config.Budget (--memory-budget, package membudget) the manager
+// charges the budget with each listen batch once, however many hold it:
+// under tail_window while the window holds it, under tail_queues once
+// only subscriber queues do, and with the timestamps subscribers hold back
+// to order (ordered). After each publish, if the process is over budget,
+// enforce shrinks every window to its newest batch and, if that is not
+// enough, detaches attached subscribers largest queue first until the
+// total fits. Those resume like any detached subscriber, so the budget
+// costs a stalled client a catch-up from the shard, never a row.
+//
 // # The caller's duties
 //
 //  1. Call a Subscriber's Next from one goroutine (the session's). Frontier

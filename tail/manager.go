@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 )
 
@@ -34,6 +35,11 @@ type Config struct {
 	// ShareRetainBytes bounds the snapshot pieces a shared cursor keeps for
 	// subscribers that join it late; a smaller snapshot is kept whole.
 	ShareRetainBytes int64
+	// Budget is the process's memory budget (--memory-budget), charged
+	// with the windows, the batches only queues hold and the timestamps
+	// held back to be ordered; over it, the manager shrinks the windows
+	// and then detaches the largest queues (see enforce). nil: no budget.
+	Budget *membudget.Budget
 }
 
 func (c Config) withDefaults() Config {
@@ -74,6 +80,11 @@ type Manager struct {
 	// subscribes to other collections do not wait at all.
 	starting map[string]*tailStart // mu
 	closed   bool                  // mu: Close began; no new tails
+
+	// The budget's holders (nil without Config.Budget).
+	memWindow, memQueues, memOrdered *membudget.Holder
+	// enforcing serializes enforce: tails publishing at once need one pass.
+	enforcing sync.Mutex
 }
 
 // tailStart is a shared tail being created: closed done publishes t or err.
@@ -88,7 +99,10 @@ type tailStart struct {
 func NewManager(p *persist.Client, cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{persist: p, cfg: cfg.withDefaults(), metrics: newMetrics(), log: slog.Default(),
-		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}, starting: map[string]*tailStart{}}
+		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}, starting: map[string]*tailStart{},
+		memWindow:  cfg.Budget.Holder(membudget.HolderWindow),
+		memQueues:  cfg.Budget.Holder(membudget.HolderQueues),
+		memOrdered: cfg.Budget.Holder(membudget.HolderOrdered)}
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -237,6 +251,8 @@ type Metrics struct {
 	subscribers    prometheus.Gauge
 	queueBytes     prometheus.Gauge
 	detaches       prometheus.Counter
+	budgetDetaches prometheus.Counter
+	budgetShrinks  prometheus.Counter
 	resumes        prometheus.Counter
 	catchUps       prometheus.Counter
 	historyLoss    prometheus.Counter
@@ -260,6 +276,8 @@ func newMetrics() *Metrics {
 		subscribers:    g("subscribers", "Fast-path subscribers."),
 		queueBytes:     g("queue_bytes", "Bytes queued for fast-path subscribers."),
 		detaches:       c("detaches_total", "Subscribers detached for exceeding their queue budget."),
+		budgetDetaches: c("budget_detaches_total", "Subscribers detached, largest queue first, because the process was over its memory budget."),
+		budgetShrinks:  c("budget_window_shrinks_total", "Times the windows were shrunk because the process was over its memory budget."),
 		resumes:        c("resumes_total", "Detached subscribers resumed."),
 		catchUps:       c("private_catchups_total", "Subscribers that caught up from the shard with a private listen."),
 		historyLoss:    c("history_loss_errors_total", "Subscribers failed because their position was no longer retained."),
@@ -274,7 +292,7 @@ func newMetrics() *Metrics {
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.resumes, m.catchUps,
+	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.budgetDetaches, m.budgetShrinks, m.resumes, m.catchUps,
 		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired, m.storageRetries} {
 		if err := r.Register(c); err != nil {
 			return err

@@ -107,19 +107,34 @@ func (s *Subscriber) push(b *batch) {
 		return
 	}
 	if s.req.MaxBufferedBytes > 0 && s.queued+b.bytes > s.req.MaxBufferedBytes {
-		s.lost = s.queued + b.bytes
-		s.t.m.metrics.queueBytes.Sub(float64(s.queued))
-		clear(s.queue)
-		s.queue, s.queued = nil, 0
-		s.attached, s.detached = false, true
+		s.detach(s.queued + b.bytes)
 		s.t.m.metrics.detaches.Inc()
-		s.wake()
 		return
 	}
 	s.queue = append(s.queue, b)
 	s.queued += b.bytes
+	s.t.hold(b, b.inWindow, 1)
 	s.t.m.metrics.queueBytes.Add(float64(b.bytes))
 	s.wake()
+}
+
+// detach drops the queue of an attached subscriber, which resumes at its
+// next Next from the frontier it delivered; lost is the backlog reported
+// if the shard no longer retains that frontier. t.mu must be held.
+func (s *Subscriber) detach(lost int64) {
+	s.lost = lost
+	s.t.m.metrics.queueBytes.Sub(float64(s.queued))
+	s.t.releaseQueue(s.queue)
+	clear(s.queue)
+	s.queue, s.queued = nil, 0
+	s.attached, s.detached = false, true
+	s.wake()
+}
+
+// setHeld records the bytes the batcher holds back, charging the change
+// to the budget.
+func (s *Subscriber) setHeld(n int64) {
+	s.t.m.memOrdered.Add(n - s.held.Swap(n))
 }
 
 // wake signals a waiting Next. t.mu must be held.
@@ -150,7 +165,7 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 		}
 		err := s.step(ctx)
 		s.frontier.Store(s.b.Frontier())
-		s.held.Store(s.b.Buffered())
+		s.setHeld(s.b.Buffered())
 		if err != nil {
 			return nil, err
 		}
@@ -233,6 +248,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 		if len(s.queue) > 0 {
 			q := s.queue
 			s.t.m.metrics.queueBytes.Sub(float64(s.queued))
+			s.t.releaseQueue(q)
 			s.queue, s.queued = nil, 0
 			s.t.mu.Unlock()
 			for _, b := range q {
@@ -328,12 +344,14 @@ func (s *Subscriber) Close() {
 		s.sh = nil
 	}
 	s.closePrivate()
+	s.setHeld(0)
 	t := s.t
 	t.mu.Lock()
 	if _, ok := t.subs[s]; ok {
 		delete(t.subs, s)
 		t.m.metrics.subscribers.Dec()
 		t.m.metrics.queueBytes.Sub(float64(s.queued))
+		t.releaseQueue(s.queue)
 		s.queue, s.queued = nil, 0
 		if len(t.subs) == 0 {
 			t.idleAt = timeNow()

@@ -102,6 +102,7 @@ func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
 		retry.reset(t.m.log, t.shard)
 		t.m.metrics.decodedBatches.Inc()
 		t.publish(updates, frontier)
+		t.m.enforce()
 		// Let the shard compact what the tail has passed; the window and
 		// private catch-ups cover the rest. Rate-limited: a downgrade is a
 		// CAS.
@@ -174,6 +175,7 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	b := newBatch(t.frontier, frontier, updates)
 	t.window = append(t.window, b)
 	t.windowBytes += b.bytes
+	t.hold(b, true, 0)
 	t.frontier = frontier
 	t.trimWindow()
 	for s := range t.subs {
@@ -185,7 +187,11 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 
 // trimWindow drops the oldest batches beyond the window's byte and age
 // bounds, keeping at least the newest batch. t.mu must be held.
-func (t *SharedTail) trimWindow() {
+func (t *SharedTail) trimWindow() { t.trimWindowTo(t.m.cfg.WindowBytes) }
+
+// trimWindowTo is trimWindow with a byte bound of limit (0: the budget
+// policy shrinking the window to its newest batch). t.mu must be held.
+func (t *SharedTail) trimWindowTo(limit int64) {
 	cutoff := uint64(0)
 	if now := uint64(time.Now().UnixMilli()); t.m.cfg.WindowAge > 0 && now > uint64(t.m.cfg.WindowAge.Milliseconds()) {
 		cutoff = now - uint64(t.m.cfg.WindowAge.Milliseconds())
@@ -193,10 +199,11 @@ func (t *SharedTail) trimWindow() {
 	drop := 0
 	for drop < len(t.window)-1 {
 		b := t.window[drop]
-		if t.windowBytes <= t.m.cfg.WindowBytes && b.upper >= cutoff {
+		if t.windowBytes <= limit && b.upper >= cutoff {
 			break
 		}
 		t.windowBytes -= b.bytes
+		t.hold(b, false, 0)
 		drop++
 	}
 	if drop > 0 {
@@ -346,6 +353,11 @@ func (t *SharedTail) close() {
 	<-t.done
 	var private []*persist.Reader
 	t.mu.Lock()
+	// The window goes with the tail (its subscribers are gone).
+	for _, b := range t.window {
+		t.hold(b, false, 0)
+	}
+	t.window, t.windowBytes = nil, 0
 	for _, sh := range t.shares {
 		sh.mu.Lock()
 		if !sh.reading {

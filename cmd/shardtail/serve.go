@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/server"
@@ -43,6 +44,18 @@ type serveConfig struct {
 	MaxConnections  int
 	OrphanGrace     time.Duration
 	SweepInterval   time.Duration
+	MemoryBudget    sizeFlag
+}
+
+// sizeFlag is a byte size flag: 268435456, 256MiB, 1GB.
+type sizeFlag int64
+
+func (f *sizeFlag) String() string { return membudget.FormatSize(int64(*f)) }
+
+func (f *sizeFlag) Set(s string) error {
+	n, err := membudget.ParseSize(s)
+	*f = sizeFlag(n)
+	return err
 }
 
 const serveUsage = `Usage: shardtail serve [flags]
@@ -81,6 +94,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Tick, "tick", storage.DefaultTick, "how often table and source uppers advance without writes")
 	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
+	cfg.MemoryBudget = sizeFlag(membudget.Default())
+	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,11 +169,12 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 			RequirePassword:  cfg.RequirePassword,
 			Version:          Version,
 		},
-		PGWire:     pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns},
-		Listen:     cfg.Listen,
-		HTTPListen: cfg.HTTPListen,
-		Registry:   reg,
-		Log:        log,
+		PGWire:       pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns},
+		MemoryBudget: int64(cfg.MemoryBudget),
+		Listen:       cfg.Listen,
+		HTTPListen:   cfg.HTTPListen,
+		Registry:     reg,
+		Log:          log,
 	})
 	if err != nil {
 		return err
@@ -169,7 +185,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if a := srv.HTTPAddr(); a != nil {
 		httpAddr = a.String()
 	}
-	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns)
+	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns, "memory_budget", cfg.MemoryBudget.String())
 	fmt.Fprintf(m.Stdout, "shardtail %s is ready. Connect with:\n  psql -h %s -p %s -U materialize materialize\n", Version, host, port)
 
 	err = srv.Wait(ctx)

@@ -1,0 +1,49 @@
+package adapter_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/tail"
+)
+
+// TestSubscribeTimestampOverMemoryBudget: on both paths, an ordered
+// snapshot (one timestamp, held back whole) larger than the process's
+// memory budget fails with 53200 and a message naming the budget, even
+// though max_result_size would allow it.
+func TestSubscribeTimestampOverMemoryBudget(t *testing.T) {
+	for _, p := range subscribePaths {
+		t.Run(p.name, func(t *testing.T) {
+			s := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: membudget.New(64 << 10)}})
+			c := connect(t, s)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			execAll(t, c, "CREATE TABLE t (a int NOT NULL, b text)")
+			insertSeries(t, c, "t", 20000)
+			execAll(t, c, "SET enable_subscribe_persist_fast_path = "+p.flag, "SET max_result_size = '1GB'")
+			execAll(t, c, "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t WITH (PROGRESS) WITHIN TIMESTAMP ORDER BY a DESC")
+			var err error
+			for progress := 0; err == nil && progress < 2; {
+				var rows []string
+				rows, err = fetchErr(ctx, c, "FETCH 100 c")
+				for _, r := range rows {
+					if strings.Fields(r)[1] == "t" {
+						progress++
+					}
+				}
+			}
+			var pe *pgconn.PgError
+			want := "SUBSCRIBE timestamp exceeds the server's memory budget of 64 KiB (--memory-budget)"
+			if !errors.As(err, &pe) || pe.Code != "53200" || pe.Message != want {
+				t.Fatalf("got %v, want 53200 %s", err, want)
+			}
+		})
+	}
+}

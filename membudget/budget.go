@@ -1,0 +1,214 @@
+package membudget
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Holder names, the values of shardtail_memory_bytes's holder label.
+const (
+	// HolderWindow is the fast path's retained windows of listen batches.
+	HolderWindow = "tail_window"
+	// HolderQueues is the listen batches only subscriber queues still hold
+	// (the window let go of them): what slow fast-path subscribers pin.
+	HolderQueues = "tail_queues"
+	// HolderSnapshot is the snapshot pieces shared cursors retain.
+	HolderSnapshot = "tail_snapshot"
+	// HolderOrdered is timestamps held back whole to order or envelope
+	// them, on both paths.
+	HolderOrdered = "ordered"
+	// HolderDataflow is the dataflow path's queued rows and read-ahead.
+	HolderDataflow = "dataflow"
+	// HolderPGWire is pgwire's message buffers (a source: pgwire exports
+	// its own gauge).
+	HolderPGWire = "pgwire"
+)
+
+// Help is the help text of shardtail_memory_bytes. Every registration of
+// the metric (pgwire's own among them) must use the same text, or the
+// registry refuses it.
+const Help = "Bytes of memory held, by holder."
+
+// Budget is a memory limit and the bytes its holders hold. Its methods are
+// safe from any goroutine.
+type Budget struct {
+	limit atomic.Int64
+
+	mu      sync.Mutex
+	holders map[string]*Holder      // mu
+	sources map[string]func() int64 // mu
+	// all is the counters and sources as one list, rebuilt when one is
+	// added, so that Total needs no lock.
+	all atomic.Pointer[[]func() int64]
+}
+
+// New returns a budget of limit bytes; limit <= 0 means unlimited (the
+// holders are still accounted and exported).
+func New(limit int64) *Budget {
+	b := &Budget{holders: map[string]*Holder{}, sources: map[string]func() int64{}}
+	b.SetLimit(limit)
+	return b
+}
+
+// SetLimit changes the budget; limit <= 0 means unlimited. Holders shrink
+// to a lower limit at their next enforcement.
+func (b *Budget) SetLimit(limit int64) {
+	b.limit.Store(max(limit, 0))
+}
+
+// Limit is the budget in bytes, 0 when unlimited.
+func (b *Budget) Limit() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.limit.Load()
+}
+
+// Holder returns the counter of the named holder, creating it once.
+func (b *Budget) Holder(name string) *Holder {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.holders[name]
+	if h == nil {
+		h = &Holder{name: name}
+		b.holders[name] = h
+		b.rebuild()
+	}
+	return h
+}
+
+// AddSource counts the bytes f reports under name. f must be cheap and
+// safe from any goroutine. A source is not exported by Register: its owner
+// exports it (with Help).
+func (b *Budget) AddSource(name string, f func() int64) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sources[name] = f
+	b.rebuild()
+}
+
+// rebuild publishes the list Total sums. b.mu must be held.
+func (b *Budget) rebuild() {
+	all := make([]func() int64, 0, len(b.holders)+len(b.sources))
+	for _, h := range b.holders {
+		all = append(all, h.n.Load)
+	}
+	for _, f := range b.sources {
+		all = append(all, f)
+	}
+	b.all.Store(&all)
+}
+
+// Total is the bytes every holder holds now.
+func (b *Budget) Total() int64 {
+	if b == nil {
+		return 0
+	}
+	all := b.all.Load()
+	if all == nil {
+		return 0
+	}
+	var n int64
+	for _, f := range *all {
+		n += f()
+	}
+	return n
+}
+
+// Over reports whether the total is above a limited budget.
+func (b *Budget) Over() bool {
+	return b.Excess() > 0
+}
+
+// Excess is how many bytes the total is above the limit, or 0.
+func (b *Budget) Excess() int64 {
+	if l := b.Limit(); l > 0 {
+		return max(b.Total()-l, 0)
+	}
+	return 0
+}
+
+// Bytes returns each holder's bytes, sources included, by name.
+func (b *Budget) Bytes() map[string]int64 {
+	out := map[string]int64{}
+	if b == nil {
+		return out
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, h := range b.holders {
+		out[name] = h.Bytes()
+	}
+	for name, f := range b.sources {
+		out[name] = f()
+	}
+	return out
+}
+
+// Register exports shardtail_memory_bytes{holder} for the budget's
+// counters (not its sources) and shardtail_memory_budget_bytes. Holders
+// created later are exported too.
+func (b *Budget) Register(r prometheus.Registerer) error {
+	if err := r.Register(collector{b}); err != nil {
+		return fmt.Errorf("membudget: register metrics: %w", err)
+	}
+	return nil
+}
+
+var (
+	bytesDesc  = prometheus.NewDesc("shardtail_memory_bytes", Help, []string{"holder"}, nil)
+	budgetDesc = prometheus.NewDesc("shardtail_memory_budget_bytes", "The memory budget (--memory-budget), 0 when unlimited.", nil, nil)
+)
+
+// collector exports the budget. It is unchecked (Describe sends nothing):
+// its holders appear as they are created, and pgwire registers the same
+// metric name for its own holder.
+type collector struct{ b *Budget }
+
+func (c collector) Describe(chan<- *prometheus.Desc) {}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	c.b.mu.Lock()
+	names := make([]string, 0, len(c.b.holders))
+	for name := range c.b.holders {
+		names = append(names, name)
+	}
+	c.b.mu.Unlock()
+	sort.Strings(names)
+	for _, name := range names {
+		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(c.b.Holder(name).Bytes()), name)
+	}
+	ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(c.b.Limit()))
+}
+
+// Holder counts the bytes of one kind of holder. A nil *Holder counts
+// nothing.
+type Holder struct {
+	name string
+	n    atomic.Int64
+}
+
+// Add charges n bytes (negative: releases them).
+func (h *Holder) Add(n int64) {
+	if h != nil && n != 0 {
+		h.n.Add(n)
+	}
+}
+
+// Bytes is what the holder holds now.
+func (h *Holder) Bytes() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.n.Load()
+}

@@ -1,0 +1,173 @@
+package tail
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/membudget"
+)
+
+// isDetached reports whether the budget (or its own) detached s and it has
+// not resumed yet.
+func isDetached(s *Subscriber) bool {
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	return s.detached
+}
+
+// TestBudgetPolicyOrder: over budget, the windows shrink first, and only
+// if that is not enough the largest queue is detached, and no more than
+// needed.
+func TestBudgetPolicyOrder(t *testing.T) {
+	budget := membudget.New(0) // unlimited while the queues fill
+	// The fixture's times are small numbers, far older than any age bound.
+	f := newFixture(t, Config{Budget: budget, WindowAge: 100 * 365 * 24 * time.Hour})
+	asOf := f.upper - 1
+	oldest := f.subscribe(asOf, false, 0, nil)
+	newer := f.subscribe(asOf, false, 0, nil)
+	reader := f.subscribe(asOf, false, 0, nil)
+	f.write()
+	for _, s := range []*Subscriber{oldest, newer, reader} {
+		drain(t, f.ctx, s, f.upper) // attached
+	}
+	big := strings.Repeat("x", 500)
+	for i := range 3 {
+		f.write(ins(int64(i), big))
+	}
+	drain(t, f.ctx, newer, f.upper) // newer stalls 3 batches after oldest
+	for i := range 3 {
+		f.write(ins(int64(10+i), big))
+	}
+	drain(t, f.ctx, reader, f.upper) // every batch published
+	f.m.enforcing.Lock()             // no enforcement in flight
+	f.m.enforcing.Unlock()
+
+	window, queues := budget.Holder(membudget.HolderWindow), budget.Holder(membudget.HolderQueues)
+	if window.Bytes() == 0 || queues.Bytes() != 0 {
+		t.Fatalf("before: window %d, queues %d bytes; want the window to hold every batch", window.Bytes(), queues.Bytes())
+	}
+	total := budget.Total()
+
+	// 1. Over by more than the window alone holds (the queues pin all
+	// but its empty first batches): after the shrink the largest queue
+	// goes, which frees the 3 batches only it holds; the other stays.
+	budget.SetLimit(total - 300)
+	f.m.enforce()
+	if got := testutil.ToFloat64(f.m.Metrics().budgetShrinks); got != 1 {
+		t.Errorf("window shrinks = %v, want 1", got)
+	}
+	if got, want := [2]bool{isDetached(oldest), isDetached(newer)}, [2]bool{true, false}; got != want {
+		t.Fatalf("detached (oldest, newer) = %v, want %v", got, want)
+	}
+	if got := budget.Total(); got > budget.Limit() {
+		t.Fatalf("total %d after enforcement, over the budget %d", got, budget.Limit())
+	}
+
+	// 2. Over by what only the window holds: shrinking it is enough, no
+	// queue is detached.
+	drain(t, f.ctx, newer, f.upper)
+	for i := range 2 {
+		f.write(ins(int64(20+i), big))
+	}
+	drain(t, f.ctx, reader, f.upper)
+	f.m.enforcing.Lock()
+	f.m.enforcing.Unlock()
+	budget.SetLimit(budget.Total() - 1)
+	f.m.enforce()
+	if isDetached(newer) {
+		t.Fatal("newer detached although shrinking the window was enough")
+	}
+	if got := testutil.ToFloat64(f.m.Metrics().budgetShrinks); got != 2 {
+		t.Errorf("window shrinks = %v, want 2", got)
+	}
+	if got := budget.Total(); got > budget.Limit() {
+		t.Fatalf("total %d after enforcement, over the budget %d", got, budget.Limit())
+	}
+	if got := testutil.ToFloat64(f.m.Metrics().budgetDetaches); got != 1 {
+		t.Errorf("budget detaches = %v, want 1", got)
+	}
+}
+
+// TestBudgetDetachesStalled: with a small process budget, stalled
+// subscribers are detached by the budget (not by their own
+// MaxBufferedBytes, which is off) while readers keep receiving; the
+// accounted total stays within the budget after enforcement, the metric
+// reports the holders, and every stalled subscriber that reads again gets
+// every row.
+func TestBudgetDetachesStalled(t *testing.T) {
+	const limit = 4 << 10
+	budget := membudget.New(limit)
+	reg := prometheus.NewRegistry()
+	if err := budget.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, Config{Budget: budget})
+	asOf := f.upper - 1
+	var stalled, readers []*Subscriber
+	var stalledRows, readerRows [][]formatter.Row
+	for range 4 {
+		stalled = append(stalled, f.subscribe(asOf, true, 0, nil))
+	}
+	for range 2 {
+		readers = append(readers, f.subscribe(asOf, true, 0, nil))
+	}
+	f.write(ins(-1, "warm-up"))
+	for _, s := range stalled {
+		stalledRows = append(stalledRows, drain(t, f.ctx, s, f.upper))
+	}
+	for _, s := range readers {
+		readerRows = append(readerRows, drain(t, f.ctx, s, f.upper))
+	}
+	for i := range 60 {
+		f.write(ins(int64(i), fmt.Sprint(strings.Repeat("v", 200), i)))
+		for j, s := range readers {
+			readerRows[j] = append(readerRows[j], drain(t, f.ctx, s, f.upper)...)
+		}
+	}
+	// The listen loop enforces after each publish, and publishes in
+	// order: every enforcement but the last publish's is done.
+	for i, s := range stalled {
+		if !isDetached(s) {
+			t.Errorf("stalled subscriber %d was not detached", i)
+		}
+	}
+	f.m.enforcing.Lock() // the last publish's enforcement, if it began, is done
+	f.m.enforcing.Unlock()
+	f.m.enforce() // and if it had not begun, this is it
+	if got := testutil.ToFloat64(f.m.Metrics().detaches); got != 0 {
+		t.Errorf("per-subscriber detaches = %v, want 0 (budget off)", got)
+	}
+	if got := testutil.ToFloat64(f.m.Metrics().budgetDetaches); got < float64(len(stalled)) {
+		t.Errorf("budget detaches = %v, want at least %d", got, len(stalled))
+	}
+	// After enforcement the total is within the budget: whatever is still
+	// queued fits, and the window is down to at most its newest batch.
+	if got := budget.Total(); got > limit {
+		t.Errorf("total %d bytes after enforcement, over the %d byte budget (%v)", got, limit, budget.Bytes())
+	}
+	n, err := testutil.GatherAndCount(reg, "shardtail_memory_bytes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 3 {
+		t.Errorf("shardtail_memory_bytes has %d holders, want window, queues and ordered", n)
+	}
+
+	want := canon(readerRows[0])
+	for i, s := range stalled {
+		stalledRows[i] = append(stalledRows[i], drain(t, f.ctx, s, f.upper)...)
+		if got := canon(stalledRows[i]); !reflect.DeepEqual(got, want) {
+			t.Fatalf("stalled subscriber %d:\n got %v\nwant %v", i, got, want)
+		}
+	}
+	if got := canon(readerRows[1]); !reflect.DeepEqual(got, want) {
+		t.Fatalf("readers differ:\n got %v\nwant %v", got, want)
+	}
+}
