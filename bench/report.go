@@ -96,7 +96,7 @@ type reportView struct {
 // with nothing measured writes nothing.
 var reportSections = []func(io.Writer, *reportView){
 	writeIntro, writeMachine, writeGoals,
-	writeStormSection, writeBigSection, writeLiveSection, writeSlowSection, writeMemorySection, writeTailProcessSection,
+	writeStormSection, writeBigSection, writeLiveSection, writeSlowSection, writeMemorySection, writeProxyStormSection,
 	writeProblems, writeSetupTimes,
 }
 
@@ -443,14 +443,14 @@ func writeMemorySection(w io.Writer, v *reportView) {
 	fmt.Fprintln(w)
 }
 
-// writeTailProcessSection writes (f), the storm through a tail process,
+// writeProxyStormSection writes (f), the storm through a tail process,
 // when it ran.
-func writeTailProcessSection(w io.Writer, v *reportView) {
+func writeProxyStormSection(w io.Writer, v *reportView) {
 	res, r := v.r.Results, v.r
 	if !(res.Tail != nil) {
 		return
 	}
-	writeTailSection(w, res.Tail, r.Config.StormMode)
+	writeProxySection(w, res.Tail, r.Config.StormMode)
 }
 
 // writeProblems lists what each path (and (f)) observed going wrong.
