@@ -434,11 +434,7 @@ func writeMemorySection(w io.Writer, v *reportView) {
 		if row.name == abortedRow && vf.n == 0 && vd.n == 0 {
 			continue // no run was aborted
 		}
-		ratio := ""
-		if row.ratio {
-			ratio = ratioText(vd.med, vf.med)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, vf.text(row.fmt), vd.text(row.fmt), ratio)
+		writeTwoPathRow(w, row.name, vf, vd, row.fmt, row.ratio)
 	}
 	fmt.Fprintln(w)
 }
@@ -566,13 +562,19 @@ func writeLiveTable(w io.Writer, fast, flow []*LiveResult) {
 		{"errors", func(l *LiveResult) float64 { return float64(l.Storm.Errors + l.WriteErrors) }, count, false},
 	} {
 		vf, vd := get(fast, row.f), get(flow, row.f)
-		ratio := ""
-		if row.ratio {
-			ratio = ratioText(vd.med, vf.med)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, vf.text(row.fmt), vd.text(row.fmt), ratio)
+		writeTwoPathRow(w, row.name, vf, vd, row.fmt, row.ratio)
 	}
 	fmt.Fprintln(w)
+}
+
+// writeTwoPathRow writes a row of a fast path / dataflow path table, with
+// the ratio of the medians when ratio is set.
+func writeTwoPathRow(w io.Writer, name string, fast, flow spread, format func(float64) string, ratio bool) {
+	r := ""
+	if ratio {
+		r = ratioText(flow.med, fast.med)
+	}
+	fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, fast.text(format), flow.text(format), r)
 }
 
 func writeStormErrors(w io.Writer, res *Results) {
