@@ -84,12 +84,35 @@ func writePlots(dir string, res *Results) bool {
 // paths in report order.
 var reportPaths = []string{PathFast, PathDataflow, PathPostgres}
 
-func writeMarkdown(w io.Writer, r *Report, plots bool) {
-	res := r.Results
-	p := func(name string) *PathResults { return res.Paths[name] }
-	fast, flow, pg := p(PathFast), p(PathDataflow), p(PathPostgres)
-	cfg := r.Config
+// reportView is what the sections of the markdown report read: the
+// report and its paths' results (nil for a path that did not run).
+type reportView struct {
+	r              *Report
+	fast, flow, pg *PathResults
+	plots          bool
+}
 
+// reportSections are the markdown report's sections, in order; a section
+// with nothing measured writes nothing.
+var reportSections = []func(io.Writer, *reportView){
+	writeIntro, writeMachine, writeGoals,
+	writeStormSection, writeBigSection, writeLiveSection, writeSlowSection, writeMemorySection, writeProxyStormSection,
+	writeProblems, writeSetupTimes,
+}
+
+// writeMarkdown renders r as the markdown report; plots says whether the
+// storm plots were drawn (and are linked).
+func writeMarkdown(w io.Writer, r *Report, plots bool) {
+	paths := r.Results.Paths
+	v := &reportView{r: r, fast: paths[PathFast], flow: paths[PathDataflow], pg: paths[PathPostgres], plots: plots}
+	for _, section := range reportSections {
+		section(w, v)
+	}
+}
+
+// writeIntro writes the title, the command that ran and how.
+func writeIntro(w io.Writer, v *reportView) {
+	r, cfg := v.r, v.r.Config
 	title := "shardtail benchmark: fast path, dataflow path and PostgreSQL"
 	if cfg.Quick {
 		title += " (quick run)"
@@ -104,7 +127,11 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		"`--subscribe-persist-fast-path=true` or `false`; default 1 s tick) over the same rows; PostgreSQL is a throwaway local cluster "+
 		"(fsync off) holding the same rows. Clients, server and PostgreSQL share the machine's cores. "+
 		"Ratios are dataflow ÷ fast: above 1 the fast path is better.\n\n")
+}
 
+// writeMachine writes the table of the machine and the versions.
+func writeMachine(w io.Writer, v *reportView) {
+	r, pg := v.r, v.pg
 	fmt.Fprintf(w, "| machine | |\n|---|---|\n")
 	fmt.Fprintf(w, "| CPUs (nproc) | %d |\n| CPU model | %s |\n| memory | %.1f GiB |\n| kernel | %s (%s) |\n",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.OS)
@@ -118,278 +145,313 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 		pgv = pg.Version
 	}
 	fmt.Fprintf(w, " |\n| PostgreSQL | %s |\n\n", pgv)
+}
 
-	if len(r.Goals) > 0 {
-		fmt.Fprintf(w, "## Goals\n\n| goal | target | measured | met |\n|---|---|---|---|\n")
-		for _, g := range r.Goals {
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", g.What, g.Target, g.Measured, g.Met)
-		}
-		fmt.Fprintln(w)
+// writeGoals writes the table of the issue's targets, met or not.
+func writeGoals(w io.Writer, v *reportView) {
+	r := v.r
+	if !(len(r.Goals) > 0) {
+		return
 	}
-
-	// (a)
-	if anyStorms(res) {
-		fmt.Fprintf(w, "## (a) Reconnect storm\n\nN clients connect, then all at once run `%s` on a materialized view of %s rows × %d bytes "+
-			"(PostgreSQL: `SELECT * FROM src` from fresh connections). *Statement to snapshot* is from sending the statement to the first progress row "+
-			"after the client's AS OF (PostgreSQL: ReadyForQuery); *last row* is to the last snapshot row. *Storm* is the first statement to the last "+
-			"snapshot complete. Server CPU is from before the first connect to after the last close.\n\n",
-			stormStatement(cfg.StormMode), commas(cfg.SmallRows), cfg.PayloadBytes)
-		fmt.Fprintf(w, "| N | metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---:|---|---:|---:|---:|---:|\n")
-		type metric struct {
-			name string
-			f    func(*StormResult) float64
-			fmt  func(float64) string
-		}
-		metrics := []metric{
-			{"storm time", func(s *StormResult) float64 { return s.StormSeconds }, secs},
-			{"statement to snapshot p50", func(s *StormResult) float64 { return s.Snapshot.P50 }, secs},
-			{"statement to snapshot p95", func(s *StormResult) float64 { return s.Snapshot.P95 }, secs},
-			{"statement to snapshot max", func(s *StormResult) float64 { return s.Snapshot.Max }, secs},
-			{"statement to last row p95", func(s *StormResult) float64 { return s.LastRow.P95 }, secs},
-			{"server CPU", func(s *StormResult) float64 { return s.ServerCPU }, cpuSecs},
-			{"server CPU per client", func(s *StormResult) float64 { return s.ServerCPUPerClientMS() }, ms},
-			{"server peak RSS", func(s *StormResult) float64 { return float64(s.ServerPeakRSS) - boolf(s.ServerPeakRSS == 0) }, mib},
-			{"client CPU (all clients)", func(s *StormResult) float64 { return s.ClientCPU }, cpuSecs},
-			{"snapshots complete", func(s *StormResult) float64 { return float64(s.Completed) }, count},
-			{"errors", func(s *StormResult) float64 { return float64(s.Errors) }, count},
-		}
-		for _, n := range cfg.Clients {
-			for i, m := range metrics {
-				label := ""
-				if i == 0 {
-					label = commas(n)
-				}
-				vf, vd, vp := stormSpread(fast, n, m.f), stormSpread(flow, n, m.f), stormSpread(pg, n, m.f)
-				ratio := ""
-				if m.name != "errors" && m.name != "snapshots complete" && m.name != "client CPU (all clients)" && m.name != "server peak RSS" {
-					ratio = ratioText(vd.med, vf.med)
-				}
-				fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", label, m.name, vf.text(m.fmt), vd.text(m.fmt), ratio, vp.text(m.fmt))
-			}
-		}
-		fmt.Fprintln(w)
-		writeAborted(w, res)
-		if plots {
-			fmt.Fprintf(w, "![statement-to-snapshot p95 against N](%s)\n![server CPU against N](%s)\n\n", PlotP95, PlotCPU)
-		}
-		writeStormErrors(w, res)
-		writeStormCounters(w, res, cfg.Clients)
-		writePerSubscribeCost(w, res, cfg.Clients)
+	fmt.Fprintf(w, "## Goals\n\n| goal | target | measured | met |\n|---|---|---|---|\n")
+	for _, g := range r.Goals {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", g.What, g.Target, g.Measured, g.Met)
 	}
+	fmt.Fprintln(w)
+}
 
-	// (b)
-	if fast != nil && fast.Big != nil || flow != nil && flow.Big != nil {
-		fmt.Fprintf(w, "## (b) One client, %s rows\n\nA materialized view of %s rows × %d bytes (loaded with COPY FROM STDIN); PostgreSQL reads the table. "+
-			"Median of %d runs, each on a new connection (connecting not timed). *FETCH 10*: `BEGIN; DECLARE c CURSOR FOR SUBSCRIBE bigmv; FETCH 10 c` "+
-			"(PostgreSQL: `... FOR SELECT * FROM big`) until ten rows are in. COPY: `COPY (SUBSCRIBE bigmv WITH (PROGRESS)) TO STDOUT` (PostgreSQL: `COPY big TO STDOUT`).\n\n",
-			commas(cfg.BigRows), commas(cfg.BigRows), cfg.PayloadBytes, cfg.Repeat)
-		fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---|---:|---:|---:|---:|\n")
-		big := func(pr *PathResults, f func(*BigResult) float64) float64 {
-			if pr == nil || pr.Big == nil {
-				return -1
+// writeStormSection writes (a), the reconnect storms.
+func writeStormSection(w io.Writer, v *reportView) {
+	res, cfg, fast, flow, pg := v.r.Results, v.r.Config, v.fast, v.flow, v.pg
+	if !(anyStorms(res)) {
+		return
+	}
+	fmt.Fprintf(w, "## (a) Reconnect storm\n\nN clients connect, then all at once run `%s` on a materialized view of %s rows × %d bytes "+
+		"(PostgreSQL: `SELECT * FROM src` from fresh connections). *Statement to snapshot* is from sending the statement to the first progress row "+
+		"after the client's AS OF (PostgreSQL: ReadyForQuery); *last row* is to the last snapshot row. *Storm* is the first statement to the last "+
+		"snapshot complete. Server CPU is from before the first connect to after the last close.\n\n",
+		stormStatement(cfg.StormMode), commas(cfg.SmallRows), cfg.PayloadBytes)
+	fmt.Fprintf(w, "| N | metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---:|---|---:|---:|---:|---:|\n")
+	type metric struct {
+		name string
+		f    func(*StormResult) float64
+		fmt  func(float64) string
+	}
+	metrics := []metric{
+		{"storm time", func(s *StormResult) float64 { return s.StormSeconds }, secs},
+		{"statement to snapshot p50", func(s *StormResult) float64 { return s.Snapshot.P50 }, secs},
+		{"statement to snapshot p95", func(s *StormResult) float64 { return s.Snapshot.P95 }, secs},
+		{"statement to snapshot max", func(s *StormResult) float64 { return s.Snapshot.Max }, secs},
+		{"statement to last row p95", func(s *StormResult) float64 { return s.LastRow.P95 }, secs},
+		{"server CPU", func(s *StormResult) float64 { return s.ServerCPU }, cpuSecs},
+		{"server CPU per client", func(s *StormResult) float64 { return s.ServerCPUPerClientMS() }, ms},
+		{"server peak RSS", func(s *StormResult) float64 { return float64(s.ServerPeakRSS) - boolf(s.ServerPeakRSS == 0) }, mib},
+		{"client CPU (all clients)", func(s *StormResult) float64 { return s.ClientCPU }, cpuSecs},
+		{"snapshots complete", func(s *StormResult) float64 { return float64(s.Completed) }, count},
+		{"errors", func(s *StormResult) float64 { return float64(s.Errors) }, count},
+	}
+	for _, n := range cfg.Clients {
+		for i, m := range metrics {
+			label := ""
+			if i == 0 {
+				label = commas(n)
 			}
-			return f(pr.Big)
-		}
-		rows := []struct {
-			name string
-			key  string // in BigResult.Spread
-			f    func(*BigResult) float64
-			fmt  func(float64) string
-		}{
-			{"FETCH 10 from a new cursor", "fetch10_seconds", func(b *BigResult) float64 { return b.Fetch10 }, secs},
-			{"first row over COPY", "copy_first_row_seconds", func(b *BigResult) float64 { return b.CopyFirstRow }, secs},
-			{"whole snapshot delivered (last row)", "copy_last_row_seconds", func(b *BigResult) float64 { return b.CopyLastRow }, secs},
-			{"snapshot complete (progress row after AS OF)", "copy_complete_seconds", func(b *BigResult) float64 { return b.CopyComplete }, secs},
-			{"server CPU per COPY read", "server_cpu_seconds", func(b *BigResult) float64 { return b.ServerCPU }, cpuSecs},
-			{"rows returned by the first FETCH 10", "", func(b *BigResult) float64 { return float64(b.Fetch10Rows) }, count},
-		}
-		cell := func(pr *PathResults, v float64, key string, format func(float64) string) string {
-			if v < 0 {
-				return "—"
-			}
-			if mm, ok := pr.Big.Spread[key]; ok && mm[0] != mm[1] {
-				return fmt.Sprintf("%s (%s–%s)", format(v), format(mm[0]), format(mm[1]))
-			}
-			return format(v)
-		}
-		for _, m := range rows {
-			vf, vd, vp := big(fast, m.f), big(flow, m.f), big(pg, m.f)
+			vf, vd, vp := stormSpread(fast, n, m.f), stormSpread(flow, n, m.f), stormSpread(pg, n, m.f)
 			ratio := ""
-			if !strings.HasPrefix(m.name, "rows") {
-				ratio = ratioText(vd, vf)
-			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, cell(fast, vf, m.key, m.fmt), cell(flow, vd, m.key, m.fmt), ratio, cell(pg, vp, m.key, m.fmt))
-		}
-		fmt.Fprintln(w)
-	}
-
-	// (c)
-	if fast != nil && fast.Live != nil || flow != nil && flow.Live != nil {
-		fmt.Fprintf(w, "## (c) Live fan-out\n\n%s subscribers (`COPY (SUBSCRIBE live WITH (PROGRESS)) TO STDOUT` on a table) while one writer inserts %d rows/s "+
-			"(an INSERT every %v of the rows due) for %v. Each row's payload starts with the wall clock of its INSERT; *write to client* is from just before the "+
-			"INSERT is sent to the row's arrival at a subscriber, so it includes the commit.\n\n",
-			commas(cfg.LiveClients), cfg.LiveRate, writerTick, cfg.LiveDuration)
-		writeLiveTable(w, fast.liveRuns(), flow.liveRuns())
-	}
-
-	// (d)
-	if fast != nil && fast.Slow != nil || flow != nil && flow.Slow != nil {
-		fmt.Fprintf(w, "## (d) Slow-client isolation\n\n%s subscribers while a writer inserts %d rows/s of %d bytes for %v; in the second run %d of them "+
-			"(every %dth) stop reading once their snapshot is complete, with `SET subscribe_max_buffered_bytes = %s` (%s written in the run, "+
-			"well over the kernel's buffers), "+
-			"so that their backlog passes the budget: the fast path detaches them, the dataflow path ends their subscribe (53200). Once the writer "+
-			"is done they read again, and each must receive every row written (no gap, no duplicate) within the client timeout. Latencies are of "+
-			"the clients that keep reading; detaches and resumes are the server's counters (/metrics) over the run.\n\n",
-			commas(cfg.SlowClients), cfg.SlowRate, cfg.SlowPayloadBytes, cfg.LiveDuration, cfg.SlowStalled, max(1, cfg.SlowClients/max(1, cfg.SlowStalled)),
-			kibBytes(cfg.SlowBudgetBytes), mib(float64(cfg.SlowRate)*float64(cfg.SlowPayloadBytes)*cfg.LiveDuration.Seconds()))
-		fmt.Fprintf(w, "| metric | fast path | dataflow path |\n|---|---:|---:|\n")
-		slow := func(pr *PathResults, stalled bool, f func(*LiveResult) float64, format func(float64) string) string {
-			if pr == nil {
-				return "—"
-			}
-			runs := orRuns(pr.SlowBaselineRuns, pr.SlowBaseline)
-			if stalled {
-				runs = orRuns(pr.SlowRuns, pr.Slow)
-			}
-			return spreadOf(runs, func(l *LiveResult) float64 {
-				if l.Storm == nil {
-					return -1
-				}
-				return f(l)
-			}).text(format)
-		}
-		lat := func(q func(Dist) float64) func(*LiveResult) float64 {
-			return func(l *LiveResult) float64 { return q(l.Storm.Latency) }
-		}
-		p50 := func(d Dist) float64 { return d.P50 }
-		p99 := func(d Dist) float64 { return d.P99 }
-		delivered := func(l *LiveResult) float64 { return 100 * l.Delivered }
-		errs := func(l *LiveResult) float64 { return float64(l.Storm.Errors) }
-		counter := func(name string) func(*LiveResult) float64 {
-			return func(l *LiveResult) float64 {
-				v, ok := l.Counters[name]
-				if !ok {
-					return -1
-				}
-				return v
-			}
-		}
-		everyRow := func(l *LiveResult) float64 {
-			if l.Storm.Stalled == 0 || l.Storm.StalledComplete == 0 && len(l.Storm.StalledFailures) == 0 {
-				return -1 // not checked (a run from before the check)
-			}
-			return float64(l.Storm.StalledComplete)
-		}
-		for _, row := range []struct {
-			name    string
-			stalled bool
-			f       func(*LiveResult) float64
-			fmt     func(float64) string
-		}{
-			{"write to client p50, no stalled clients", false, lat(p50), msRaw},
-			{fmt.Sprintf("write to client p50, %d stalled", cfg.SlowStalled), true, lat(p50), msRaw},
-			{"write to client p99, no stalled clients", false, lat(p99), msRaw},
-			{fmt.Sprintf("write to client p99, %d stalled", cfg.SlowStalled), true, lat(p99), msRaw},
-			{"rows delivered to readers, no stalled clients", false, delivered, pct},
-			{fmt.Sprintf("rows delivered to readers, %d stalled", cfg.SlowStalled), true, delivered, pct},
-			{fmt.Sprintf("errors, %d stalled", cfg.SlowStalled), true, errs, count},
-			{fmt.Sprintf("stalled clients that, reading again, received every row (of %d)", cfg.SlowStalled), true, everyRow, count},
-			{"detaches (/metrics)", true, counter("shardtail_tail_detaches_total"), count},
-			{"resumes (/metrics)", true, counter("shardtail_tail_resumes_total"), count},
-			{"private catch-ups (/metrics)", true, counter("shardtail_tail_private_catchups_total"), count},
-		} {
-			fmt.Fprintf(w, "| %s | %s | %s |\n", row.name, slow(fast, row.stalled, row.f, row.fmt), slow(flow, row.stalled, row.f, row.fmt))
-		}
-		var why []string
-		for _, pr := range []*PathResults{fast, flow} {
-			if pr == nil {
-				continue
-			}
-			for i, l := range orRuns(pr.SlowRuns, pr.Slow) {
-				for _, e := range SortedErrors(l.Storm.StalledFailures) {
-					why = append(why, fmt.Sprintf("- %s path, run %d: %s", pr.Path, i+1, e))
-				}
-			}
-		}
-		for _, pr := range []*PathResults{fast, flow} {
-			if pr == nil || pr.SlowBaseline == nil || pr.Slow == nil {
-				continue
-			}
-			a, b := pr.SlowBaseline.Storm.Latency, pr.Slow.Storm.Latency
-			if a.P99 > 0 {
-				fmt.Fprintf(w, "| %s path: p99 with ÷ without stalled clients | %.2f× | |\n", pr.Path, b.P99/a.P99)
-			}
-		}
-		fmt.Fprintln(w)
-		if len(why) > 0 {
-			fmt.Fprintf(w, "Stalled clients that did not receive every row on reading again:\n\n%s\n\n", strings.Join(why, "\n"))
-		}
-	}
-
-	// (e)
-	if fast != nil && fast.Memory != nil || flow != nil && flow.Memory != nil {
-		fmt.Fprintf(w, "## (e) Memory per idle subscriber\n\n%s clients each hold `COPY (SUBSCRIBE idle WITH (PROGRESS)) TO STDOUT` on a 10-row table, on a fresh server; "+
-			"server RSS (VmRSS) is read after one warm-up subscribe and again after all have been idle for %v.\n\n", commas(cfg.IdleClients), memorySettle)
-		for _, pr := range []*PathResults{fast, flow} {
-			if pr == nil {
-				continue
-			}
-			for _, m := range orRuns(pr.MemoryRuns, pr.Memory) {
-				if m.Storm == nil || m.Storm.Aborted == "" {
-					continue
-				}
-				m.upgradeAborted()
-				fmt.Fprintf(w, "**%s path: %s** (the bench's memory guard) while subscribing, with %s of %s snapshots complete: its subscribers "+
-					"never got to idle, so it has no idle RSS and no RSS per idle subscriber; its peak RSS during the subscribe storm is shown "+
-					"instead, with no ratio.\n\n", pr.Path, m.Storm.Aborted, commas(m.Storm.Completed), commas(m.Storm.Clients))
-			}
-		}
-		fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
-		mem := func(pr *PathResults, f func(*MemoryResult) float64) spread {
-			if pr == nil {
-				return spreadOf[MemoryResult](nil, f)
-			}
-			return spreadOf(orRuns(pr.MemoryRuns, pr.Memory), f)
-		}
-		for _, row := range []struct {
-			name  string
-			f     func(*MemoryResult) float64
-			fmt   func(float64) string
-			ratio bool
-		}{
-			{"subscribers with a complete snapshot", func(m *MemoryResult) float64 { return float64(m.Storm.Completed) }, count, false},
-			{"errors", func(m *MemoryResult) float64 { return float64(m.Storm.Errors) }, count, false},
-			{"time to subscribe them all (storm)", func(m *MemoryResult) float64 { return m.Storm.StormSeconds }, secs, true},
-			{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false},
-			{"server RSS with the idle subscribers", idleOnly(func(m *MemoryResult) float64 { return float64(m.RSSIdle) }), mib, true},
-			{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true},
-			{abortedRow, func(m *MemoryResult) float64 {
-				if m.Idle() || m.PeakRSS == 0 {
-					return -1
-				}
-				return float64(m.PeakRSS)
-			}, mib, false},
-			{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true},
-		} {
-			vf, vd := mem(fast, row.f), mem(flow, row.f)
-			if row.name == abortedRow && vf.n == 0 && vd.n == 0 {
-				continue // no run was aborted
-			}
-			ratio := ""
-			if row.ratio {
+			if m.name != "errors" && m.name != "snapshots complete" && m.name != "client CPU (all clients)" && m.name != "server peak RSS" {
 				ratio = ratioText(vd.med, vf.med)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, vf.text(row.fmt), vd.text(row.fmt), ratio)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", label, m.name, vf.text(m.fmt), vd.text(m.fmt), ratio, vp.text(m.fmt))
 		}
-		fmt.Fprintln(w)
 	}
-
-	// (f)
-	if res.Tail != nil {
-		writeTailSection(w, res.Tail, r.Config.StormMode)
+	fmt.Fprintln(w)
+	writeAborted(w, res)
+	if v.plots {
+		fmt.Fprintf(w, "![statement-to-snapshot p95 against N](%s)\n![server CPU against N](%s)\n\n", PlotP95, PlotCPU)
 	}
+	writeStormErrors(w, res)
+	writeStormCounters(w, res, cfg.Clients)
+	writePerSubscribeCost(w, res, cfg.Clients)
+}
 
-	// Problems and set-up.
+// writeBigSection writes (b), one client reading a large view.
+func writeBigSection(w io.Writer, v *reportView) {
+	cfg, fast, flow, pg := v.r.Config, v.fast, v.flow, v.pg
+	if !(fast != nil && fast.Big != nil || flow != nil && flow.Big != nil) {
+		return
+	}
+	fmt.Fprintf(w, "## (b) One client, %s rows\n\nA materialized view of %s rows × %d bytes (loaded with COPY FROM STDIN); PostgreSQL reads the table. "+
+		"Median of %d runs, each on a new connection (connecting not timed). *FETCH 10*: `BEGIN; DECLARE c CURSOR FOR SUBSCRIBE bigmv; FETCH 10 c` "+
+		"(PostgreSQL: `... FOR SELECT * FROM big`) until ten rows are in. COPY: `COPY (SUBSCRIBE bigmv WITH (PROGRESS)) TO STDOUT` (PostgreSQL: `COPY big TO STDOUT`).\n\n",
+		commas(cfg.BigRows), commas(cfg.BigRows), cfg.PayloadBytes, cfg.Repeat)
+	fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---|---:|---:|---:|---:|\n")
+	big := func(pr *PathResults, f func(*BigResult) float64) float64 {
+		if pr == nil || pr.Big == nil {
+			return -1
+		}
+		return f(pr.Big)
+	}
+	rows := []struct {
+		name string
+		key  string // in BigResult.Spread
+		f    func(*BigResult) float64
+		fmt  func(float64) string
+	}{
+		{"FETCH 10 from a new cursor", "fetch10_seconds", func(b *BigResult) float64 { return b.Fetch10 }, secs},
+		{"first row over COPY", "copy_first_row_seconds", func(b *BigResult) float64 { return b.CopyFirstRow }, secs},
+		{"whole snapshot delivered (last row)", "copy_last_row_seconds", func(b *BigResult) float64 { return b.CopyLastRow }, secs},
+		{"snapshot complete (progress row after AS OF)", "copy_complete_seconds", func(b *BigResult) float64 { return b.CopyComplete }, secs},
+		{"server CPU per COPY read", "server_cpu_seconds", func(b *BigResult) float64 { return b.ServerCPU }, cpuSecs},
+		{"rows returned by the first FETCH 10", "", func(b *BigResult) float64 { return float64(b.Fetch10Rows) }, count},
+	}
+	cell := func(pr *PathResults, v float64, key string, format func(float64) string) string {
+		if v < 0 {
+			return "—"
+		}
+		if mm, ok := pr.Big.Spread[key]; ok && mm[0] != mm[1] {
+			return fmt.Sprintf("%s (%s–%s)", format(v), format(mm[0]), format(mm[1]))
+		}
+		return format(v)
+	}
+	for _, m := range rows {
+		vf, vd, vp := big(fast, m.f), big(flow, m.f), big(pg, m.f)
+		ratio := ""
+		if !strings.HasPrefix(m.name, "rows") {
+			ratio = ratioText(vd, vf)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, cell(fast, vf, m.key, m.fmt), cell(flow, vd, m.key, m.fmt), ratio, cell(pg, vp, m.key, m.fmt))
+	}
+	fmt.Fprintln(w)
+}
+
+// writeLiveSection writes (c), the live fan-out.
+func writeLiveSection(w io.Writer, v *reportView) {
+	cfg, fast, flow := v.r.Config, v.fast, v.flow
+	if !(fast != nil && fast.Live != nil || flow != nil && flow.Live != nil) {
+		return
+	}
+	fmt.Fprintf(w, "## (c) Live fan-out\n\n%s subscribers (`COPY (SUBSCRIBE live WITH (PROGRESS)) TO STDOUT` on a table) while one writer inserts %d rows/s "+
+		"(an INSERT every %v of the rows due) for %v. Each row's payload starts with the wall clock of its INSERT; *write to client* is from just before the "+
+		"INSERT is sent to the row's arrival at a subscriber, so it includes the commit.\n\n",
+		commas(cfg.LiveClients), cfg.LiveRate, writerTick, cfg.LiveDuration)
+	writeLiveTable(w, fast.liveRuns(), flow.liveRuns())
+}
+
+// writeSlowSection writes (d), slow-client isolation.
+func writeSlowSection(w io.Writer, v *reportView) {
+	cfg, fast, flow := v.r.Config, v.fast, v.flow
+	if !(fast != nil && fast.Slow != nil || flow != nil && flow.Slow != nil) {
+		return
+	}
+	fmt.Fprintf(w, "## (d) Slow-client isolation\n\n%s subscribers while a writer inserts %d rows/s of %d bytes for %v; in the second run %d of them "+
+		"(every %dth) stop reading once their snapshot is complete, with `SET subscribe_max_buffered_bytes = %s` (%s written in the run, "+
+		"well over the kernel's buffers), "+
+		"so that their backlog passes the budget: the fast path detaches them, the dataflow path ends their subscribe (53200). Once the writer "+
+		"is done they read again, and each must receive every row written (no gap, no duplicate) within the client timeout. Latencies are of "+
+		"the clients that keep reading; detaches and resumes are the server's counters (/metrics) over the run.\n\n",
+		commas(cfg.SlowClients), cfg.SlowRate, cfg.SlowPayloadBytes, cfg.LiveDuration, cfg.SlowStalled, max(1, cfg.SlowClients/max(1, cfg.SlowStalled)),
+		kibBytes(cfg.SlowBudgetBytes), mib(float64(cfg.SlowRate)*float64(cfg.SlowPayloadBytes)*cfg.LiveDuration.Seconds()))
+	fmt.Fprintf(w, "| metric | fast path | dataflow path |\n|---|---:|---:|\n")
+	slow := func(pr *PathResults, stalled bool, f func(*LiveResult) float64, format func(float64) string) string {
+		if pr == nil {
+			return "—"
+		}
+		runs := orRuns(pr.SlowBaselineRuns, pr.SlowBaseline)
+		if stalled {
+			runs = orRuns(pr.SlowRuns, pr.Slow)
+		}
+		return spreadOf(runs, func(l *LiveResult) float64 {
+			if l.Storm == nil {
+				return -1
+			}
+			return f(l)
+		}).text(format)
+	}
+	lat := func(q func(Dist) float64) func(*LiveResult) float64 {
+		return func(l *LiveResult) float64 { return q(l.Storm.Latency) }
+	}
+	p50 := func(d Dist) float64 { return d.P50 }
+	p99 := func(d Dist) float64 { return d.P99 }
+	delivered := func(l *LiveResult) float64 { return 100 * l.Delivered }
+	errs := func(l *LiveResult) float64 { return float64(l.Storm.Errors) }
+	counter := func(name string) func(*LiveResult) float64 {
+		return func(l *LiveResult) float64 {
+			v, ok := l.Counters[name]
+			if !ok {
+				return -1
+			}
+			return v
+		}
+	}
+	everyRow := func(l *LiveResult) float64 {
+		if l.Storm.Stalled == 0 || l.Storm.StalledComplete == 0 && len(l.Storm.StalledFailures) == 0 {
+			return -1 // not checked (a run from before the check)
+		}
+		return float64(l.Storm.StalledComplete)
+	}
+	for _, row := range []struct {
+		name    string
+		stalled bool
+		f       func(*LiveResult) float64
+		fmt     func(float64) string
+	}{
+		{"write to client p50, no stalled clients", false, lat(p50), msRaw},
+		{fmt.Sprintf("write to client p50, %d stalled", cfg.SlowStalled), true, lat(p50), msRaw},
+		{"write to client p99, no stalled clients", false, lat(p99), msRaw},
+		{fmt.Sprintf("write to client p99, %d stalled", cfg.SlowStalled), true, lat(p99), msRaw},
+		{"rows delivered to readers, no stalled clients", false, delivered, pct},
+		{fmt.Sprintf("rows delivered to readers, %d stalled", cfg.SlowStalled), true, delivered, pct},
+		{fmt.Sprintf("errors, %d stalled", cfg.SlowStalled), true, errs, count},
+		{fmt.Sprintf("stalled clients that, reading again, received every row (of %d)", cfg.SlowStalled), true, everyRow, count},
+		{"detaches (/metrics)", true, counter("shardtail_tail_detaches_total"), count},
+		{"resumes (/metrics)", true, counter("shardtail_tail_resumes_total"), count},
+		{"private catch-ups (/metrics)", true, counter("shardtail_tail_private_catchups_total"), count},
+	} {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", row.name, slow(fast, row.stalled, row.f, row.fmt), slow(flow, row.stalled, row.f, row.fmt))
+	}
+	for _, pr := range []*PathResults{fast, flow} {
+		if pr == nil || pr.SlowBaseline == nil || pr.Slow == nil {
+			continue
+		}
+		a, b := pr.SlowBaseline.Storm.Latency, pr.Slow.Storm.Latency
+		if a.P99 > 0 {
+			fmt.Fprintf(w, "| %s path: p99 with ÷ without stalled clients | %.2f× | |\n", pr.Path, b.P99/a.P99)
+		}
+	}
+	fmt.Fprintln(w)
+	writeStalledFailures(w, fast, flow)
+}
+
+// writeStalledFailures lists why the stalled clients of (d) that did not
+// receive every row on reading again did not, by path and run.
+func writeStalledFailures(w io.Writer, paths ...*PathResults) {
+	var why []string
+	for _, pr := range paths {
+		if pr == nil {
+			continue
+		}
+		for i, l := range orRuns(pr.SlowRuns, pr.Slow) {
+			for _, e := range SortedErrors(l.Storm.StalledFailures) {
+				why = append(why, fmt.Sprintf("- %s path, run %d: %s", pr.Path, i+1, e))
+			}
+		}
+	}
+	if len(why) > 0 {
+		fmt.Fprintf(w, "Stalled clients that did not receive every row on reading again:\n\n%s\n\n", strings.Join(why, "\n"))
+	}
+}
+
+// writeMemorySection writes (e), memory per idle subscriber.
+func writeMemorySection(w io.Writer, v *reportView) {
+	cfg, fast, flow := v.r.Config, v.fast, v.flow
+	if !(fast != nil && fast.Memory != nil || flow != nil && flow.Memory != nil) {
+		return
+	}
+	fmt.Fprintf(w, "## (e) Memory per idle subscriber\n\n%s clients each hold `COPY (SUBSCRIBE idle WITH (PROGRESS)) TO STDOUT` on a 10-row table, on a fresh server; "+
+		"server RSS (VmRSS) is read after one warm-up subscribe and again after all have been idle for %v.\n\n", commas(cfg.IdleClients), memorySettle)
+	for _, pr := range []*PathResults{fast, flow} {
+		if pr == nil {
+			continue
+		}
+		for _, m := range orRuns(pr.MemoryRuns, pr.Memory) {
+			if m.Storm == nil || m.Storm.Aborted == "" {
+				continue
+			}
+			m.upgradeAborted()
+			fmt.Fprintf(w, "**%s path: %s** (the bench's memory guard) while subscribing, with %s of %s snapshots complete: its subscribers "+
+				"never got to idle, so it has no idle RSS and no RSS per idle subscriber; its peak RSS during the subscribe storm is shown "+
+				"instead, with no ratio.\n\n", pr.Path, m.Storm.Aborted, commas(m.Storm.Completed), commas(m.Storm.Clients))
+		}
+	}
+	fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
+	mem := func(pr *PathResults, f func(*MemoryResult) float64) spread {
+		if pr == nil {
+			return spreadOf[MemoryResult](nil, f)
+		}
+		return spreadOf(orRuns(pr.MemoryRuns, pr.Memory), f)
+	}
+	for _, row := range []struct {
+		name  string
+		f     func(*MemoryResult) float64
+		fmt   func(float64) string
+		ratio bool
+	}{
+		{"subscribers with a complete snapshot", func(m *MemoryResult) float64 { return float64(m.Storm.Completed) }, count, false},
+		{"errors", func(m *MemoryResult) float64 { return float64(m.Storm.Errors) }, count, false},
+		{"time to subscribe them all (storm)", func(m *MemoryResult) float64 { return m.Storm.StormSeconds }, secs, true},
+		{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false},
+		{"server RSS with the idle subscribers", idleOnly(func(m *MemoryResult) float64 { return float64(m.RSSIdle) }), mib, true},
+		{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true},
+		{abortedRow, func(m *MemoryResult) float64 {
+			if m.Idle() || m.PeakRSS == 0 {
+				return -1
+			}
+			return float64(m.PeakRSS)
+		}, mib, false},
+		{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true},
+	} {
+		vf, vd := mem(fast, row.f), mem(flow, row.f)
+		if row.name == abortedRow && vf.n == 0 && vd.n == 0 {
+			continue // no run was aborted
+		}
+		writeTwoPathRow(w, row.name, vf, vd, row.fmt, row.ratio)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeProxyStormSection writes (f), the storm through a tail process,
+// when it ran.
+func writeProxyStormSection(w io.Writer, v *reportView) {
+	res, r := v.r.Results, v.r
+	if !(res.Tail != nil) {
+		return
+	}
+	writeProxySection(w, res.Tail, r.Config.StormMode)
+}
+
+// writeProblems lists what each path (and (f)) observed going wrong.
+func writeProblems(w io.Writer, v *reportView) {
+	res := v.r.Results
 	var probs []string
 	problems := func(who string, list []string) {
 		for _, pb := range list {
@@ -407,6 +469,12 @@ func writeMarkdown(w io.Writer, r *Report, plots bool) {
 	if len(probs) > 0 {
 		fmt.Fprintf(w, "## Problems observed\n\n%s\n\n", strings.Join(probs, "\n"))
 	}
+}
+
+// writeSetupTimes writes the table of set-up steps' times and the link
+// to the raw numbers.
+func writeSetupTimes(w io.Writer, v *reportView) {
+	res := v.r.Results
 	fmt.Fprintf(w, "## Set-up times\n\n| path | step | seconds |\n|---|---|---:|\n")
 	loads := func(who string, times map[string]float64) {
 		for _, k := range slices.Sorted(maps.Keys(times)) {
@@ -494,13 +562,19 @@ func writeLiveTable(w io.Writer, fast, flow []*LiveResult) {
 		{"errors", func(l *LiveResult) float64 { return float64(l.Storm.Errors + l.WriteErrors) }, count, false},
 	} {
 		vf, vd := get(fast, row.f), get(flow, row.f)
-		ratio := ""
-		if row.ratio {
-			ratio = ratioText(vd.med, vf.med)
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", row.name, vf.text(row.fmt), vd.text(row.fmt), ratio)
+		writeTwoPathRow(w, row.name, vf, vd, row.fmt, row.ratio)
 	}
 	fmt.Fprintln(w)
+}
+
+// writeTwoPathRow writes a row of a fast path / dataflow path table, with
+// the ratio of the medians when ratio is set.
+func writeTwoPathRow(w io.Writer, name string, fast, flow spread, format func(float64) string, ratio bool) {
+	r := ""
+	if ratio {
+		r = ratioText(flow.med, fast.med)
+	}
+	fmt.Fprintf(w, "| %s | %s | %s | %s |\n", name, fast.text(format), flow.text(format), r)
 }
 
 func writeStormErrors(w io.Writer, res *Results) {

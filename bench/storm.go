@@ -256,12 +256,60 @@ func Storm(parent context.Context, cfg StormConfig) (*StormResult, error) {
 	// guard (cause errRSS).
 	ctx, abort := context.WithCancelCause(parent)
 	defer abort(nil)
+	probes := startProbes(ctx, &cfg, res, abort)
+	// Stopped in finish, before the summary; also on a cancelled return.
+	defer probes.stopRSS()
 
-	cpu0, cpuErr := 0.0, errors.New("no probe")
-	if cfg.Server.Enabled() {
-		cpu0, cpuErr = cfg.Server.Read(ctx)
+	s := &storm{cfg: &cfg, errs: newErrorCounter()}
+	cfg.Status.Set(cfg.Label, func() string {
+		return fmt.Sprintf("%d/%d connected, %d snapshots complete, %d failed",
+			s.connected.Load(), cfg.Clients, s.completed.Load(), s.failed.Load())
+	})
+	connStart := time.Now()
+	s.connectAll(ctx, pcfg)
+	res.ConnectSeconds = time.Since(connStart).Seconds()
+	stopClosing := context.AfterFunc(ctx, s.closeAll)
+	defer stopClosing()
+
+	snapWG, allWG, ph := s.start()
+	s.waitSnapshots(snapWG)
+	liveErr := s.livePhase(ctx, res, ph)
+	allWG.Wait()
+	s.closeAll()
+	if parent.Err() != nil {
+		return nil, parent.Err()
 	}
-	self0 := SelfCPU()
+	if ctx.Err() != nil {
+		res.Aborted = context.Cause(ctx).Error()
+	}
+	probes.finish(parent, res)
+	s.summarize(res)
+	if liveErr != nil {
+		return res, fmt.Errorf("live phase: %w", liveErr)
+	}
+	return res, nil
+}
+
+// stormProbes are a storm's measurements of the processes around it: the
+// server's CPU (and this process's) from before the first connect to after
+// the last close, and the RSS guard with its peak.
+type stormProbes struct {
+	cfg     *StormConfig
+	cpu0    float64
+	cpuErr  error
+	self0   float64
+	stopRSS func() // idempotent
+}
+
+// startProbes takes the first CPU readings and starts sampling the RSS of
+// the server (and of cfg.GuardPIDs), calling abort when one passes
+// cfg.MaxServerRSS.
+func startProbes(ctx context.Context, cfg *StormConfig, res *StormResult, abort context.CancelCauseFunc) *stormProbes {
+	p := &stormProbes{cfg: cfg, cpuErr: errors.New("no probe")}
+	if cfg.Server.Enabled() {
+		p.cpu0, p.cpuErr = cfg.Server.Read(ctx)
+	}
+	p.self0 = SelfCPU()
 	stopRSS := sampleRSS(cfg.Server.PID, &res.ServerPeakRSS, cfg.MaxServerRSS, func() {
 		abort(fmt.Errorf("%w: over %s", errRSS, mib(float64(cfg.MaxServerRSS))))
 	})
@@ -273,26 +321,46 @@ func Storm(parent context.Context, cfg StormConfig) (*StormResult, error) {
 		stopServer := stopRSS
 		stopRSS = func() { stopServer(); stopGuard() }
 	}
-	// Stopped below, before the summary; also on a cancelled return.
-	stopRSS = sync.OnceFunc(stopRSS)
-	defer stopRSS()
+	p.stopRSS = sync.OnceFunc(stopRSS)
+	return p
+}
 
-	errs := newErrorCounter()
-	var connected, completed, failed atomic.Int64
-	cfg.Status.Set(cfg.Label, func() string {
-		return fmt.Sprintf("%d/%d connected, %d snapshots complete, %d failed",
-			connected.Load(), cfg.Clients, completed.Load(), failed.Load())
-	})
+// finish waits for the server's teardown (cfg.Settle), takes the last CPU
+// readings into res and stops the RSS sampling.
+func (p *stormProbes) finish(parent context.Context, res *StormResult) {
+	sleepCtx(parent, p.cfg.Settle)
+	if p.cpuErr == nil {
+		if cpu1, err := p.cfg.Server.Read(parent); err == nil {
+			res.ServerCPU = cpu1 - p.cpu0
+		}
+	}
+	res.ClientCPU = SelfCPU() - p.self0
+	p.stopRSS()
+}
 
-	// Connect phase: every client connects (and sets the path) before any
-	// statement is sent.
-	clients := make([]*stormClient, cfg.Clients)
-	connStart := time.Now()
+// storm is one run of Storm: its clients, and the counts that its status
+// line shows.
+type storm struct {
+	cfg     *StormConfig
+	clients []*stormClient
+	errs    *errorCounter
+
+	connected, completed, failed atomic.Int64
+
+	closeMu sync.Mutex // serializes closeAll
+}
+
+// connectAll is the connect phase: every client connects (and sets the
+// path) before any statement is sent, at most cfg.ConnectConcurrency at a
+// time. A client that fails keeps its error in err.
+func (s *storm) connectAll(ctx context.Context, pcfg *pgconn.Config) {
+	cfg := s.cfg
+	s.clients = make([]*stormClient, cfg.Clients)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, cfg.ConnectConcurrency)
-	for i := range clients {
+	for i := range s.clients {
 		c := &stormClient{i: i, stalled: isStalled(i, cfg.Clients, cfg.Stalled)}
-		clients[i] = c
+		s.clients[i] = c
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -301,71 +369,74 @@ func Storm(parent context.Context, cfg StormConfig) (*StormResult, error) {
 				return
 			}
 			defer func() { <-sem }()
-			if c.err = c.connect(ctx, pcfg, &cfg); c.err == nil {
-				connected.Add(1)
+			if c.err = c.connect(ctx, pcfg, cfg); c.err == nil {
+				s.connected.Add(1)
 			} else {
-				failed.Add(1)
+				s.failed.Add(1)
 			}
 		})
 	}
 	wg.Wait()
-	res.ConnectSeconds = time.Since(connStart).Seconds()
+}
 
-	var closeMu sync.Mutex
-	closeAll := func() {
-		closeMu.Lock()
-		defer closeMu.Unlock()
-		for _, c := range clients {
-			if c.conn != nil {
-				c.conn.Close()
-			}
+// closeAll closes every connected client's connection; it runs when the
+// storm's context ends (the memory guard) and at the end of the storm.
+func (s *storm) closeAll() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	for _, c := range s.clients {
+		if c.conn != nil {
+			c.conn.Close()
 		}
 	}
-	stopClosing := context.AfterFunc(ctx, closeAll)
-	defer stopClosing()
+}
 
-	// The storm: all goroutines wait at the barrier, then go together.
+// start starts a goroutine per connected client, all waiting at one
+// barrier, then opens it so that they go together. snapWG is done when
+// every snapshot is complete or failed, allWG when every client has
+// finished.
+func (s *storm) start() (snapWG, allWG *sync.WaitGroup, ph *phases) {
 	barrier := make(chan struct{})
-	ph := &phases{liveDone: make(chan struct{}), resume: make(chan struct{})}
-	var snapWG, allWG sync.WaitGroup
-	for _, c := range clients {
+	ph = &phases{liveDone: make(chan struct{}), resume: make(chan struct{})}
+	snapWG, allWG = new(sync.WaitGroup), new(sync.WaitGroup)
+	for _, c := range s.clients {
 		if c.err != nil {
-			errs.add("connect: " + c.err.Error())
+			s.errs.add("connect: " + c.err.Error())
 			continue
 		}
 		snapWG.Add(1)
 		if c.stalled {
 			ph.stalled.Add(1)
 		}
-		allWG.Go(func() { c.run(&cfg, barrier, &snapWG, ph) })
+		allWG.Go(func() { c.run(s.cfg, barrier, snapWG, ph) })
 	}
 	close(barrier)
-	// Count outcomes for the status line while waiting.
+	return snapWG, allWG, ph
+}
+
+// waitSnapshots waits for every snapshot to be complete or failed,
+// counting the outcomes for the status line meanwhile.
+func (s *storm) waitSnapshots(snapWG *sync.WaitGroup) {
 	waitDone := make(chan struct{})
 	go func() { snapWG.Wait(); close(waitDone) }()
 	tick := time.NewTicker(100 * time.Millisecond)
-wait:
+	defer tick.Stop()
 	for {
 		select {
 		case <-waitDone:
-			break wait
+			s.countOutcomes()
+			return
 		case <-tick.C:
-			var ok, bad int64
-			for _, c := range clients {
-				switch c.outcome.Load() {
-				case outcomeComplete:
-					ok++
-				case outcomeFailed:
-					bad++
-				}
-			}
-			completed.Store(ok)
-			failed.Store(bad + int64(cfg.Clients) - connected.Load())
+			s.countOutcomes()
 		}
 	}
-	tick.Stop()
+}
+
+// countOutcomes counts the complete and the failed snapshots (a client
+// that did not connect is failed) for the status line.
+func (s *storm) countOutcomes() {
 	var ok, bad int64
-	for _, c := range clients {
+	for _, c := range s.clients {
 		switch c.outcome.Load() {
 		case outcomeComplete:
 			ok++
@@ -373,14 +444,21 @@ wait:
 			bad++
 		}
 	}
-	completed.Store(ok)
-	failed.Store(bad + int64(cfg.Clients) - connected.Load())
+	s.completed.Store(ok)
+	s.failed.Store(bad + int64(s.cfg.Clients) - s.connected.Load())
+}
 
+// livePhase runs once every snapshot is complete: cfg.Live (or a sleep of
+// cfg.Stay) while the clients read live rows, then the stalled clients
+// reading again (cfg.ResumeStalled); it ends the clients' reads and
+// returns Live's error.
+func (s *storm) livePhase(ctx context.Context, res *StormResult, ph *phases) error {
+	cfg := s.cfg
 	var liveErr error
 	liveStart := time.Now()
 	if cfg.Live != nil || cfg.Stay > 0 {
 		cfg.Status.Set(cfg.Label+": live phase", func() string {
-			return fmt.Sprintf("%d snapshots complete, %d failed", completed.Load(), failed.Load())
+			return fmt.Sprintf("%d snapshots complete, %d failed", s.completed.Load(), s.failed.Load())
 		})
 	}
 	if ctx.Err() == nil {
@@ -399,32 +477,20 @@ wait:
 	}
 	close(ph.liveDone)
 	now := time.Now()
-	for _, c := range clients {
+	for _, c := range s.clients {
 		if c.conn != nil {
 			c.conn.SetReadDeadline(now)
 		}
 	}
-	allWG.Wait()
-	closeAll()
-	if parent.Err() != nil {
-		return nil, parent.Err()
-	}
-	if ctx.Err() != nil {
-		res.Aborted = context.Cause(ctx).Error()
-	}
-	sleepCtx(parent, cfg.Settle)
-	if cpuErr == nil {
-		if cpu1, err := cfg.Server.Read(parent); err == nil {
-			res.ServerCPU = cpu1 - cpu0
-		}
-	}
-	res.ClientCPU = SelfCPU() - self0
-	stopRSS()
+	return liveErr
+}
 
-	// Summarise.
+// summarize fills res from the clients once all have finished.
+func (s *storm) summarize(res *StormResult) {
+	cfg, errs := s.cfg, s.errs
 	var snaps, firsts, lasts, lats []float64
 	var first, last time.Time
-	for _, c := range clients {
+	for _, c := range s.clients {
 		if c.err != nil {
 			continue
 		}
@@ -475,10 +541,6 @@ wait:
 	res.Snapshot, res.FirstRow, res.LastRow = NewDist(snaps), NewDist(firsts), NewDist(lasts)
 	res.Latency = NewDist(lats)
 	res.Errors, res.ErrorSamples = errs.total(), errs.samples()
-	if liveErr != nil {
-		return res, fmt.Errorf("live phase: %w", liveErr)
-	}
-	return res, nil
 }
 
 // rssEvery is how often sampleRSS reads the server's RSS.

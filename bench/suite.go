@@ -350,7 +350,7 @@ func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
 		}
 	}
 	if cfg.runs(ScenarioTail) {
-		tr, err := runTailScenario(ctx, &cfg)
+		tr, err := runProxyScenario(ctx, &cfg)
 		res.Tail = tr
 		if err != nil {
 			if ctx.Err() != nil {

@@ -86,9 +86,9 @@ type tailDeployment struct {
 	tail     *Server
 }
 
-// runTailScenario runs (f). It returns what it measured so far with the
+// runProxyScenario runs (f). It returns what it measured so far with the
 // error that stopped it.
-func runTailScenario(ctx context.Context, cfg *SuiteConfig) (*TailResults, error) {
+func runProxyScenario(ctx context.Context, cfg *SuiteConfig) (*TailResults, error) {
 	tr := &TailResults{Rows: cfg.SmallRows, PayloadBytes: cfg.PayloadBytes, Load: map[string]float64{}}
 	st := cfg.Status
 	st.Set("(f): starting shared storage", nil)

@@ -30,9 +30,9 @@ func tailResults() *TailResults {
 	}
 }
 
-func TestWriteTailSection(t *testing.T) {
+func TestWriteProxySection(t *testing.T) {
 	var b strings.Builder
-	writeTailSection(&b, tailResults(), ModeCopy)
+	writeProxySection(&b, tailResults(), ModeCopy)
 	got := b.String()
 	for _, want := range []string{
 		"## (f) Storm through a tail process",

@@ -18,8 +18,8 @@ var tailCounterNames = []string{
 	"shardtail_persist_cas_attempts_total",
 }
 
-// writeTailSection renders (f).
-func writeTailSection(w io.Writer, tr *TailResults, mode Mode) {
+// writeProxySection renders (f).
+func writeProxySection(w io.Writer, tr *TailResults, mode Mode) {
 	fmt.Fprintf(w, "## (f) Storm through a tail process\n\n")
 	if r := tr.Run; r != nil {
 		fmt.Fprintf(w, "Measured in a run of its own, %s, %s in all (load average at start / end: %s / %s; shardtail %s",

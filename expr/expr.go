@@ -316,23 +316,7 @@ func (a *and) Type() Type     { return TypeBool }
 func (a *and) Nullable() bool { return anyNullable(a.xs) }
 func (a *and) String() string { return joinExprs(a.xs, " AND ") }
 func (a *and) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
-	null := false
-	for _, x := range a.xs {
-		v, err := x.Eval(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		switch v {
-		case nil:
-			null = true
-		case false:
-			return false, nil
-		}
-	}
-	if null {
-		return nil, nil
-	}
-	return true, nil
+	return evalJunction(ctx, r, a.xs, false)
 }
 
 // or is a disjunction: true if any argument is true, else NULL if any is
@@ -343,8 +327,15 @@ func (o *or) Type() Type     { return TypeBool }
 func (o *or) Nullable() bool { return anyNullable(o.xs) }
 func (o *or) String() string { return joinExprs(o.xs, " OR ") }
 func (o *or) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
+	return evalJunction(ctx, r, o.xs, true)
+}
+
+// evalJunction evaluates AND (decisive false) or OR (decisive true) with
+// three-valued logic: decisive if any argument is, else NULL if any is
+// NULL, else !decisive. It stops at the first decisive argument.
+func evalJunction(ctx *EvalContext, r row.Row, xs []Expr, decisive bool) (row.Datum, error) {
 	null := false
-	for _, x := range o.xs {
+	for _, x := range xs {
 		v, err := x.Eval(ctx, r)
 		if err != nil {
 			return nil, err
@@ -352,14 +343,14 @@ func (o *or) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
 		switch v {
 		case nil:
 			null = true
-		case true:
-			return true, nil
+		case decisive:
+			return decisive, nil
 		}
 	}
 	if null {
 		return nil, nil
 	}
-	return false, nil
+	return !decisive, nil
 }
 
 func anyNullable(xs []Expr) bool {

@@ -126,11 +126,7 @@ func jsonTypeName(v any) string {
 // jsonbConcat is jsonb || jsonb: objects merge (the right side wins),
 // arrays concatenate, and a scalar is treated as a one-element array.
 func jsonbConcat(a, b row.Datum) (row.Datum, error) {
-	x, err := jsonDecode(a.(row.JSON))
-	if err != nil {
-		return nil, err
-	}
-	y, err := jsonDecode(b.(row.JSON))
+	x, y, err := jsonDecodePair(a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -206,11 +202,7 @@ func jsonbDeleteIndex(a, b row.Datum) (row.Datum, error) {
 // left with a containing value; every element of an array on the right is
 // contained by some element of the left; scalars are equal.
 func jsonbContains(a, b row.Datum) (row.Datum, error) {
-	x, err := jsonDecode(a.(row.JSON))
-	if err != nil {
-		return nil, err
-	}
-	y, err := jsonDecode(b.(row.JSON))
+	x, y, err := jsonDecodePair(a, b)
 	if err != nil {
 		return nil, err
 	}
@@ -430,4 +422,15 @@ func jsonbToScalar(to Type) func(row.Datum) (row.Datum, error) {
 		}
 		return nil, errf(CodeInvalidParameterValue, "cannot cast jsonb %s to type %s", kind, to)
 	}
+}
+
+// jsonDecodePair decodes the two jsonb operands of a binary operator.
+func jsonDecodePair(a, b row.Datum) (x, y any, err error) {
+	if x, err = jsonDecode(a.(row.JSON)); err != nil {
+		return nil, nil, err
+	}
+	if y, err = jsonDecode(b.(row.JSON)); err != nil {
+		return nil, nil, err
+	}
+	return x, y, nil
 }

@@ -84,29 +84,22 @@ func (o *Options) Columns() []Column {
 		for _, c := range o.Relation.Columns {
 			cols = append(cols, rel(c, c.Name, false))
 		}
-	case EnvelopeUpsert:
+	case EnvelopeUpsert, EnvelopeDebezium:
 		cols = append(cols, Column{Name: "mz_state", Type: ColType{Meta: MetaState}, Nullable: o.Progress})
 		for _, k := range o.Keys {
 			c := o.Relation.Columns[k]
 			cols = append(cols, rel(c, c.Name, false))
 		}
-		for _, i := range o.values() {
-			c := o.Relation.Columns[i]
-			cols = append(cols, rel(c, c.Name, true))
+		// UPSERT has the value columns once; DEBEZIUM before and after.
+		prefixes := []string{""}
+		if o.Envelope == EnvelopeDebezium {
+			prefixes = []string{"before_", "after_"}
 		}
-	case EnvelopeDebezium:
-		cols = append(cols, Column{Name: "mz_state", Type: ColType{Meta: MetaState}, Nullable: o.Progress})
-		for _, k := range o.Keys {
-			c := o.Relation.Columns[k]
-			cols = append(cols, rel(c, c.Name, false))
-		}
-		for _, i := range o.values() {
-			c := o.Relation.Columns[i]
-			cols = append(cols, rel(c, "before_"+c.Name, true))
-		}
-		for _, i := range o.values() {
-			c := o.Relation.Columns[i]
-			cols = append(cols, rel(c, "after_"+c.Name, true))
+		for _, prefix := range prefixes {
+			for _, i := range o.values() {
+				c := o.Relation.Columns[i]
+				cols = append(cols, rel(c, prefix+c.Name, true))
+			}
 		}
 	}
 	return cols

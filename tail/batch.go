@@ -1,8 +1,6 @@
 package tail
 
 import (
-	"sync"
-
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/row"
 )
@@ -21,8 +19,7 @@ type batch struct {
 	inWindow  bool
 	queueRefs int
 
-	mu     sync.Mutex
-	shapes map[string][]formatter.TimeRows // mu
+	shapes shapeCache[[]formatter.TimeRows]
 }
 
 func newBatch(lower, upper uint64, updates []row.Update) *batch {
@@ -35,19 +32,11 @@ func newBatch(lower, upper uint64, updates []row.Update) *batch {
 
 // rows returns the batch formatted for opts, computing it once per shape.
 func (b *batch) rows(opts *formatter.Options) []formatter.TimeRows {
-	key := opts.ShapeKey()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if rows, ok := b.shapes[key]; ok {
+	return b.shapes.get(opts, func() []formatter.TimeRows {
+		rows := opts.Format(b.updates)
+		for _, g := range rows {
+			formatter.Shared(g.Rows)
+		}
 		return rows
-	}
-	if b.shapes == nil {
-		b.shapes = map[string][]formatter.TimeRows{}
-	}
-	rows := opts.Format(b.updates)
-	for _, g := range rows {
-		formatter.Shared(g.Rows)
-	}
-	b.shapes[key] = rows
-	return rows
+	})
 }

@@ -42,23 +42,15 @@ type share struct {
 type piece struct {
 	updates []row.Update
 	bytes   int64
-	mu      sync.Mutex
-	shapes  map[string][]formatter.Row
+	shapes  shapeCache[[]formatter.Row]
 }
 
+// rows returns the piece formatted for opts as data rows at asOf (the
+// share's), computing it once per shape.
 func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
-	key := opts.ShapeKey()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if rows, ok := p.shapes[key]; ok {
-		return rows
-	}
-	if p.shapes == nil {
-		p.shapes = map[string][]formatter.Row{}
-	}
-	rows := formatter.Shared(opts.Data(asOf, p.updates))
-	p.shapes[key] = rows
-	return rows
+	return p.shapes.get(opts, func() []formatter.Row {
+		return formatter.Shared(opts.Data(asOf, p.updates))
+	})
 }
 
 // join registers s with the share. It fails (false) when the share already

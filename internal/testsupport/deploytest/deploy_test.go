@@ -213,21 +213,21 @@ func upTo(rows []string, t0 uint64) []string {
 	return out
 }
 
-// TestTailProcesses is the scaled deployment: one role-all server and two
+// TestProxyProcesses is the scaled deployment: one role-all server and two
 // tail processes on shared S3 (over HTTP) and PostgreSQL. Writes go through
 // a tail's proxy; subscribers on both tails and on the upstream see the
 // same stream; a tail killed with SIGKILL mid-stream loses its clients,
 // which resume on the other tail from their last progress with no gap and
 // no duplicate.
-func TestTailProcesses(t *testing.T) {
+func TestProxyProcesses(t *testing.T) {
 	storage := []string{"--blob", s3test.URL(t), "--consensus", pgtest.URL(t)}
 	up := startProc(t, "upstream", storage...)
-	tail1 := startProc(t, "tail1", append(storage, "--upstream", up.addr)...)
-	tail2 := startProc(t, "tail2", append(storage, "--upstream", up.addr)...)
+	proxy1 := startProc(t, "tail1", append(storage, "--upstream", up.addr)...)
+	proxy2 := startProc(t, "tail2", append(storage, "--upstream", up.addr)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	w := connect(t, tail1) // writes through a tail's proxy
+	w := connect(t, proxy1) // writes through a tail's proxy
 	exec1(t, w, "CREATE TABLE t (k int8 NOT NULL, v text)")
 	exec1(t, w, "INSERT INTO t VALUES (0, 'initial')")
 
@@ -238,14 +238,14 @@ func TestTailProcesses(t *testing.T) {
 	waitProgress(t, 0, onUp)
 	asOf := onUp.asOf
 	q := fmt.Sprintf("SUBSCRIBE t WITH (PROGRESS) AS OF %d", asOf)
-	onTail2 := newStream()
-	go subscribe(ctx, tail2.url(), q, onTail2)
-	moving := newStream() // starts on tail1, moves to tail2
+	onProxy2 := newStream()
+	go subscribe(ctx, proxy2.url(), q, onProxy2)
+	moving := newStream() // starts on proxy1, moves to proxy2
 	movingDone := make(chan error, 1)
-	go func() { movingDone <- subscribe(ctx, tail1.url(), q, moving) }()
-	waitProgress(t, asOf, onTail2, moving)
+	go func() { movingDone <- subscribe(ctx, proxy1.url(), q, moving) }()
+	waitProgress(t, asOf, onProxy2, moving)
 
-	w2 := connect(t, tail2)
+	w2 := connect(t, proxy2)
 	for i := 1; i <= 40; i++ {
 		c := w
 		if i%2 == 0 {
@@ -256,14 +256,14 @@ func TestTailProcesses(t *testing.T) {
 			exec1(t, c, fmt.Sprintf("DELETE FROM t WHERE k = %d", i-5))
 		}
 		if i == 20 {
-			// Kill tail1 mid-stream; its client resumes on tail2 from the
+			// Kill proxy1 mid-stream; its client resumes on proxy2 from the
 			// last progress it saw.
-			tail1.cmd.Process.Signal(syscall.SIGKILL)
+			proxy1.cmd.Process.Signal(syscall.SIGKILL)
 			<-movingDone
 			f, _ := moving.state()
 			resume := fmt.Sprintf("SUBSCRIBE t WITH (SNAPSHOT = false, PROGRESS) AS OF %d", f-1)
-			go subscribe(ctx, tail2.url(), resume, moving)
-			// The write path moves to tail2 too.
+			go subscribe(ctx, proxy2.url(), resume, moving)
+			// The write path moves to proxy2 too.
 			w = w2
 		}
 	}
@@ -272,10 +272,10 @@ func TestTailProcesses(t *testing.T) {
 	go subscribe(ctx, up.url(), "SUBSCRIBE t WITH (PROGRESS)", final)
 	waitProgress(t, 0, final)
 	last := final.asOf
-	waitProgress(t, last, onUp, onTail2, moving)
+	waitProgress(t, last, onUp, onProxy2, moving)
 
 	_, upRows := onUp.state()
-	_, t2Rows := onTail2.state()
+	_, t2Rows := onProxy2.state()
 	_, mvRows := moving.state()
 	want := upTo(upRows, last)
 	if got := upTo(t2Rows, last); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -625,17 +625,17 @@ func throughProxy(t *testing.T, u string) (string, *tcpProxy) {
 	return parsed.String(), p
 }
 
-// TestTailStorageOutage: a tail cut off from the shared storage (S3 and
+// TestProxyStorageOutage: a tail cut off from the shared storage (S3 and
 // PostgreSQL both unreachable from it) keeps its fast-path subscribers
 // connected and keeps proxying statements to the upstream, which still
 // reaches the storage; when the storage comes back the subscribers go on
 // with the writes made meanwhile, without an error, gap or duplicate.
-func TestTailStorageOutage(t *testing.T) {
+func TestProxyStorageOutage(t *testing.T) {
 	blob, cons := s3test.URL(t), pgtest.URL(t)
 	up := startProc(t, "upstream", "--blob", blob, "--consensus", cons)
-	tailBlob, blobProxy := throughProxy(t, blob)
-	tailCons, consProxy := throughProxy(t, cons)
-	tl := startProc(t, "tail", "--blob", tailBlob, "--consensus", tailCons, "--upstream", up.addr)
+	pxBlob, blobProxy := throughProxy(t, blob)
+	pxCons, consProxy := throughProxy(t, cons)
+	px := startProc(t, "tail", "--blob", pxBlob, "--consensus", pxCons, "--upstream", up.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -644,13 +644,13 @@ func TestTailStorageOutage(t *testing.T) {
 	exec1(t, admin, "INSERT INTO t VALUES (1, 'one')")
 	sub := newStream()
 	subDone := make(chan error, 1)
-	go func() { subDone <- subscribe(ctx, tl.url(), "SUBSCRIBE t WITH (PROGRESS)", sub) }()
+	go func() { subDone <- subscribe(ctx, px.url(), "SUBSCRIBE t WITH (PROGRESS)", sub) }()
 	waitRows(t, sub, "1")
 
 	blobProxy.cut()
 	consProxy.cut()
 	// The tail still proxies what the upstream serves.
-	c := connect(t, tl)
+	c := connect(t, px)
 	exec1(t, c, "INSERT INTO t VALUES (2, 'two')")
 	if got, err := query(c, "SELECT k FROM t"); err != nil || strings.Join(got, " ") != "1 2" {
 		t.Errorf("SELECT through the tail during the outage: %q, %v; want 1 2", got, err)
