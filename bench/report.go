@@ -469,6 +469,17 @@ func writeProblems(w io.Writer, v *reportView) {
 	if len(probs) > 0 {
 		fmt.Fprintf(w, "## Problems observed\n\n%s\n\n", strings.Join(probs, "\n"))
 	}
+	var replaced []string
+	for _, name := range reportPaths {
+		if pr := res.Paths[name]; pr != nil {
+			for _, r := range pr.Replaced {
+				replaced = append(replaced, fmt.Sprintf("- **%s**: %s", name, r))
+			}
+		}
+	}
+	if len(replaced) > 0 {
+		fmt.Fprintf(w, "## Servers replaced\n\nA measurement that left its server holding more than half of the memory guard was followed by a new server, so that the next measurement started as the first did (a Go process returns freed memory to the system slowly):\n\n%s\n\n", strings.Join(replaced, "\n"))
+	}
 }
 
 // writeSetupTimes writes the table of set-up steps' times and the link

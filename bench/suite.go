@@ -215,6 +215,9 @@ type PathResults struct {
 	// Problems are failures observed on this path: scenario errors, a
 	// server that exited.
 	Problems []string `json:"problems,omitempty"`
+	// Replaced lists the measurements after which the server was replaced
+	// because it held more than half of the memory guard.
+	Replaced []string `json:"replaced,omitempty"`
 }
 
 func (p *PathResults) problem(format string, args ...any) {
@@ -522,6 +525,25 @@ func (s *serverSession) check(ctx context.Context, scenario string) {
 	}
 }
 
+// replaceIfSwollen stops a server that a measurement left holding more
+// than half of the memory guard, so that the next one starts on a new
+// server, as the first did. A Go process returns freed memory to the
+// system only slowly: without this, the second run of a storm that peaked
+// near the guard starts near it and is aborted at once, and every later
+// measurement on that server pays for the first one's heap.
+func (s *serverSession) replaceIfSwollen(after string) {
+	if s.srv == nil || s.cfg.MaxServerRSS <= 0 {
+		return
+	}
+	rss, err := s.srv.RSS()
+	if err != nil || rss <= s.cfg.MaxServerRSS/2 {
+		return
+	}
+	s.cfg.Status.Logf("%s: server RSS %s after %s: replacing it for the next measurement", s.pr.Path, mib(float64(rss)), after)
+	s.pr.Replaced = append(s.pr.Replaced, fmt.Sprintf("after %s (RSS %s)", after, mib(float64(rss))))
+	s.close()
+}
+
 func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) error {
 	ss := &serverSession{cfg: cfg, fast: fast, pr: pr}
 	defer ss.close()
@@ -544,6 +566,7 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			st.Logf("%s %s: %v", pr.Path, name, err)
 		}
 		ss.check(ctx, name)
+		ss.replaceIfSwollen(name)
 		return nil
 	}
 
