@@ -97,8 +97,11 @@ func TestThrottleDelays(t *testing.T) {
 // AuthTimeout refuses at once with 28000.
 func TestAuthThrottle(t *testing.T) {
 	var logBuf lockedBuffer
+	// Two attempts wait at once, spaced one Delay apart: the second's ends
+	// 2 h after the first began, which must be within its AuthTimeout
+	// whichever of the two connected first.
 	ts := startServer(t, authBackend(), Config{
-		AuthTimeout:  2 * time.Hour,
+		AuthTimeout:  3 * time.Hour,
 		AuthThrottle: AuthThrottle{Free: 3, Delay: time.Hour, MaxDelay: time.Hour},
 		Logger:       slog.New(slog.NewTextHandler(&logBuf, nil)),
 	})
