@@ -3,7 +3,6 @@ package adapter_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,16 +28,7 @@ func TestSubscribeTimestampOverMemoryBudget(t *testing.T) {
 			insertSeries(t, c, "t", 20000)
 			execAll(t, c, "SET enable_subscribe_persist_fast_path = "+p.flag, "SET max_result_size = '1GB'")
 			execAll(t, c, "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t WITH (PROGRESS) WITHIN TIMESTAMP ORDER BY a DESC")
-			var err error
-			for progress := 0; err == nil && progress < 2; {
-				var rows []string
-				rows, err = fetchErr(ctx, c, "FETCH 100 c")
-				for _, r := range rows {
-					if strings.Fields(r)[1] == "t" {
-						progress++
-					}
-				}
-			}
+			err := fetchSnapshotErr(ctx, c)
 			var pe *pgconn.PgError
 			want := "SUBSCRIBE timestamp exceeds the server's memory budget of 64 KiB (--memory-budget)"
 			if !errors.As(err, &pe) || pe.Code != "53200" || pe.Message != want {

@@ -269,17 +269,7 @@ func TestSubscribeOrderMaxResultSize(t *testing.T) {
 			execAll(t, c, "SET enable_subscribe_persist_fast_path = "+p.flag, "SET max_result_size = '64kB'")
 
 			execAll(t, c, "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t WITH (PROGRESS) WITHIN TIMESTAMP ORDER BY a DESC")
-			// Fetch until the error, or the progress row closing the snapshot.
-			var err error
-			for progress := 0; err == nil && progress < 2; {
-				var rows []string
-				rows, err = fetchErr(ctx, c, "FETCH 100 c")
-				for _, r := range rows {
-					if strings.Fields(r)[1] == "t" {
-						progress++
-					}
-				}
-			}
+			err := fetchSnapshotErr(ctx, c)
 			var pe *pgconn.PgError
 			if !errors.As(err, &pe) || pe.Code != "53200" || pe.Message != "result exceeds max size of 64 KiB" {
 				t.Fatalf("ordered: got %v, want 53200 result exceeds max size of 64 KiB", err)
@@ -325,4 +315,21 @@ func TestSubscribeOrderMaxResultSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fetchSnapshotErr fetches cursor c (WITH (PROGRESS)) until an error or the
+// progress row that closes its snapshot, and returns the error.
+func fetchSnapshotErr(ctx context.Context, c *pgx.Conn) error {
+	for progress := 0; progress < 2; {
+		rows, err := fetchErr(ctx, c, "FETCH 100 c")
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if strings.Fields(r)[1] == "t" {
+				progress++
+			}
+		}
+	}
+	return nil
 }

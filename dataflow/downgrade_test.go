@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
-	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 	"github.com/shardtail/shardtail/subscribe"
 	"github.com/shardtail/shardtail/tail"
@@ -33,25 +32,11 @@ func (c *countingConsensus) CompareAndSet(ctx context.Context, key string, exp *
 // subscribe made (all but the appends) and its reader's since at the end.
 func listenBatches(t *testing.T, interval time.Duration, batches uint64) (subscribeCASes int64, since uint64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
 	cons := &countingConsensus{Consensus: consmem.New()}
 	// No background compaction and no rollups: every CAS is an append or
 	// the subscribe's.
-	p, err := persist.NewClient(blobmem.New(), cons, persist.Config{PollInterval: 10 * time.Millisecond, ReaderHeartbeat: -1,
+	ctx, p, shard, w := setupWith(t, cons, persist.Config{PollInterval: 10 * time.Millisecond, ReaderHeartbeat: -1,
 		CompactionMinInputs: -1, RollupEvery: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	shard := persist.NewShardID()
-	if _, err := p.CreateShard(ctx, shard, schema); err != nil {
-		t.Fatal(err)
-	}
-	w, err := p.OpenWriter(ctx, shard)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := w.CompareAndAppend(ctx, ups(0, 0), 0, 1); err != nil {
 		t.Fatal(err)
 	}

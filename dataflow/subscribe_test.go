@@ -28,9 +28,15 @@ func (evens) Apply(r row.Row) (row.Row, bool, error) {
 
 func setup(t *testing.T) (context.Context, *persist.Client, string, *persist.Writer) {
 	t.Helper()
+	return setupWith(t, consmem.New(), persist.Config{PollInterval: 10 * time.Millisecond, ReaderHeartbeat: -1})
+}
+
+// setupWith is setup on the given consensus and persist config.
+func setupWith(t *testing.T, cons persist.Consensus, cfg persist.Config) (context.Context, *persist.Client, string, *persist.Writer) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	p, err := persist.NewClient(blobmem.New(), consmem.New(), persist.Config{PollInterval: 10 * time.Millisecond, ReaderHeartbeat: -1})
+	p, err := persist.NewClient(blobmem.New(), cons, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
