@@ -172,9 +172,11 @@ func TestIsStalled(t *testing.T) {
 // while a writer runs, then read again and each receives every row, once.
 func TestStormStalledResume(t *testing.T) {
 	srv := startLoaded(t, 5)
-	// 3 MiB: more than the kernel buffers a loopback connection (its
-	// 64 KiB segments let the server's send buffer grow past 1 MiB).
-	const inserts, perInsert, stalled, payload = 60, 5, 2, 10 << 10
+	// 8 MiB: more than the kernel buffers for a connection whose client
+	// does not read (the send buffer autotunes up to tcp_wmem's maximum,
+	// 4 MiB on Debian, plus the receive window). With 3 MiB the kernel
+	// could take it all, and no stalled client was ever detached.
+	const inserts, perInsert, stalled, payload = 160, 5, 2, 10 << 10
 	const written = inserts * perInsert
 	pad := strings.Repeat("x", payload)
 	r, err := Storm(context.Background(), StormConfig{
