@@ -292,7 +292,7 @@ func startBinaryShell(t *testing.T, prelude, bin, dataDir string, extra ...strin
 	t.Helper()
 	for attempt := 0; ; attempt++ {
 		s := &binaryServer{addr: testbin.FreeAddr(t), stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}
+		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", testbin.FreeAddr(t), "--feed-listen", "", "--tick", "100ms"}
 		args = append(args, extra...)
 		s.cmd = exec.Command(bin, args...)
 		if prelude != "" {

@@ -59,7 +59,7 @@ func startProcAt(t *testing.T, name, addr string, args ...string) *proc {
 // connections.
 func (p *proc) start(t *testing.T) {
 	t.Helper()
-	args := append([]string{"serve", "--listen", p.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}, p.args...)
+	args := append([]string{"serve", "--listen", p.addr, "--http-listen", testbin.FreeAddr(t), "--feed-listen", "", "--tick", "100ms"}, p.args...)
 	p.cmd = exec.Command(testbin.Build(t), args...)
 	p.cmd.Stdout = &lockedWriter{p: p}
 	p.cmd.Stderr = &lockedWriter{p: p}

@@ -1,0 +1,67 @@
+package feed
+
+import (
+	"strconv"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/row"
+)
+
+// jsonWire encodes a subscribe's data rows as JSON objects, one per row:
+//
+//	{"mz_timestamp":"1700000000123","mz_diff":1,"id":"42","name":"x"}
+//
+// mz_timestamp is a string (a uint64 does not fit a JavaScript double),
+// mz_diff a number, mz_state a string, and every relation column what
+// pgrepr.AppendJSONValue makes of it. mz_progressed is left out: progress
+// travels as its own event. It implements formatter.Wire, so rows shared
+// by the subscribers of one shape (the fast path) are encoded once for all
+// of them, as pgwire's DataRows are.
+type jsonWire struct {
+	// keys are the JSON object keys of the tail columns with their
+	// punctuation: `,"mz_diff":`, `,"id":`.
+	keys  [][]byte
+	types []formatter.ColType
+}
+
+// newJSONWire returns the wire of a shape's output columns (mz_timestamp
+// first, mz_progressed second when present).
+func newJSONWire(cols []formatter.Column) *jsonWire {
+	w := &jsonWire{}
+	for _, c := range cols[1:] {
+		if c.Type.Meta == formatter.MetaProgress {
+			continue
+		}
+		key := pgrepr.AppendJSONValue([]byte(","), row.TypeText, c.Name)
+		w.keys = append(w.keys, append(key, ':'))
+		w.types = append(w.types, c.Type)
+	}
+	return w
+}
+
+// Key implements formatter.Wire. Every shape has one JSON encoding.
+func (w *jsonWire) Key() string { return "json" }
+
+// AppendMessage implements formatter.Wire: it appends r's object.
+func (w *jsonWire) AppendMessage(buf []byte, r formatter.Row) []byte {
+	buf = append(buf, `{"mz_timestamp":"`...)
+	buf = strconv.AppendUint(buf, r.Time, 10)
+	buf = append(buf, '"')
+	for i, key := range w.keys {
+		buf = append(buf, key...)
+		var d row.Datum
+		if i < len(r.Tail) {
+			d = r.Tail[i]
+		}
+		switch t := w.types[i]; {
+		case d == nil:
+			buf = append(buf, "null"...)
+		case t.Meta == formatter.MetaDiff:
+			buf = strconv.AppendInt(buf, d.(int64), 10)
+		default:
+			buf = pgrepr.AppendJSONValue(buf, t.RelType(), d)
+		}
+	}
+	return append(buf, '}')
+}
