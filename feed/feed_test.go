@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
@@ -130,7 +132,7 @@ func TestBadRequests(t *testing.T) {
 		{"WhereStatements", "/v1/subscribe/t?where=true%3B%20DROP%20TABLE%20t", 400, "22023"},
 		{"WhereSubquery", "/v1/subscribe/t?where=a%20IN%20(SELECT%201)", 400, "22023"},
 		{"KeyWithoutEnvelope", "/v1/subscribe/t?key=a", 400, "22023"},
-		{"AfterAndAsOf", "/v1/subscribe/t?after=5&as_of=4", 400, "22023"},
+		{"AfterNotAfterAsOf", "/v1/subscribe/t?after=5&as_of=5", 400, "22023"},
 		{"BadTimestamp", "/v1/subscribe/t?as_of=-1", 400, "22023"},
 		{"UpToBeforeAsOf", "/v1/subscribe/t?as_of=" + "18446744073709551615&up_to=1", 400, "22000"},
 	} {
@@ -149,4 +151,153 @@ func TestBadRequests(t *testing.T) {
 	// The table is still there (the injected DROP did not run).
 	execAll(t, c, "SELECT * FROM t")
 	_ = http.StatusOK
+}
+
+// TestResetWhenHistoryLost: a resume point older than the collection's
+// history gets event: reset (200, so that an EventSource reads it), and
+// NDJSON a reset line.
+func TestResetWhenHistoryLost(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Wait for the table's since to pass 1 (its reader downgrades it in
+	// the background).
+	for {
+		_, err := c.Exec(ctx, "SELECT * FROM t AS OF 1")
+		if err != nil && strings.Contains(err.Error(), "is not valid for all inputs") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("since did not pass 1: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t", "Last-Event-ID", "2")
+	r := newSSEReader(resp.Body)
+	ev, err := r.Next()
+	if resp.StatusCode != 200 || err != nil || ev.Name != "reset" || !strings.Contains(ev.Data, `"code":"XX000"`) || ev.ID != "" {
+		t.Errorf("status %d, event %+v, %v; want 200 and a reset event without id", resp.StatusCode, ev, err)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Errorf("after reset: %v, want the end of the stream", err)
+	}
+	resp = get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t?after=2", "Accept", "application/x-ndjson")
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.HasPrefix(string(b), `{"reset":true,"code":"XX000","error":"Timestamp (1) is not valid`) {
+		t.Errorf("NDJSON reset: %s", b)
+	}
+}
+
+// TestHeartbeat: an idle stream sends comments.
+func TestHeartbeat(t *testing.T) {
+	srv := start(t, testserver.Options{Tick: time.Hour, Feed: feed.Config{Heartbeat: 10 * time.Millisecond}})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t")
+	r := newSSEReader(resp.Body)
+	waitFor(t, r, nil, func(event) bool { return true }) // the snapshot
+	// The next event needs a write; comments come meanwhile.
+	for r.Comments < 3 {
+		line, err := r.r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if line == ": heartbeat\n" {
+			r.Comments++
+		}
+	}
+}
+
+// TestNDJSONAndSnapshot: NDJSON streams row objects and frontier lines;
+// ?live=false answers the snapshot as one document with its frontier in a
+// header, and ?after=<it> continues exactly after it.
+func TestNDJSONAndSnapshot(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1), (2)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe/t"
+
+	resp := get(t, ctx, base+"?live=false")
+	body, _ := io.ReadAll(resp.Body)
+	f := resp.Header.Get("Shardtail-Frontier")
+	if got, want := replaceTimestamp(t, string(body), f), `[{"mz_timestamp":"T","mz_diff":1,"a":1},{"mz_timestamp":"T","mz_diff":1,"a":2}]`+"\n"; got != want {
+		t.Errorf("live=false: %s, want %s", got, want)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("live=false Content-Type %q", ct)
+	}
+
+	execAll(t, c, "INSERT INTO t VALUES (3)")
+	resp = get(t, ctx, base+"?after="+f, "Accept", "application/x-ndjson")
+	if ct := resp.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		t.Errorf("NDJSON Content-Type %q", ct)
+	}
+	lines := bufioLines(resp.Body)
+	first := <-lines
+	if !strings.HasPrefix(first, `{"mz_timestamp":"`) || !strings.HasSuffix(first, `","mz_diff":1,"a":3}`) {
+		t.Errorf("first NDJSON line %q, want the row a=3 alone (after the snapshot's frontier)", first)
+	}
+	if p := <-lines; !strings.HasPrefix(p, `{"frontier":"`) {
+		t.Errorf("second NDJSON line %q, want a frontier", p)
+	}
+}
+
+// bufioLines sends r's lines.
+func bufioLines(r io.Reader) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		s := newSSEReader(r)
+		for {
+			line, err := s.r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			ch <- strings.TrimSuffix(line, "\n")
+		}
+	}()
+	return ch
+}
+
+// TestUpTo: a stream with up_to ends with event: end at it, and a
+// reconnect after the end gets 204, which stops an EventSource.
+func TestUpTo(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe/t"
+	resp := get(t, ctx, base+"?live=false")
+	io.Copy(io.Discard, resp.Body)
+	f := resp.Header.Get("Shardtail-Frontier")
+	fv, _ := strconv.ParseUint(f, 10, 64)
+	upTo := strconv.FormatUint(fv+300, 10)
+	resp = get(t, ctx, base+"?up_to="+upTo)
+	r := newSSEReader(resp.Body)
+	m := model{}
+	var last event
+	end := waitFor(t, r, m, func(ev event) bool {
+		if ev.Name == "end" {
+			return true
+		}
+		last = ev
+		return false
+	})
+	// A progress event at UP TO comes first: an EventSource that does not
+	// know the end event reconnects from it, and gets 204.
+	if end.Data != `{"frontier":"`+upTo+`"}` || last.Name != "progress" || last.ID != upTo {
+		t.Errorf("end event %+v after %+v, want frontier %s after a progress event at it", end, last, upTo)
+	}
+	wantModel(t, m, `{"a":1} x1`)
+	resp = get(t, ctx, base+"?up_to="+upTo, "Last-Event-ID", upTo)
+	if resp.StatusCode != 204 {
+		t.Errorf("reconnect after the end: status %d, want 204", resp.StatusCode)
+	}
 }

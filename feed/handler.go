@@ -204,6 +204,9 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 	defer h.metrics.streams.WithLabelValues(tr.String()).Dec()
 	s := &stream{h: h, w: w, rc: http.NewResponseController(w), f: f, sub: sub,
 		wire: newJSONWire(sub.Columns()), pos: newPosition(req.after)}
+	if req.upTo != nil {
+		s.upTo = *req.upTo
+	}
 	defer func() { h.metrics.bytes.WithLabelValues(tr.String()).Add(float64(s.sent)) }()
 	if tr == transportSnapshot {
 		if err := s.snapshot(ctx); err != nil {

@@ -120,8 +120,11 @@ func parseRequest(r *http.Request, collection string) (*request, error) {
 			return nil, err
 		}
 	}
-	if req.after != nil && req.asOf != nil {
-		return nil, fmt.Errorf("%w: as_of and a resume point (after, Last-Event-ID) exclude each other", ErrBadParameter)
+	// A browser reconnects with the URL it was opened with: the resume
+	// point replaces as_of, which must lie before it (every progress event
+	// of a stream from as_of is above it).
+	if req.after != nil && req.asOf != nil && *req.after <= *req.asOf {
+		return nil, fmt.Errorf("%w: the resume point %d is not after as_of %d", ErrBadParameter, *req.after, *req.asOf)
 	}
 	switch {
 	case !live:

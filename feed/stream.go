@@ -86,6 +86,7 @@ type stream struct {
 	sub  *adapter.Subscription
 	wire *jsonWire
 	pos  position
+	upTo uint64 // UP TO, when the subscribe has one
 	buf  []byte // framed bytes not yet written
 	enc  []byte // formatter.Messages's scratch
 	// charged is what buf and enc's capacity is charged to the feed's
@@ -118,7 +119,11 @@ func (s *stream) run(ctx context.Context) {
 			}
 			continue
 		case errors.Is(err, io.EOF):
-			s.buf = s.f.end(s.buf, s.pos.closed)
+			// UP TO: every row below it was sent. Its progress event
+			// first, so that a client that does not know the end event
+			// reconnects from it (and gets 204).
+			s.buf = s.f.progress(s.buf, s.upTo)
+			s.buf = s.f.end(s.buf, s.upTo)
 			s.write()
 			return
 		case adapter.HistoryLost(err):
