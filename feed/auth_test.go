@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestAuth(t *testing.T) {
 			blob, cons := blobmem.New(), consmem.New()
 			boot := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons})
 			execAll(t, connect(t, boot), "CREATE TABLE t (a int)", "CREATE ROLE alice LOGIN PASSWORD 'secret'",
-				"CREATE ROLE bob LOGIN PASSWORD 'pw'", "GRANT SELECT ON t TO alice")
+				"CREATE ROLE bob LOGIN PASSWORD 'pw'", "GRANT SELECT ON t TO alice", "CREATE TABLE u (a int)")
 			boot.Stop()
 			srv := start(t, testserver.Options{Blob: blob, Consensus: cons, Adapter: func(c *adapter.Config) { c.RequirePassword = require }})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -94,6 +95,20 @@ func TestAuth(t *testing.T) {
 					}
 				})
 			}
+			t.Run("Index", func(t *testing.T) {
+				// GET / lists what the role may read: t for alice, not u.
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+srv.FeedAddr+"/", nil)
+				req.SetBasicAuth("alice", "secret")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !strings.Contains(string(b), `href="/ui/t"`) || strings.Contains(string(b), `/ui/u"`) {
+					t.Errorf("index for alice:\n%s\nwant t and not u", b)
+				}
+			})
 		})
 	}
 }

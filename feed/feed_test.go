@@ -301,3 +301,43 @@ func TestUpTo(t *testing.T) {
 		t.Errorf("reconnect after the end: status %d, want 204", resp.StatusCode)
 	}
 }
+
+// TestMetricsByTransport: subscribes are counted by transport, pgwire's
+// among them, and the feed counts its bytes.
+func TestMetricsByTransport(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe/t"
+	waitFor(t, newSSEReader(get(t, ctx, base).Body), nil, func(ev event) bool { return ev.Name == "progress" })
+	nd := bufioLines(get(t, ctx, base, "Accept", "application/x-ndjson").Body)
+	<-nd
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	execAll(t, tx.Conn(), "DECLARE c CURSOR FOR SUBSCRIBE t", "FETCH 1 c")
+	families, err := srv.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for _, name := range []string{"shardtail_subscribes_by_transport/sse", "shardtail_subscribes_by_transport/ndjson",
+		"shardtail_subscribes_by_transport/pgwire", "shardtail_feed_streams/sse", "shardtail_subscribes_by_transport_total/sse"} {
+		if got[name] != 1 {
+			t.Errorf("%s = %v, want 1", name, got[name])
+		}
+	}
+}

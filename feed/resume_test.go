@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -133,39 +132,6 @@ func (f *follower) follow(ctx context.Context, until uint64) {
 	}
 }
 
-// cuttingProxy forwards connections to addr and closes each after the
-// server sent a random number of bytes: the server side of the
-// connection breaks.
-func cuttingProxy(t *testing.T, addr string, limit func() int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", addr)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			n := limit()
-			wg.Add(2)
-			go func() { defer wg.Done(); io.Copy(s, c); s.Close() }()
-			go func() { defer wg.Done(); io.CopyN(c, s, n); c.Close(); s.Close() }()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // TestResumeProperty cuts SSE connections at random points, on the
 // client's side and on the server's (a proxy that closes after a random
 // number of bytes), while random writes run; the follower reconnects with
@@ -225,7 +191,7 @@ func checkResume(t *testing.T, srv *testserver.Server, seed uint64) {
 	}()
 	ref := &follower{t: t, url: "http://" + srv.FeedAddr + query, rows: stamped{}}
 	client := &follower{t: t, url: "http://" + srv.FeedAddr + query, rows: stamped{}, cut: limit}
-	server := &follower{t: t, url: "http://" + cuttingProxy(t, srv.FeedAddr, limit) + query, rows: stamped{}}
+	server := &follower{t: t, url: "http://" + newProxy(t, srv.FeedAddr, limit).Addr() + query, rows: stamped{}}
 	<-done
 	end := snapshotFrontier(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/"+table)
 	for _, f := range []*follower{ref, client, server} {
