@@ -36,11 +36,13 @@ type Handler struct {
 
 	active atomic.Int64
 	// ctx ends every stream when Close cancels it; wg counts the handlers
-	// of running requests.
+	// of running requests, entered under mu while not closed (a WaitGroup
+	// must not grow from zero while Close waits on it).
 	ctx    context.Context
 	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool // mu
 	wg     sync.WaitGroup
-	closed atomic.Bool
 }
 
 // NewHandler returns the feed of coord's collections.
@@ -58,17 +60,19 @@ func NewHandler(coord *adapter.Coordinator, cfg Config) (*Handler, error) {
 	h.mux.HandleFunc("GET /v1/subscribe/{collection}", h.serveSubscribe)
 	h.mux.HandleFunc("GET /{$}", h.serveIndex)
 	h.mux.HandleFunc("GET /ui/{collection}", h.serveUI)
+	h.mux.HandleFunc("GET /ui/feed.js", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, uiFiles, "ui/feed.js")
+	})
 	return h, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.wg.Add(1)
-	defer h.wg.Done()
-	if h.closed.Load() {
+	if !h.enter() {
 		writeError(w, &errorBody{status: http.StatusServiceUnavailable, Code: "57P01", Msg: "terminating connection due to administrator command"})
 		return
 	}
+	defer h.wg.Done()
 	if !h.cors(w, r) {
 		return
 	}
@@ -79,9 +83,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // coordinator must be closed after it, so that no subscription outlives
 // its coordinator.
 func (h *Handler) Close() {
-	h.closed.Store(true)
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
+}
+
+// enter counts a request in, unless the handler is closed.
+func (h *Handler) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Add(1)
+	return true
 }
 
 // cors applies Config.CORSOrigins. It answers a preflight itself and

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/shardtail/shardtail/sql"
 )
@@ -160,8 +161,8 @@ func nameList(param, v string) ([]string, error) {
 	var out []string
 	for _, n := range strings.Split(v, ",") {
 		n = strings.TrimSpace(n)
-		if n == "" {
-			return nil, fmt.Errorf("%w: %s=%q has an empty column name", ErrBadParameter, param, v)
+		if n == "" || !utf8.ValidString(n) {
+			return nil, fmt.Errorf("%w: %s=%q has an empty or malformed column name", ErrBadParameter, param, v)
 		}
 		out = append(out, n)
 	}
@@ -211,7 +212,7 @@ func parseWhere(pred string) (sql.Expr, error) {
 // database.schema.name, each part taken as written.
 func collectionName(seg string) (sql.ObjectName, error) {
 	seg, err := url.PathUnescape(seg)
-	if err != nil {
+	if err != nil || !utf8.ValidString(seg) {
 		return sql.ObjectName{}, fmt.Errorf("%w: collection %q", ErrBadParameter, seg)
 	}
 	parts := strings.Split(seg, ".")
