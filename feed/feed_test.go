@@ -340,4 +340,8 @@ func TestMetricsByTransport(t *testing.T) {
 			t.Errorf("%s = %v, want 1", name, got[name])
 		}
 	}
+	// The open streams' buffers are the memory budget's holder "feed".
+	if got["shardtail_memory_bytes/feed"] <= 0 {
+		t.Errorf(`shardtail_memory_bytes{holder="feed"} = %v with two open streams, want their buffers`, got["shardtail_memory_bytes/feed"])
+	}
 }
