@@ -6,6 +6,8 @@
 // # Endpoints
 //
 //	GET /v1/subscribe/{collection}   the stream (parameters below)
+//	GET /v1/subscribe?collection=a&collection=b
+//	                                 several collections at one consistent cut
 //	GET /                            the collections the role may read
 //	GET /ui/{collection}             a live table of one (HTML + feed.js)
 //
@@ -22,6 +24,15 @@
 // exactly as that statement would be (adapter.Coordinator.Subscribe), in
 // a session of the request's role. PROGRESS is always on: its progress
 // rows are the stream's progress events.
+//
+// A stream of several collections opens one subscription per collection
+// at one AS OF (the request's, the resume point's, or the latest time any
+// of them would start at alone, the others restarted at it), holds each
+// collection's rows until every collection's frontier passes them, and
+// announces progress at the least frontier: a progress event at F closes
+// every collection below F. Its rows name their collection
+// ("mz_collection":"a"); it takes no shape parameters. A collection far
+// ahead of a lagging one is held in the stream's memory (holder "feed").
 //
 // # Events
 //

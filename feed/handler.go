@@ -58,6 +58,7 @@ func NewHandler(coord *adapter.Coordinator, cfg Config) (*Handler, error) {
 		mem: cfg.Budget.Holder(membudget.HolderFeed)}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.mux.HandleFunc("GET /v1/subscribe/{collection}", h.serveSubscribe)
+	h.mux.HandleFunc("GET /v1/subscribe", h.serveSubscribe)
 	h.mux.HandleFunc("GET /{$}", h.serveIndex)
 	h.mux.HandleFunc("GET /ui/{collection}", h.serveUI)
 	h.mux.HandleFunc("GET /ui/feed.js", func(w http.ResponseWriter, r *http.Request) {
@@ -190,11 +191,6 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
-	st, err := req.statement()
-	if err != nil {
-		fail(err)
-		return
-	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(h.ctx, cancel)()
@@ -203,7 +199,17 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 	if tr == transportNDJSON {
 		f = ndjsonFraming{}
 	}
-	sub, err := h.coord.Subscribe(ctx, user, tr.String(), st)
+	s := &stream{h: h, w: w, rc: http.NewResponseController(w), f: f, pos: newPosition(req.after)}
+	if req.upTo != nil {
+		s.upTo = *req.upTo
+	}
+	defer func() { h.metrics.bytes.WithLabelValues(tr.String()).Add(float64(s.sent)) }()
+	if req.collections != nil {
+		err = s.openSources(ctx, user, tr, req)
+		defer s.closeSources()
+	} else {
+		err = s.open(ctx, user, tr, req)
+	}
 	if err != nil {
 		if adapter.HistoryLost(err) && tr != transportSnapshot {
 			// The resume point is gone: tell the client to start over,
@@ -216,23 +222,49 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(err)
 		return
 	}
-	defer sub.Close()
 	h.metrics.streams.WithLabelValues(tr.String()).Inc()
 	defer h.metrics.streams.WithLabelValues(tr.String()).Dec()
-	s := &stream{h: h, w: w, rc: http.NewResponseController(w), f: f, sub: sub,
-		wire: newJSONWire(sub.Columns()), pos: newPosition(req.after)}
-	if req.upTo != nil {
-		s.upTo = *req.upTo
+	switch {
+	case req.collections != nil && tr == transportSnapshot:
+		err = s.runMerged(ctx, true)
+	case req.collections != nil:
+		startStream(w, f)
+		s.runMerged(ctx, false)
+	case tr == transportSnapshot:
+		defer s.sub.Close()
+		err = s.snapshot(ctx)
+	default:
+		defer s.sub.Close()
+		startStream(w, f)
+		s.run(ctx)
 	}
-	defer func() { h.metrics.bytes.WithLabelValues(tr.String()).Add(float64(s.sent)) }()
-	if tr == transportSnapshot {
-		if err := s.snapshot(ctx); err != nil {
-			fail(err)
-		}
-		return
+	if err != nil {
+		fail(err)
 	}
-	startStream(w, f)
-	s.run(ctx)
+}
+
+// open starts the subscription of a one-collection stream.
+func (s *stream) open(ctx context.Context, user string, tr transport, req *request) error {
+	st, err := req.statement()
+	if err != nil {
+		return err
+	}
+	if s.sub, err = s.h.coord.Subscribe(ctx, user, tr.String(), st); err != nil {
+		return err
+	}
+	s.wire = newJSONWire(s.sub.Columns(), "")
+	return nil
+}
+
+// finishSnapshot answers ?live=false with the array in buf, closed at
+// frontier.
+func (s *stream) finishSnapshot(frontier uint64) {
+	s.buf = append(s.buf, "]\n"...)
+	s.w.Header().Set("Content-Type", "application/json")
+	s.w.Header().Set(FrontierHeader, strconv.FormatUint(frontier, 10))
+	s.charge(false)
+	n, _ := s.w.Write(s.buf)
+	s.sent += int64(n)
 }
 
 // startStream sends a stream's headers.
@@ -259,12 +291,7 @@ func (s *stream) snapshot(ctx context.Context) error {
 		steps = s.pos.split(rows, steps[:0])
 		for _, st := range steps {
 			if st.rows == nil {
-				s.buf = append(s.buf, "]\n"...)
-				s.w.Header().Set("Content-Type", "application/json")
-				s.w.Header().Set(FrontierHeader, strconv.FormatUint(st.progress, 10))
-				s.charge(false)
-				n, _ := s.w.Write(s.buf)
-				s.sent += int64(n)
+				s.finishSnapshot(st.progress)
 				return nil
 			}
 			for _, m := range formatter.Messages(s.wire, st.rows, &s.enc) {

@@ -19,6 +19,10 @@ import (
 // by the subscribers of one shape (the fast path) are encoded once for all
 // of them, as pgwire's DataRows are.
 type jsonWire struct {
+	// open starts an object: {"mz_timestamp":" or, in a stream of several
+	// collections, {"mz_collection":"a","mz_timestamp":".
+	open []byte
+	key  string
 	// keys are the JSON object keys of the tail columns with their
 	// punctuation: `,"mz_diff":`, `,"id":`.
 	keys  [][]byte
@@ -26,9 +30,16 @@ type jsonWire struct {
 }
 
 // newJSONWire returns the wire of a shape's output columns (mz_timestamp
-// first, mz_progressed second when present).
-func newJSONWire(cols []formatter.Column) *jsonWire {
-	w := &jsonWire{}
+// first, mz_progressed second when present). collection, when not "",
+// names the collection in every object (mz_collection), for a stream of
+// several.
+func newJSONWire(cols []formatter.Column, collection string) *jsonWire {
+	w := &jsonWire{open: []byte(`{"mz_timestamp":"`), key: "json"}
+	if collection != "" {
+		w.open = pgrepr.AppendJSONValue([]byte(`{"mz_collection":`), row.TypeText, collection)
+		w.open = append(w.open, `,"mz_timestamp":"`...)
+		w.key = "json mz_collection=" + collection
+	}
 	for _, c := range cols[1:] {
 		if c.Type.Meta == formatter.MetaProgress {
 			continue
@@ -40,12 +51,13 @@ func newJSONWire(cols []formatter.Column) *jsonWire {
 	return w
 }
 
-// Key implements formatter.Wire. Every shape has one JSON encoding.
-func (w *jsonWire) Key() string { return "json" }
+// Key implements formatter.Wire. A shape has one JSON encoding, and one
+// more per stream of several collections it is part of.
+func (w *jsonWire) Key() string { return w.key }
 
 // AppendMessage implements formatter.Wire: it appends r's object.
 func (w *jsonWire) AppendMessage(buf []byte, r formatter.Row) []byte {
-	buf = append(buf, `{"mz_timestamp":"`...)
+	buf = append(buf, w.open...)
 	buf = strconv.AppendUint(buf, r.Time, 10)
 	buf = append(buf, '"')
 	for i, key := range w.keys {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,13 +36,16 @@ func (t transport) String() string {
 // and headers describe it.
 type request struct {
 	collection string
-	columns    []string
-	where      sql.Expr // nil without ?where=
-	envelope   sql.EnvelopeKind
-	key        []string
-	snapshot   bool
-	asOf       *uint64
-	upTo       *uint64
+	// collections are the collections of a multi-collection stream
+	// (GET /v1/subscribe?collection=a&collection=b); nil for one.
+	collections []string
+	columns     []string
+	where       sql.Expr // nil without ?where=
+	envelope    sql.EnvelopeKind
+	key         []string
+	snapshot    bool
+	asOf        *uint64
+	upTo        *uint64
 	// after is the resume point (Last-Event-ID or ?after=): a frontier the
 	// client has seen, every update below it delivered.
 	after     *uint64
@@ -59,8 +63,17 @@ func parseRequest(r *http.Request, collection string) (*request, error) {
 			if len(q[name]) > 1 {
 				return nil, fmt.Errorf("%w: %s given more than once", ErrBadParameter, name)
 			}
+		case "collection":
+			if collection != "" {
+				return nil, fmt.Errorf("%w: collection is a parameter of /v1/subscribe alone", ErrBadParameter)
+			}
 		default:
 			return nil, fmt.Errorf("%w: unknown parameter %q", ErrBadParameter, name)
+		}
+	}
+	if collection == "" {
+		if err := req.parseCollections(q); err != nil {
+			return nil, err
 		}
 	}
 	var err error
@@ -140,6 +153,33 @@ func parseRequest(r *http.Request, collection string) (*request, error) {
 		req.transport = transportNDJSON
 	}
 	return req, nil
+}
+
+// MaxCollections is the most collections one stream may carry.
+const MaxCollections = 16
+
+// parseCollections reads the collections of a multi-collection stream,
+// which takes no shape: the same columns or predicate rarely fit several
+// relations.
+func (req *request) parseCollections(q url.Values) error {
+	req.collections = q["collection"]
+	switch {
+	case len(req.collections) == 0:
+		return fmt.Errorf("%w: /v1/subscribe needs collection=name (one or more)", ErrBadParameter)
+	case len(req.collections) > MaxCollections:
+		return fmt.Errorf("%w: more than %d collections in one stream", ErrBadParameter, MaxCollections)
+	}
+	for i, c := range req.collections {
+		if slices.Contains(req.collections[:i], c) {
+			return fmt.Errorf("%w: collection %q given twice", ErrBadParameter, c)
+		}
+	}
+	for _, p := range []string{"columns", "where", "envelope", "key"} {
+		if q.Has(p) {
+			return fmt.Errorf("%w: %s applies to one collection (/v1/subscribe/{collection})", ErrBadParameter, p)
+		}
+	}
+	return nil
 }
 
 // acceptsNDJSON reports whether an Accept header asks for NDJSON rather

@@ -20,7 +20,11 @@ import (
 type stamped map[uint64]map[string]int64
 
 // add adds the rows of one rows event.
-func (s stamped) add(t *testing.T, data string) {
+func (s stamped) add(t *testing.T, data string) { s.addAs(t, data, "") }
+
+// addAs adds the rows of one rows event, naming their collection
+// (mz_collection) when collection is set.
+func (s stamped) addAs(t *testing.T, data, collection string) {
 	t.Helper()
 	var rows []map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(data), &rows); err != nil {
@@ -37,6 +41,9 @@ func (s stamped) add(t *testing.T, data string) {
 		time, _ := strconv.ParseUint(ts, 10, 64)
 		delete(r, "mz_timestamp")
 		delete(r, "mz_diff")
+		if collection != "" {
+			r["mz_collection"], _ = json.Marshal(collection)
+		}
 		b, _ := json.Marshal(r)
 		if s[time] == nil {
 			s[time] = map[string]int64{}
@@ -67,6 +74,9 @@ type follower struct {
 	last    string // the last progress id
 	cut     func() int64
 	reconns int
+	// collection names the rows' collection in rows (a one-collection
+	// stream, compared with a stream of several).
+	collection string
 }
 
 // follow reads until the stream's frontier reaches until.
@@ -104,7 +114,18 @@ func (f *follower) follow(ctx context.Context, until uint64) {
 			}
 			switch ev.Name {
 			case "rows":
-				pending.add(t, ev.Data)
+				// A progress event closed every row below it: none may
+				// follow it (in a stream of several collections, none of
+				// any collection).
+				var times []struct{ MzTimestamp string `json:"mz_timestamp"` }
+				json.Unmarshal([]byte(ev.Data), &times)
+				last, _ := strconv.ParseUint(f.last, 10, 64)
+				for _, r := range times {
+					if ts, _ := strconv.ParseUint(r.MzTimestamp, 10, 64); ts < last {
+						t.Fatalf("a row at %d after progress %d: %s", ts, last, ev.Data)
+					}
+				}
+				pending.addAs(t, ev.Data, f.collection)
 			case "progress":
 				for ts, rows := range pending {
 					if f.rows[ts] == nil {

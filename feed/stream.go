@@ -83,8 +83,9 @@ type stream struct {
 	w    http.ResponseWriter
 	rc   *http.ResponseController
 	f    framing
-	sub  *adapter.Subscription
+	sub  *adapter.Subscription // one collection
 	wire *jsonWire
+	srcs []*source // several collections (sub is nil)
 	pos  position
 	upTo uint64 // UP TO, when the subscribe has one
 	buf  []byte // framed bytes not yet written
