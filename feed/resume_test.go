@@ -117,7 +117,9 @@ func (f *follower) follow(ctx context.Context, until uint64) {
 				// A progress event closed every row below it: none may
 				// follow it (in a stream of several collections, none of
 				// any collection).
-				var times []struct{ MzTimestamp string `json:"mz_timestamp"` }
+				var times []struct {
+					MzTimestamp string `json:"mz_timestamp"`
+				}
 				json.Unmarshal([]byte(ev.Data), &times)
 				last, _ := strconv.ParseUint(f.last, 10, 64)
 				for _, r := range times {
