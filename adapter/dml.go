@@ -129,20 +129,14 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 					return nil, err
 				}
 				for _, r := range rows {
-					full := make(row.Row, len(it.Schema.Columns))
-					for i, c := range cols {
-						full[c] = r[i]
-					}
-					if err := checkNotNull(it, full); err != nil {
+					u, err := insertUpdate(it, cols, r)
+					if err != nil {
 						return nil, err
 					}
-					updates = append(updates, row.Update{Row: full, Diff: 1})
+					updates = append(updates, u)
 				}
 			}
-			if err := s.write(ctx, it, updates); err != nil {
-				return nil, err
-			}
-			return command(fmt.Sprintf("INSERT 0 %d", len(updates))), nil
+			return s.insert(ctx, it, updates)
 		}}, nil
 	}
 	// VALUES: each expression is compiled against the target column's type.
@@ -168,24 +162,44 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 	return &plan{params: params, exec: func(ctx context.Context, params []row.Datum, _ []int16) (pgwire.Result, error) {
 		updates := make([]row.Update, 0, len(values))
 		for _, vals := range values {
-			full := make(row.Row, len(it.Schema.Columns))
+			r := make(row.Row, len(vals))
 			for j, sc := range vals {
 				d, err := sc.eval(nil, params)
 				if err != nil {
 					return nil, err
 				}
-				full[cols[j]] = d
+				r[j] = d
 			}
-			if err := checkNotNull(it, full); err != nil {
+			u, err := insertUpdate(it, cols, r)
+			if err != nil {
 				return nil, err
 			}
-			updates = append(updates, row.Update{Row: full, Diff: 1})
+			updates = append(updates, u)
 		}
-		if err := s.write(ctx, it, updates); err != nil {
-			return nil, err
-		}
-		return command(fmt.Sprintf("INSERT 0 %d", len(updates))), nil
+		return s.insert(ctx, it, updates)
 	}}, nil
+}
+
+// insertUpdate is the update that inserts r, one value for each target
+// column in cols, into the table it: the other columns are NULL, which
+// must not break a NOT NULL constraint.
+func insertUpdate(it *catalog.Item, cols []int, r row.Row) (row.Update, error) {
+	full := make(row.Row, len(it.Schema.Columns))
+	for i, c := range cols {
+		full[c] = r[i]
+	}
+	if err := checkNotNull(it, full); err != nil {
+		return row.Update{}, err
+	}
+	return row.Update{Row: full, Diff: 1}, nil
+}
+
+// insert writes an INSERT's updates to the table it.
+func (s *Session) insert(ctx context.Context, it *catalog.Item, updates []row.Update) (pgwire.Result, error) {
+	if err := s.write(ctx, it, updates); err != nil {
+		return nil, err
+	}
+	return command(fmt.Sprintf("INSERT 0 %d", len(updates))), nil
 }
 
 func mergeParams(a, b []uint32) []uint32 {
