@@ -135,6 +135,9 @@ func TestLimitsAndCORS(t *testing.T) {
 	if h.Get("Access-Control-Allow-Origin") != "http://page.test" {
 		t.Errorf("allowed origin: headers %v", h)
 	}
+	if h.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Errorf("listed origin without credentials: headers %v", h)
+	}
 	_, _, h = status(t, ctx, http.DefaultClient, url+"?live=false", "", "", "Origin", "http://evil.test")
 	if h.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("other origin got Access-Control-Allow-Origin %q", h.Get("Access-Control-Allow-Origin"))

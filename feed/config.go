@@ -35,8 +35,9 @@ type Config struct {
 	// AuthTrust does. Otherwise a role with a password must give it with
 	// HTTP Basic; one without (the embedded default) needs none.
 	Trust bool
-	// CORSOrigins are the origins whose pages may read the feed ("*" for
-	// any); nil allows none but the feed's own.
+	// CORSOrigins are the origins whose pages may read the feed, with the
+	// browser's credentials; "*" lets any page read it without them. nil
+	// allows none but the feed's own.
 	CORSOrigins []string
 	// MaxConnections is the most streams at once; past it a request gets
 	// 503 with SQLSTATE 53300.

@@ -106,12 +106,21 @@ func (h *Handler) enter() bool {
 // returns false then.
 func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
-	allowed := origin != "" && (slices.Contains(h.cfg.CORSOrigins, "*") || slices.Contains(h.cfg.CORSOrigins, origin))
-	if allowed {
+	listed := slices.Contains(h.cfg.CORSOrigins, origin)
+	allowed := origin != "" && (listed || slices.Contains(h.cfg.CORSOrigins, "*"))
+	switch {
+	case allowed && listed:
+		// A listed origin's pages may send the browser's credentials.
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		w.Header().Set("Access-Control-Allow-Credentials", "true")
-		w.Header().Set("Access-Control-Expose-Headers", FrontierHeader)
 		w.Header().Add("Vary", "Origin")
+	case allowed:
+		// "*": any page, but without the browser's credentials, so that
+		// a page elsewhere cannot read what a logged-in user may.
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+	}
+	if allowed {
+		w.Header().Set("Access-Control-Expose-Headers", FrontierHeader)
 	}
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		if allowed {

@@ -85,7 +85,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6875", "pgwire address")
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:6876", "HTTP address for /metrics and /healthz")
 	fs.StringVar(&cfg.FeedListen, "feed-listen", feed.DefaultListen, "HTTP change feed address (Server-Sent Events and NDJSON: GET /v1/subscribe/<collection>); empty disables it")
-	fs.StringVar(&cfg.FeedCORS, "feed-cors-origins", "", "comma-separated origins whose pages may read the feed, or * for any")
+	fs.StringVar(&cfg.FeedCORS, "feed-cors-origins", "", "comma-separated origins whose pages may read the feed with the browser's credentials, or * for any page without them")
 	fs.IntVar(&cfg.FeedMaxConns, "feed-max-connections", feed.DefaultMaxConnections, "most feed streams at once; past it a request gets 503")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./shardtail-data", "directory of the embedded default storage")
 	fs.StringVar(&cfg.Blob, "blob", "", "blob store URL: file://DIR, s3://BUCKET/PREFIX?endpoint=...&region=..., mem:// (default file://<data-dir>/blob)")
