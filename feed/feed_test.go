@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
+	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 )
 
 // wantModel fails unless m lists exactly want (sorted lines).
@@ -344,4 +347,23 @@ func TestMetricsByTransport(t *testing.T) {
 	if got["shardtail_memory_bytes/feed"] <= 0 {
 		t.Errorf(`shardtail_memory_bytes{holder="feed"} = %v with two open streams, want their buffers`, got["shardtail_memory_bytes/feed"])
 	}
+}
+
+// TestTailProcess: a tail process (--upstream) serves the feed of the
+// subscribes it serves itself, from the shared storage.
+func TestTailProcess(t *testing.T) {
+	blob, cons := blobmem.New(), consmem.New()
+	up := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons})
+	c := connect(t, up)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
+	tail := start(t, testserver.Options{Blob: blob, Consensus: cons,
+		Adapter: func(cfg *adapter.Config) { cfg.Upstream = up.Addr }})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := newSSEReader(get(t, ctx, "http://"+tail.FeedAddr+"/v1/subscribe/t").Body)
+	m := model{}
+	waitFor(t, r, m, func(ev event) bool { return ev.Name == "progress" })
+	execAll(t, c, "INSERT INTO t VALUES (2)")
+	waitFor(t, r, m, func(ev event) bool { return ev.Name == "progress" && len(m) == 2 })
+	wantModel(t, m, `{"a":1} x1`, `{"a":2} x1`)
 }
