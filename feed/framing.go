@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"slices"
 	"strconv"
 	"time"
 )
@@ -50,6 +51,13 @@ func (f sseFraming) open(buf []byte) []byte {
 }
 
 func (sseFraming) rows(buf []byte, msgs [][]byte) []byte {
+	// One growth for the whole event, not a doubling per few rows: a
+	// snapshot piece is thousands of rows.
+	n := len("event: rows\ndata: []\n\n")
+	for _, m := range msgs {
+		n += len(m) + 1
+	}
+	buf = slices.Grow(buf, n)
 	buf = append(buf, "event: rows\ndata: ["...)
 	for i, m := range msgs {
 		if i > 0 {
