@@ -59,6 +59,9 @@ func (t *SharedTail) releaseQueue(q []*batch) {
 //  2. detachLargest: attached subscribers, largest queue first, until the
 //     total is under the budget. A detached subscriber resumes exactly
 //     where it was at its next Next (see Subscriber), from the shard.
+//     Queues of at most detachFloor are left alone: their subscribers are
+//     keeping up, and since a tail's queues share its batches they pin
+//     about that much per tail together.
 //
 // Holders the tail cannot shrink (pgwire, the dataflow path, pieces a slow
 // subscriber of a share has yet to take) count toward the total and so make
@@ -89,10 +92,11 @@ func (m *Manager) detachLargest() {
 		bytes int64
 	}
 	var qs []queued
+	floor := detachFloor(b.Limit())
 	for _, t := range m.running() {
 		t.mu.Lock()
 		for s := range t.subs {
-			if s.attached && s.queued > 0 {
+			if s.attached && s.queued > floor {
 				qs = append(qs, queued{s, s.queued})
 			}
 		}
@@ -111,6 +115,15 @@ func (m *Manager) detachLargest() {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// detachFloor is the largest queue the budget's policy leaves attached:
+// 1/64 of the budget. Detaching a subscriber that keeps
+// up frees little (its few batches are mostly its peers' too) and costs it
+// a catch-up from the shard; without the floor, holders the tail cannot
+// shed (pgwire's buffers) over the budget would detach every reader.
+func detachFloor(limit int64) int64 {
+	return limit / 64
 }
 
 // running returns the running tails.
