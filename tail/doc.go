@@ -79,7 +79,7 @@
 // subscribers resume like any other, so the budget costs a stalled client
 // a catch-up from the shard, never a row. Over budget, a share also drops
 // taken pieces at once instead of keeping them for late joiners.
-
+//
 // # The caller's duties
 //
 //  1. Call a Subscriber's Next from one goroutine (the session's). Frontier

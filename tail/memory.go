@@ -118,10 +118,10 @@ func (m *Manager) detachLargest() {
 }
 
 // detachFloor is the largest queue the budget's policy leaves attached:
-// 1/64 of the budget. Detaching a subscriber that keeps
-// up frees little (its few batches are mostly its peers' too) and costs it
-// a catch-up from the shard; without the floor, holders the tail cannot
-// shed (pgwire's buffers) over the budget would detach every reader.
+// 1/64 of the budget. Detaching a subscriber that keeps up frees little
+// (its few batches are mostly its peers' too) and costs it a catch-up from
+// the shard; without the floor, holders the tail cannot shed (pgwire's
+// buffers) over the budget would detach every reader, every publish.
 func detachFloor(limit int64) int64 {
 	return limit / 64
 }
