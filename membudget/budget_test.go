@@ -2,6 +2,7 @@ package membudget
 
 import (
 	"reflect"
+	"runtime/debug"
 	"testing"
 )
 
@@ -118,5 +119,25 @@ func TestEnforceOrder(t *testing.T) {
 	b.Enforce() // within the budget: nothing runs
 	if len(log) != 0 {
 		t.Errorf("stages ran %v within the budget", log)
+	}
+}
+
+// TestApplyRuntimeLimit: the runtime's soft limit is the budget plus the
+// headroom, and left alone when unlimited or when GOMEMLIMIT is set.
+func TestApplyRuntimeLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	t.Setenv("GOMEMLIMIT", "")
+	if got := ApplyRuntimeLimit(0); got != 0 || debug.SetMemoryLimit(-1) != prev {
+		t.Errorf("an unlimited budget set a runtime limit (%d)", got)
+	}
+	const budget = 256 << 20
+	if got, want := ApplyRuntimeLimit(budget), int64(budget+RuntimeHeadroom); got != want || debug.SetMemoryLimit(-1) != want {
+		t.Errorf("ApplyRuntimeLimit = %d, runtime limit %d; want %d", got, debug.SetMemoryLimit(-1), want)
+	}
+	debug.SetMemoryLimit(prev)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if got := ApplyRuntimeLimit(budget); got != 0 || debug.SetMemoryLimit(-1) != prev {
+		t.Errorf("with GOMEMLIMIT set, ApplyRuntimeLimit = %d", got)
 	}
 }

@@ -26,6 +26,10 @@
 // (pgwire's buffers, pieces a slow subscriber of a share has yet to take)
 // only make later steps free more.
 //
+// What no holder counts (decoded parts in flight, stacks, garbage not yet
+// collected) is bounded by the Go runtime instead: the server applies
+// ApplyRuntimeLimit, a soft memory limit of the budget + RuntimeHeadroom.
+//
 // Holders come in two kinds. Counters (Holder) are charged with Add by the
 // code that allocates; sources (AddSource) are read when needed, for a
 // package that already counts its own bytes (pgwire.Server.MemoryBytes)
