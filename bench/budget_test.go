@@ -119,3 +119,16 @@ func TestBudgetStorm(t *testing.T) {
 	}
 	must(t, execSQL(context.Background(), srv.URL(), "SELECT 1")) // the server is alive
 }
+
+func TestParseScenarios(t *testing.T) {
+	for in, want := range map[string]string{"": "", "abc": "abc", "budget": "g", "a,budget": "ag", "f, g": "fg"} {
+		if got, err := ParseScenarios(in); err != nil || got != want {
+			t.Errorf("ParseScenarios(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"h", "budgets", "a,x"} {
+		if got, err := ParseScenarios(in); err == nil {
+			t.Errorf("ParseScenarios(%q) = %q, want an error", in, got)
+		}
+	}
+}
