@@ -131,7 +131,12 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsink_rejected_rows_total", Help: "Rows the target rejected (dead-lettered, skipped or stalled on)."})}
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(s.rejected); err != nil {
+		// A process that reopens its target after a failure registers
+		// again: keep counting on the first counter.
+		var are prometheus.AlreadyRegisteredError
+		if err := cfg.Registerer.Register(s.rejected); errors.As(err, &are) {
+			s.rejected = are.ExistingCollector.(prometheus.Counter)
+		} else if err != nil {
 			conn.Close(ctx)
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
