@@ -19,8 +19,8 @@ type Subscribe struct {
 	// (Materialize's syntax): the object is resolved by id, so a drop and
 	// recreate under the same name cannot slip in. "" for a plain name.
 	RelationID string
-	Query    *Select    // SUBSCRIBE (SELECT ...); nil for a named relation
-	Envelope Envelope
+	Query      *Select // SUBSCRIBE (SELECT ...); nil for a named relation
+	Envelope   Envelope
 	// WithinTimestampOrderBy orders the updates within one timestamp; its
 	// items may name output columns and mz_diff. Nil when not written.
 	WithinTimestampOrderBy []OrderItem
