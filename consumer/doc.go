@@ -50,7 +50,10 @@
 // are committed with the position. A resume that finds another id under a
 // name (or a subscribe by id that reports its object dropped, when the
 // name now has another id) follows Config.OnObjectReplaced: ErrObjectReplaced
-// by default, or a new generation from a snapshot of the new object.
+// by default, or a new generation from a snapshot of the new object. A name
+// with no object after its subscribe reported a drop is looked up again
+// with the retry backoff (a migration may be recreating it) before Run
+// returns ErrDropped.
 //
 // # Guarantees
 //

@@ -216,6 +216,16 @@ func (r *runner) loop(ctx context.Context) error {
 		if progressed {
 			failures = 0
 		}
+		if errors.Is(err, errObjectMissing) {
+			failures++
+			if failures >= r.cfg.Retry.MaxAttempts {
+				return fmt.Errorf("%w: %v", ErrDropped, r.pos.Objects)
+			}
+			if err := sleep(ctx, backoff(r.cfg.Retry, failures)); err != nil {
+				return err
+			}
+			continue
+		}
 		class := Classify(err)
 		r.cfg.Metrics.sourceError(class)
 		r.cfg.Logger.Warn("subscribe ended", "class", class.String(), "frontier", uint64(r.pos.Frontier), "err", err)
@@ -280,6 +290,10 @@ func (r *runner) abort(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errObjectMissing is a session's error when a source's name has no object
+// after its subscribe by id reported it dropped.
+var errObjectMissing = errors.New("subscribed object not found by name")
 
 // sinkError marks an error of the sink or the checkpoint, which Run returns
 // as is instead of classifying it as a source error.
@@ -512,7 +526,11 @@ func (r *runner) checkObjects(ids []string) error {
 		return nil
 	}
 	if ids == nil {
-		return &sinkError{fmt.Errorf("%w: %v", ErrDropped, r.pos.Objects)}
+		// The name has no object: dropped, or dropped and not yet
+		// recreated (a migration). The loop retries the lookup with
+		// backoff before it concludes ErrDropped.
+		r.dropped = true
+		return errObjectMissing
 	}
 	if r.cfg.OnObjectReplaced == StopOnReplace {
 		return &sinkError{fmt.Errorf("%w: checkpoint has %v, the names now refer to %v", ErrObjectReplaced, r.pos.Objects, ids)}
