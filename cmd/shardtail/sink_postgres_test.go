@@ -17,13 +17,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardtail/shardtail/internal/childproc"
-	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
+	"github.com/shardtail/shardtail/internal/localpg"
 	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 )
 
 var (
 	sinkKills   = flag.Int("sink-kills", 10, "TestSinkPostgresSurvivesKills: SIGKILLs of the sink process (the full proof is 50)")
 	serverKills = flag.Int("sink-server-kills", 1, "TestSinkPostgresSurvivesKills: SIGKILL restarts of the shardtail server (the full proof is 5)")
+	targetKills = flag.Int("sink-target-kills", 1, "TestSinkPostgresSurvivesKills: crashes (immediate shutdown) and restarts of the target PostgreSQL")
 )
 
 // sinkProcess is a running `shardtail sink postgres`.
@@ -175,7 +176,12 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 	}
 	bin := testbin.Build(t)
 	dataDir := t.TempDir()
-	target := pgtest.URL(t)
+	pg, err := localpg.Start(context.Background(), localpg.Options{})
+	if err != nil {
+		t.Fatalf("target PostgreSQL: %v", err)
+	}
+	defer pg.Stop()
+	target := pg.URL
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -203,14 +209,17 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 	args := func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return []string{"--source", "postgres://materialize@" + addr + "/materialize?sslmode=disable",
-			"--collection", "items", "--target", target, "--key", "id", "--name", "proof",
+		return []string{"--source", "postgres://materialize@" + addr + "/materialize?sslmode=disable", "--target", target,
+			"--collection", "items", "--key", "id", "--name", "proof",
 			"--max-batch-delay", "20ms", "--progress-interval", "0", "--max-attempts", "1000"}
 	}
-	kills := *sinkKills + *serverKills
-	var serverKillAt []int
+	kills := *sinkKills + *serverKills + *targetKills
+	var serverKillAt, targetKillAt []int
 	for range *serverKills {
 		serverKillAt = append(serverKillAt, rng.IntN(kills))
+	}
+	for range *targetKills {
+		targetKillAt = append(targetKillAt, rng.IntN(kills))
 	}
 	twin := rng.IntN(kills)
 	for i := range kills {
@@ -228,6 +237,15 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 			mu.Unlock()
 			// The sink retries on its old address, which is gone: it
 			// is killed below and restarted on the new one.
+			time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+		}
+		if slices.Contains(targetKillAt, i) {
+			if err := pg.Crash(context.Background()); err != nil {
+				t.Fatalf("restart target: %v", err)
+			}
+			mu.Lock()
+			target = pg.URL
+			mu.Unlock()
 			time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		}
 		if second == nil {
@@ -277,7 +295,7 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 	if !strings.Contains(p.log(), "updates landed") {
 		t.Errorf("no progress line on stderr:\n%s", p.log())
 	}
-	t.Logf("%d changes, %d sink kills, %d server kills; %d rows at the end", w.changes.Load(), *sinkKills, *serverKills, len(want))
+	t.Logf("%d changes, %d sink kills, %d server kills, %d target crashes; %d rows at the end", w.changes.Load(), *sinkKills, *serverKills, *targetKills, len(want))
 }
 
 // tableText reads rows as sorted text lines; a missing table reads as
