@@ -447,15 +447,16 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 			ferr = f.err
 		case <-ctx.Done():
 		}
-		wctx := ctx
 		if ctx.Err() != nil {
-			// Shutting down: land what is closed, with a context
-			// that outlives the cancelled one.
+			// Shutting down: land what is closed.
 			fold.Flush()
-			wctx = context.WithoutCancel(ctx)
 		} else if ferr != nil {
 			return progressed, ferr
 		}
+		// The sink is never interrupted in the middle of a batch
+		// (cancelling a query closes its connection): ctx's end is
+		// seen between batches, and the batch in hand is finished.
+		wctx := context.WithoutCancel(ctx)
 		fold.Tick(time.Now())
 		n, werr := r.deliver(wctx, fold, cols)
 		progressed = progressed || n > 0
