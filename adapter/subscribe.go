@@ -291,12 +291,13 @@ func (p *subscribePlan) upTo(asOf uint64) (*uint64, error) {
 	return &u, nil
 }
 
-// errBelowSince is Materialize's error for a read AS OF t below the since:
-// the history is gone. Its DETAIL is the one a subscribe that lost its
-// position gets, so a resuming client tells both apart from a resumable
-// failure the same way.
-func errBelowSince(t, since uint64) *Error {
-	e := errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, since)
+// errAsOfNotValid is a read's AS OF below its collection's since: the
+// position is no longer in history (HistoryLost reports it). Its DETAIL is
+// the one a subscribe that lost its position gets, so a resuming client
+// tells both apart from a resumable failure the same way.
+func errAsOfNotValid(asOf, since uint64) *Error {
+	e := errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", asOf, since)
+	e.historyLost = true
 	e.detail = subscribe.DetailHistoryLost
 	return e
 }
@@ -315,7 +316,7 @@ func mapPersistErr(err error, relation string) error {
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError
 		if errors.As(err, &se) {
-			return errBelowSince(se.AsOf, se.Since)
+			return errAsOfNotValid(se.AsOf, se.Since)
 		}
 	}
 	return storageError(err)
