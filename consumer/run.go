@@ -1,0 +1,406 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Defaults for Config.
+const (
+	DefaultMaxBatchBytes  = 4 << 20
+	DefaultMaxBatchDelay  = 100 * time.Millisecond
+	DefaultFetchRows      = 10000
+	DefaultFetchTimeout   = 50 * time.Millisecond
+	DefaultMaxAttempts    = 10
+	DefaultBaseDelay      = 100 * time.Millisecond
+	DefaultMaxDelay       = 10 * time.Second
+	DefaultAttemptTimeout = 30 * time.Second
+)
+
+// HistoryPolicy is what Run does when the checkpoint is below the
+// collection's since.
+type HistoryPolicy int
+
+const (
+	// Resnapshot starts a new generation from a fresh snapshot (default).
+	Resnapshot HistoryPolicy = iota
+	// Stop returns ErrHistoryLost.
+	Stop
+)
+
+// Config configures Run.
+type Config struct {
+	// URL is the shardtail server's connection string.
+	URL string
+	// Sources are the collections to land. Run subscribes to one today.
+	Sources []Source
+	// Checkpoint stores the position; required.
+	Checkpoint Checkpoint
+	// MaxBatchBytes and MaxBatchDelay cut batches (see CoreConfig).
+	MaxBatchBytes int
+	MaxBatchDelay time.Duration
+	// FetchRows and FetchTimeout shape each FETCH: up to FetchRows rows,
+	// waiting at most FetchTimeout for them.
+	FetchRows    int
+	FetchTimeout time.Duration
+	// Retry bounds the retries of transient errors.
+	Retry Retry
+	// OnHistoryLost decides what a history loss does.
+	OnHistoryLost HistoryPolicy
+	// Logger receives retries and resumes; nil discards them.
+	Logger *slog.Logger
+}
+
+// Retry bounds retries: up to MaxAttempts consecutive failures, waiting an
+// exponential backoff from BaseDelay to MaxDelay with full jitter; every
+// connection attempt and every FETCH is bounded by AttemptTimeout.
+type Retry struct {
+	MaxAttempts    int
+	BaseDelay      time.Duration
+	MaxDelay       time.Duration
+	AttemptTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBatchBytes == 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxBatchDelay == 0 {
+		c.MaxBatchDelay = DefaultMaxBatchDelay
+	}
+	if c.FetchRows == 0 {
+		c.FetchRows = DefaultFetchRows
+	}
+	if c.FetchTimeout == 0 {
+		c.FetchTimeout = DefaultFetchTimeout
+	}
+	if c.Retry.MaxAttempts == 0 {
+		c.Retry.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Retry.BaseDelay == 0 {
+		c.Retry.BaseDelay = DefaultBaseDelay
+	}
+	if c.Retry.MaxDelay == 0 {
+		c.Retry.MaxDelay = DefaultMaxDelay
+	}
+	if c.Retry.AttemptTimeout == 0 {
+		c.Retry.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports which field is wrong.
+func (c *Config) Validate() error {
+	switch {
+	case c.URL == "":
+		return errors.New("consumer config: URL is required")
+	case len(c.Sources) != 1:
+		return fmt.Errorf("consumer config: Sources has %d entries; Run lands exactly one collection", len(c.Sources))
+	case c.Checkpoint == nil:
+		return errors.New("consumer config: Checkpoint is required")
+	case c.MaxBatchBytes < 0, c.MaxBatchDelay < 0, c.FetchRows < 0, c.FetchTimeout < 0:
+		return errors.New("consumer config: sizes and durations must not be negative")
+	}
+	return nil
+}
+
+// Sink writes batches to a target.
+//
+// Run calls Write with each batch in order; after a Write of a batch that is
+// not Partial it commits the batch's Upper through Config.Checkpoint, before
+// the next Write. A sink that keeps its checkpoint in its own transaction
+// (exactly once) implements Checkpoint too and commits that transaction in
+// Commit. An error from Write ends Run with it.
+type Sink interface {
+	Write(ctx context.Context, b Batch) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, b Batch) error
+
+// Write calls f.
+func (f SinkFunc) Write(ctx context.Context, b Batch) error { return f(ctx, b) }
+
+// Aborter is implemented by sinks that hold uncommitted writes (Partial
+// batches, or a batch written but not committed) across Write calls. Run
+// calls Abort before resuming from the checkpoint after a source error, so
+// the redelivered updates are not applied twice.
+type Aborter interface {
+	Abort(ctx context.Context) error
+}
+
+// Run subscribes to the configured source and feeds the sink closed batches
+// until ctx ends (it returns ctx's error) or an error it does not retry.
+// It starts from the checkpoint's position (a snapshot when it is zero),
+// retries transient errors with backoff, resumes at once after falling
+// behind, and on a history loss follows OnHistoryLost.
+func Run(ctx context.Context, cfg Config, sink Sink) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg.setDefaults()
+	pos, err := cfg.Checkpoint.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("load checkpoint: %w", err)
+	}
+	r := &runner{cfg: cfg, sink: sink, pos: pos}
+	return r.loop(ctx)
+}
+
+type runner struct {
+	cfg  Config
+	sink Sink
+	pos  Position // last committed
+	// resnapshot makes the next session start from a snapshot in a new
+	// generation (after a history loss), until a batch of it commits.
+	resnapshot bool
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	failures := 0
+	for {
+		progressed, err := r.session(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var se *sinkError
+		if errors.As(err, &se) {
+			return se.err
+		}
+		if aerr := r.abort(ctx); aerr != nil {
+			return aerr
+		}
+		if progressed {
+			failures = 0
+		}
+		class := Classify(err)
+		r.cfg.Logger.Warn("subscribe ended", "class", class.String(), "frontier", uint64(r.pos.Frontier), "err", err)
+		switch class {
+		case ClassFellBehind:
+			continue
+		case ClassTransient:
+			failures++
+			if failures >= r.cfg.Retry.MaxAttempts {
+				return fmt.Errorf("%w after %d attempts: %w", ErrRetriesExhausted, failures, err)
+			}
+			if err := sleep(ctx, backoff(r.cfg.Retry, failures)); err != nil {
+				return err
+			}
+		case ClassHistoryLost:
+			if r.cfg.OnHistoryLost == Stop || r.pos.Frontier == 0 {
+				return fmt.Errorf("%w: %w", ErrHistoryLost, err)
+			}
+			// The next session starts from a snapshot in a new
+			// generation; the checkpoint moves to it with the first
+			// committed batch.
+			r.resnapshot = true
+		case ClassDropped:
+			return fmt.Errorf("%w: %w", ErrDropped, err)
+		default:
+			return fmt.Errorf("%w: %w", ErrStalled, err)
+		}
+	}
+}
+
+// backoff is the wait before retry attempt n (1-based): full jitter over an
+// exponential bound, so many consumers of a restarted server spread out.
+func backoff(rc Retry, n int) time.Duration {
+	d := rc.BaseDelay << min(n-1, 30)
+	if d <= 0 || d > rc.MaxDelay {
+		d = rc.MaxDelay
+	}
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (r *runner) abort(ctx context.Context) error {
+	if a, ok := r.sink.(Aborter); ok {
+		if err := a.Abort(ctx); err != nil {
+			return fmt.Errorf("abort sink: %w", err)
+		}
+	}
+	return nil
+}
+
+// sinkError marks an error of the sink or the checkpoint, which Run returns
+// as is instead of classifying it as a source error.
+type sinkError struct{ err error }
+
+func (e *sinkError) Error() string { return e.err.Error() }
+func (e *sinkError) Unwrap() error { return e.err }
+
+// Column describes one relation column of a source, as the server reports
+// it.
+type Column struct {
+	Name     string
+	TypeOID  uint32
+	TypeName string // the PostgreSQL type name, "text" when unknown
+}
+
+// session runs one subscribe on one connection until it fails. progressed
+// reports whether it committed anything (which resets the retry budget).
+func (r *runner) session(ctx context.Context) (progressed bool, err error) {
+	src := r.cfg.Sources[0]
+	from, gen := r.pos.Frontier, r.pos.Generation
+	if r.resnapshot {
+		from, gen = 0, gen+1
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
+	conn, err := pgx.Connect(cctx, r.cfg.URL)
+	cancel()
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		return false, fmt.Errorf("begin: %w", err)
+	}
+	core := NewCore(CoreConfig{MaxBatchBytes: r.cfg.MaxBatchBytes, MaxBatchDelay: r.cfg.MaxBatchDelay, Generation: gen}, from)
+	stmt := core.Statement(src)
+	if _, err := conn.Exec(ctx, "DECLARE consumer_cursor CURSOR FOR "+stmt); err != nil {
+		return false, fmt.Errorf("declare: %w", err)
+	}
+	r.cfg.Logger.Info("subscribed", "statement", stmt)
+	fetch := fmt.Sprintf("FETCH %d consumer_cursor WITH (TIMEOUT = '%dms')", r.cfg.FetchRows, r.cfg.FetchTimeout.Milliseconds())
+	var cols []Column
+	for {
+		if err := r.fetch(ctx, conn, fetch, core, &cols); err != nil {
+			return progressed, err
+		}
+		core.Tick(time.Now())
+		for b, ok := core.Next(); ok; b, ok = core.Next() {
+			b.Columns = [][]Column{cols}
+			if err := r.sink.Write(ctx, b); err != nil {
+				return progressed, &sinkError{fmt.Errorf("write batch [%d, %d): %w", b.Lower, b.Upper, err)}
+			}
+			if b.Partial {
+				continue
+			}
+			next := Position{Frontier: b.Upper, Generation: b.Generation, Objects: r.pos.Objects}
+			if err := r.cfg.Checkpoint.Commit(ctx, r.pos, next); err != nil {
+				return progressed, &sinkError{fmt.Errorf("commit %d: %w", b.Upper, err)}
+			}
+			r.pos, r.resnapshot, progressed = next, false, true
+		}
+	}
+}
+
+// fetch runs one FETCH and pushes its rows into core.
+func (r *runner) fetch(ctx context.Context, conn *pgx.Conn, fetch string, core *Core, cols *[]Column) error {
+	fctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
+	defer cancel()
+	rows, err := conn.Query(fctx, fetch)
+	if err != nil {
+		return fmt.Errorf("fetch: %w", err)
+	}
+	defer rows.Close()
+	fds := rows.FieldDescriptions()
+	if *cols == nil && len(fds) >= 3 {
+		*cols = describe(conn, fds[3:])
+	}
+	for rows.Next() {
+		row, err := decodeRow(rows)
+		if err != nil {
+			return err
+		}
+		if err := core.Push(row, time.Now()); err != nil {
+			// The server broke the protocol: retrying would only
+			// repeat it, so stop and report.
+			return &sinkError{fmt.Errorf("%w: %w", ErrStalled, err)}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("fetch: %w", err)
+	}
+	return nil
+}
+
+func describe(conn *pgx.Conn, fds []pgconn.FieldDescription) []Column {
+	cols := make([]Column, len(fds))
+	for i, fd := range fds {
+		name := "text"
+		if t, ok := conn.TypeMap().TypeForOID(fd.DataTypeOID); ok {
+			name = t.Name
+		}
+		cols[i] = Column{Name: fd.Name, TypeOID: fd.DataTypeOID, TypeName: name}
+	}
+	return cols
+}
+
+// decodeRow reads one SUBSCRIBE … WITH (PROGRESS) row: mz_timestamp,
+// mz_progressed, mz_diff or mz_state, then the relation columns.
+func decodeRow(rows pgx.Rows) (Row, error) {
+	vals, err := rows.Values()
+	if err != nil {
+		return Row{}, fmt.Errorf("decode row: %w", err)
+	}
+	if len(vals) < 3 {
+		return Row{}, fmt.Errorf("decode row: %d columns, want mz_timestamp, mz_progressed and mz_diff or mz_state", len(vals))
+	}
+	var row Row
+	ts, err := timestampValue(vals[0])
+	if err != nil {
+		return Row{}, err
+	}
+	row.Timestamp = ts
+	prog, ok := vals[1].(bool)
+	if !ok {
+		return Row{}, fmt.Errorf("decode row: mz_progressed is %T, want bool (subscribe WITH (PROGRESS))", vals[1])
+	}
+	row.Progressed = prog
+	if prog {
+		return row, nil
+	}
+	switch v := vals[2].(type) {
+	case int64:
+		row.Diff = v
+	case string:
+		row.State = v
+	default:
+		return Row{}, fmt.Errorf("decode row: third column is %T, want mz_diff or mz_state", vals[2])
+	}
+	row.Values = vals[3:]
+	for _, raw := range rows.RawValues() {
+		row.Size += len(raw) + 4
+	}
+	return row, nil
+}
+
+// timestampValue converts mz_timestamp (numeric, scale 0) to uint64.
+func timestampValue(v any) (uint64, error) {
+	n, ok := v.(pgtype.Numeric)
+	if !ok || !n.Valid || n.NaN || n.InfinityModifier != pgtype.Finite || n.Int == nil {
+		return 0, fmt.Errorf("decode row: mz_timestamp is %v, want a numeric", v)
+	}
+	i := new(big.Int).Set(n.Int)
+	if n.Exp > 0 {
+		i.Mul(i, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n.Exp)), nil))
+	} else if n.Exp < 0 {
+		i.Quo(i, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-n.Exp)), nil))
+	}
+	if i.Sign() < 0 || !i.IsUint64() {
+		return 0, fmt.Errorf("decode row: mz_timestamp %s out of range", i)
+	}
+	return i.Uint64(), nil
+}
