@@ -292,3 +292,12 @@ func (c *Core) emit(upper Frontier) {
 // AsOf returns the time of the opening progress row (the snapshot time of
 // a fresh subscribe), or zero before it arrived.
 func (c *Core) AsOf() uint64 { return c.asOf }
+
+// Flush closes the pending batch now, whatever MaxBatchDelay says: a
+// consumer that is shutting down commits what is closed. An open timestamp
+// (and any Partial chunks of it) stays uncommitted.
+func (c *Core) Flush() {
+	if c.frontier > c.lower {
+		c.emit(c.frontier)
+	}
+}

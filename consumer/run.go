@@ -58,6 +58,8 @@ type Config struct {
 	OnHistoryLost HistoryPolicy
 	// Logger receives retries and resumes; nil discards them.
 	Logger *slog.Logger
+	// Metrics, if set, counts what Run lands (see NewMetrics).
+	Metrics *Metrics
 }
 
 // Retry bounds retries: up to MaxAttempts consecutive failures, waiting an
@@ -141,7 +143,10 @@ type Aborter interface {
 }
 
 // Run subscribes to the configured source and feeds the sink closed batches
-// until ctx ends (it returns ctx's error) or an error it does not retry.
+// until ctx ends or an error it does not retry. When ctx ends it drains:
+// the batch closed so far is written and committed (with a context that is
+// not cancelled), uncommitted writes are aborted, and Run returns ctx's
+// error.
 // It starts from the checkpoint's position (a snapshot when it is zero),
 // retries transient errors with backoff, resumes at once after falling
 // behind, and on a history loss follows OnHistoryLost.
@@ -171,20 +176,21 @@ func (r *runner) loop(ctx context.Context) error {
 	failures := 0
 	for {
 		progressed, err := r.session(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		var se *sinkError
 		if errors.As(err, &se) {
 			return se.err
 		}
-		if aerr := r.abort(ctx); aerr != nil {
+		if aerr := r.abort(context.WithoutCancel(ctx)); aerr != nil {
 			return aerr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		if progressed {
 			failures = 0
 		}
 		class := Classify(err)
+		r.cfg.Metrics.sourceError(class)
 		r.cfg.Logger.Warn("subscribe ended", "class", class.String(), "frontier", uint64(r.pos.Frontier), "err", err)
 		switch class {
 		case ClassFellBehind:
@@ -285,25 +291,50 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 	fetch := fmt.Sprintf("FETCH %d consumer_cursor WITH (TIMEOUT = '%dms')", r.cfg.FetchRows, r.cfg.FetchTimeout.Milliseconds())
 	var cols []Column
 	for {
-		if err := r.fetch(ctx, conn, fetch, core, &cols); err != nil {
+		err := r.fetch(ctx, conn, fetch, core, &cols)
+		wctx := ctx
+		if ctx.Err() != nil {
+			// Shutting down: land what is closed, with a context
+			// that outlives the cancelled one.
+			core.Flush()
+			wctx = context.WithoutCancel(ctx)
+		} else if err != nil {
 			return progressed, err
 		}
 		core.Tick(time.Now())
-		for b, ok := core.Next(); ok; b, ok = core.Next() {
-			b.Columns = [][]Column{cols}
-			if err := r.sink.Write(ctx, b); err != nil {
-				return progressed, &sinkError{fmt.Errorf("write batch [%d, %d): %w", b.Lower, b.Upper, err)}
-			}
-			if b.Partial {
-				continue
-			}
-			next := Position{Frontier: b.Upper, Generation: b.Generation, Objects: r.pos.Objects}
-			if err := r.cfg.Checkpoint.Commit(ctx, r.pos, next); err != nil {
-				return progressed, &sinkError{fmt.Errorf("commit %d: %w", b.Upper, err)}
-			}
-			r.pos, r.resnapshot, progressed = next, false, true
+		n, werr := r.deliver(wctx, core, cols)
+		progressed = progressed || n > 0
+		if werr != nil {
+			return progressed, werr
+		}
+		if ctx.Err() != nil {
+			return progressed, ctx.Err()
 		}
 	}
+}
+
+// deliver writes and commits the batches the core has closed, and returns
+// how many it committed.
+func (r *runner) deliver(ctx context.Context, core *Core, cols []Column) (int, error) {
+	n := 0
+	for b, ok := core.Next(); ok; b, ok = core.Next() {
+		b.Columns = [][]Column{cols}
+		if err := r.sink.Write(ctx, b); err != nil {
+			return n, &sinkError{fmt.Errorf("write batch [%d, %d): %w", b.Lower, b.Upper, err)}
+		}
+		if b.Partial {
+			r.cfg.Metrics.written(b)
+			continue
+		}
+		next := Position{Frontier: b.Upper, Generation: b.Generation, Objects: r.pos.Objects}
+		if err := r.cfg.Checkpoint.Commit(ctx, r.pos, next); err != nil {
+			return n, &sinkError{fmt.Errorf("commit %d: %w", b.Upper, err)}
+		}
+		r.pos, r.resnapshot = next, false
+		r.cfg.Metrics.committed(b)
+		n++
+	}
+	return n, nil
 }
 
 // fetch runs one FETCH and pushes its rows into core.

@@ -1,0 +1,188 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardtail/shardtail/consumer"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+)
+
+// mapTarget is a target that holds a multiset of rows (rendered as text)
+// and its position, updated together under one lock: exactly once, like a
+// database sink with its checkpoint in the same transaction.
+type mapTarget struct {
+	mu      sync.Mutex
+	rows    map[string]int64
+	pos     consumer.Position
+	pending map[string]int64 // written, not yet committed
+	batches []consumer.Batch
+}
+
+func newMapTarget() *mapTarget {
+	return &mapTarget{rows: map[string]int64{}, pending: map[string]int64{}}
+}
+
+func (m *mapTarget) Write(_ context.Context, b consumer.Batch) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.batches = append(m.batches, b)
+	for _, u := range b.Updates {
+		m.pending[fmt.Sprint(u.Values...)] += u.Diff
+	}
+	return nil
+}
+
+func (m *mapTarget) Abort(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.pending)
+	return nil
+}
+
+func (m *mapTarget) Load(context.Context) (consumer.Position, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pos, nil
+}
+
+func (m *mapTarget) Commit(_ context.Context, expected, next consumer.Position) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.pos.Equal(expected) {
+		return consumer.ErrFenced
+	}
+	for k, d := range m.pending {
+		m.rows[k] += d
+		if m.rows[k] == 0 {
+			delete(m.rows, k)
+		}
+	}
+	clear(m.pending)
+	m.pos = next
+	return nil
+}
+
+func (m *mapTarget) snapshot() (map[string]int64, consumer.Position) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.rows), m.pos
+}
+
+func mustExec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// tableRows reads the source table as the multiset a mapTarget holds.
+func tableRows(t *testing.T, conn *pgx.Conn, table string) map[string]int64 {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), "SELECT * FROM "+table)
+	if err != nil {
+		t.Fatalf("select: %v", err)
+	}
+	got := map[string]int64{}
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[fmt.Sprint(vals...)]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// runUntil runs consumer.Run in the background until the target equals
+// want, then cancels it and returns Run's error.
+func runUntil(t *testing.T, cfg consumer.Config, target *mapTarget, want map[string]int64) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- consumer.Run(ctx, cfg, target) }()
+	deadline := time.After(30 * time.Second)
+	for {
+		got, _ := target.snapshot()
+		if maps.Equal(got, want) {
+			cancel()
+			return <-done
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("Run ended early: %v; target %v, want %v", err, got, want)
+		case <-deadline:
+			cancel()
+			<-done
+			t.Fatalf("target %v, want %v", got, want)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestRunLandsAndResumes lands a table through Run, stops, changes the
+// table, and resumes from the checkpoint: the target equals the table both
+// times and the resume started where the first run committed.
+func TestRunLandsAndResumes(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("FastPath=%v", fast), func(t *testing.T) {
+			srv := testserver.Start(t, testserver.Options{FastPath: &fast, Tick: 20 * time.Millisecond})
+			conn := connect(t, srv.URL())
+			mustExec(t, conn, "CREATE TABLE t (id int, v text)")
+			mustExec(t, conn, "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+
+			target := newMapTarget()
+			cfg := consumer.Config{
+				URL:           srv.URL(),
+				Sources:       []consumer.Source{{Name: "t"}},
+				Checkpoint:    target,
+				MaxBatchDelay: 10 * time.Millisecond,
+				FetchTimeout:  10 * time.Millisecond,
+			}
+			if err := runUntil(t, cfg, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run = %v, want context.Canceled", err)
+			}
+			_, pos1 := target.snapshot()
+			if pos1.Frontier == 0 {
+				t.Fatalf("nothing committed")
+			}
+			if !target.batches[0].Snapshot {
+				t.Errorf("first batch is not marked Snapshot")
+			}
+
+			mustExec(t, conn, "DELETE FROM t WHERE id = 2")
+			mustExec(t, conn, "UPDATE t SET v = 'z' WHERE id = 3")
+			mustExec(t, conn, "INSERT INTO t VALUES (4, 'd')")
+			n := len(target.batches)
+			if err := runUntil(t, cfg, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Run = %v, want context.Canceled", err)
+			}
+			resumed := target.batches[n]
+			if resumed.Lower != pos1.Frontier || resumed.Snapshot {
+				t.Errorf("resumed batch [%d,%d) snapshot=%v, want lower %d and no snapshot",
+					resumed.Lower, resumed.Upper, resumed.Snapshot, pos1.Frontier)
+			}
+		})
+	}
+}
