@@ -1,0 +1,436 @@
+package redissink
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardtail/shardtail/consumer"
+	"github.com/shardtail/shardtail/row"
+)
+
+//go:embed library.lua
+var library string
+
+// The functions of library.lua.
+const (
+	fnApply = "shardtail_apply"
+	fnClaim = "shardtail_claim"
+	// FunctionGet is the Redis function a reader calls to read a row of
+	// the active generation atomically with the pointer:
+	// FCALL_RO shardtail_get 1 <namespace>active <key JSON array>.
+	FunctionGet = "shardtail_get"
+)
+
+// The control keys of a namespace, after its prefix.
+const (
+	keyCheckpoint  = "checkpoint"
+	keyActive      = "active"
+	keyLoading     = "loading"
+	keyGenCounter  = "generation"
+	keyGenerations = "generations"
+)
+
+// Config configures a Sink.
+type Config struct {
+	// Client is the Redis connection; the Sink does not close it.
+	Client *redis.Client
+	// Namespace prefixes every key of the sink, control keys included
+	// ("orders:").
+	Namespace string
+	// Key names the KEY columns, in KEY order.
+	Key []string
+	// Tombstones keeps a deleted row's key as a hash with its deletion
+	// timestamp and no value, for readers that must tell "deleted" from
+	// "never existed" (and so that no late write can recreate it).
+	Tombstones bool
+	// Logger receives generation switches and cleanups; nil discards.
+	Logger *slog.Logger
+}
+
+// Validate reports which field is wrong.
+func (c *Config) Validate() error {
+	switch {
+	case c.Client == nil:
+		return errors.New("redissink config: Client is required")
+	case c.Namespace == "":
+		return errors.New("redissink config: Namespace is required")
+	case len(c.Key) == 0:
+		return errors.New("redissink config: Key needs at least one column")
+	}
+	return nil
+}
+
+// Stats counts what a Sink did; read it with Sink.Stats.
+type Stats struct {
+	// Applied is the number of key writes (sets and deletes) Redis did.
+	Applied int64
+	// Stale is the number of key writes the timestamp guard rejected: the
+	// stored row was as new or newer (a replayed chunk, a late writer).
+	Stale int64
+	// KeyViolations counts keys with more than one row at one timestamp
+	// (or a diff above 1): the key is not unique; the last row wins.
+	KeyViolations int64
+	// Generations counts the generations this Sink switched readers to.
+	Generations int64
+	// Deleted counts the keys of old generations this Sink deleted.
+	Deleted int64
+}
+
+// Sink lands a consumer's batches in Redis by the key contract, with the
+// checkpoint in the same atomic step as each batch: it is both the
+// consumer.Sink and the consumer.Checkpoint of consumer.Run. See the
+// package documentation for the layout and rules.
+//
+// Load, Write, Commit and Abort are called from one goroutine (Run's);
+// Stats may be called from any.
+type Sink struct {
+	cfg Config
+	rdb *redis.Client
+	log *slog.Logger
+
+	cols []row.Column // nil until the first batch
+	key  []int
+
+	committed    consumer.Position // last loaded or committed
+	committedEnc string            // its encoding in Redis
+	active       string            // the active generation's prefix, "" if none
+	loading      int64             // the generation this Sink claimed and loads, 0 if none
+	staged       *stagedBatch      // written, awaiting Commit
+
+	applied, stale, violations, generations, deleted atomic.Int64
+}
+
+// stagedBatch is a closed batch between Write and Commit: its keys go to
+// Redis with the checkpoint, in one call.
+type stagedBatch struct {
+	prefix  string
+	loading int64
+	ops     []op
+}
+
+// op is the net effect of a batch on one key.
+type op struct {
+	key   string // the key's JSON array, without prefix
+	ts    uint64
+	del   bool
+	value []byte
+}
+
+// New loads the sink's Redis functions and returns a Sink. Call Load (Run
+// does) before Write.
+func New(ctx context.Context, cfg Config) (*Sink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Sink{cfg: cfg, rdb: cfg.Client, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if err := s.loadLibrary(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// loadLibrary installs library.lua. Redis keeps functions in its AOF, so a
+// restarted server still has them; a flushed one gets them back on the
+// next New.
+func (s *Sink) loadLibrary(ctx context.Context) error {
+	if err := s.rdb.FunctionLoadReplace(ctx, library).Err(); err != nil {
+		return fmt.Errorf("load redis functions: %w", err)
+	}
+	return nil
+}
+
+// Stats returns what the Sink has done so far.
+func (s *Sink) Stats() Stats {
+	return Stats{
+		Applied:       s.applied.Load(),
+		Stale:         s.stale.Load(),
+		KeyViolations: s.violations.Load(),
+		Generations:   s.generations.Load(),
+		Deleted:       s.deleted.Load(),
+	}
+}
+
+func (s *Sink) ctl(name string) string { return s.cfg.Namespace + name }
+
+// GenerationPrefix is the prefix of generation n's keys in namespace ns:
+// "orders:" and 2 give "orders:g2:".
+func GenerationPrefix(ns string, n int64) string {
+	return ns + "g" + strconv.FormatInt(n, 10) + ":"
+}
+
+// encodePosition is a position as the checkpoint key holds it; the zero
+// position (nothing committed) is the absent key, "".
+func encodePosition(p consumer.Position) (string, error) {
+	if p.Equal(consumer.Position{}) {
+		return "", nil
+	}
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// Load returns the committed position and reads the active generation. It
+// also finishes the deletion of old generations a previous process left.
+func (s *Sink) Load(ctx context.Context) (consumer.Position, error) {
+	vals, err := s.rdb.MGet(ctx, s.ctl(keyCheckpoint), s.ctl(keyActive)).Result()
+	if err != nil {
+		return consumer.Position{}, fmt.Errorf("load checkpoint: %w", err)
+	}
+	var pos consumer.Position
+	enc, _ := vals[0].(string)
+	if enc != "" {
+		if err := json.Unmarshal([]byte(enc), &pos); err != nil {
+			return consumer.Position{}, fmt.Errorf("load checkpoint %q: %w", enc, err)
+		}
+	}
+	active, _ := vals[1].(string)
+	if enc != "" && active == "" {
+		return consumer.Position{}, fmt.Errorf("%w: %s", ErrNoActiveGeneration, s.ctl(keyCheckpoint))
+	}
+	s.committed, s.committedEnc, s.active = pos, enc, active
+	s.loading, s.staged = 0, nil
+	s.cleanup(ctx)
+	return pos, nil
+}
+
+// Write converts b's updates to one write per key and sends a Partial
+// chunk at once (fenced, without advancing the checkpoint); a closed batch
+// waits for Commit, which sends it with the checkpoint.
+func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
+	if err := s.setColumns(b); err != nil {
+		return err
+	}
+	ops, err := s.consolidate(b)
+	if err != nil {
+		return err
+	}
+	st := &stagedBatch{ops: ops}
+	// A batch of a generation the checkpoint does not hold (the first
+	// snapshot, or a re-snapshot after a history loss) loads a new
+	// generation that readers do not see until its commit.
+	if s.committed.Frontier == 0 || b.Generation != s.committed.Generation {
+		if s.loading == 0 {
+			if err := s.claim(ctx); err != nil {
+				return err
+			}
+		}
+		st.loading = s.loading
+		st.prefix = GenerationPrefix(s.cfg.Namespace, s.loading)
+	} else {
+		if s.active == "" {
+			return fmt.Errorf("%w: %s", ErrNoActiveGeneration, s.ctl(keyActive))
+		}
+		st.prefix = s.active
+	}
+	if b.Partial {
+		_, err := s.apply(ctx, st, s.committedEnc, "")
+		return err
+	}
+	s.staged = st
+	return nil
+}
+
+// Commit sends the staged batch and moves the checkpoint from expected to
+// next in one atomic call; when the batch loaded a new generation, the
+// same call makes it the active one. It fails with consumer.ErrFenced when
+// the checkpoint, the active generation or this Sink's claim moved.
+func (s *Sink) Commit(ctx context.Context, expected, next consumer.Position) error {
+	st := s.staged
+	s.staged = nil
+	if st == nil {
+		st = &stagedBatch{prefix: s.active}
+	}
+	expEnc, err := encodePosition(expected)
+	if err != nil {
+		return err
+	}
+	nextEnc, err := encodePosition(next)
+	if err != nil {
+		return err
+	}
+	if nextEnc == "" {
+		return errors.New("redissink: commit of the zero position")
+	}
+	if _, err := s.apply(ctx, st, expEnc, nextEnc); err != nil {
+		return err
+	}
+	s.committed, s.committedEnc = next, nextEnc
+	if st.loading != 0 {
+		old := s.active
+		s.active, s.loading = st.prefix, 0
+		s.generations.Add(1)
+		s.log.Info("redis sink: readers switched to a new generation", "prefix", st.prefix, "previous", old)
+		s.cleanup(ctx)
+	}
+	return nil
+}
+
+// Abort forgets the staged batch and the claimed generation: Run resumes
+// from the checkpoint, and a new snapshot claims a new generation (the
+// abandoned one is deleted by the next cleanup).
+func (s *Sink) Abort(context.Context) error {
+	s.staged, s.loading = nil, 0
+	return nil
+}
+
+// setColumns learns the relation's columns from the first batch and
+// checks that later batches agree.
+func (s *Sink) setColumns(b consumer.Batch) error {
+	if len(b.Columns) == 0 {
+		if s.cols == nil && len(b.Updates) > 0 {
+			return errors.New("redissink: a batch with updates and no columns")
+		}
+		return nil
+	}
+	cols, err := relationColumns(b.Columns[0])
+	if err != nil {
+		return err
+	}
+	if s.cols != nil {
+		if !(row.Schema{Columns: cols}).Equal(row.Schema{Columns: s.cols}) {
+			return fmt.Errorf("%w: %v, was %v", ErrColumnsChanged, cols, s.cols)
+		}
+		return nil
+	}
+	key, err := consumer.KeyColumns(cols, s.cfg.Key)
+	if err != nil {
+		return err
+	}
+	s.cols, s.key = cols, key
+	return nil
+}
+
+// consolidate reduces b to one write per key, its last state in the batch:
+// an insertion at a key's latest timestamp wins over a retraction at that
+// timestamp (an update is both, in no set order), a retraction alone is a
+// delete.
+func (s *Sink) consolidate(b consumer.Batch) ([]op, error) {
+	ops := make([]op, 0, len(b.Updates))
+	at := make(map[string]int, len(b.Updates))
+	r := make(row.Row, len(s.cols))
+	var buf []byte
+	for _, u := range b.Updates {
+		if len(u.Values) != len(s.cols) {
+			return nil, fmt.Errorf("%w: %d values for %d columns", ErrBadValue, len(u.Values), len(s.cols))
+		}
+		insert, del := u.Diff > 0, u.Diff < 0
+		switch u.State {
+		case "upsert", "insert":
+			insert = true
+		case "delete":
+			del = true
+		case "key_violation":
+			s.violations.Add(1)
+			continue
+		}
+		if !insert && !del {
+			continue
+		}
+		if u.Diff > 1 {
+			s.violations.Add(1)
+		}
+		for i, v := range u.Values {
+			d, err := datum(s.cols[i].Type, v)
+			if err != nil {
+				return nil, fmt.Errorf("column %q: %w", s.cols[i].Name, err)
+			}
+			r[i] = d
+		}
+		buf = consumer.KeyJSON(buf[:0], "", s.cols, s.key, r)
+		k := string(buf)
+		next := op{key: k, ts: u.Timestamp, del: del}
+		if insert {
+			next.value = consumer.ValueJSON(nil, s.cols, r)
+		}
+		i, seen := at[k]
+		if !seen {
+			at[k] = len(ops)
+			ops = append(ops, next)
+			continue
+		}
+		prev := &ops[i]
+		if prev.ts == u.Timestamp && !prev.del {
+			if insert {
+				s.violations.Add(1)
+				*prev = next
+			}
+			continue // a retraction of the row this timestamp replaced
+		}
+		*prev = next
+	}
+	return ops, nil
+}
+
+// claim starts loading a new generation (shardtail_claim).
+func (s *Sink) claim(ctx context.Context) error {
+	keys := []string{s.ctl(keyCheckpoint), s.ctl(keyLoading), s.ctl(keyGenCounter), s.ctl(keyGenerations)}
+	n, err := s.fcall(ctx, fnClaim, keys, s.committedEnc).Int64()
+	if err != nil {
+		return fmt.Errorf("claim a new generation: %w", fencedErr(err))
+	}
+	s.loading = n
+	return nil
+}
+
+// apply sends st (and, when next is set, the checkpoint, which must be
+// expected) in one FCALL: one round trip per batch, whatever its size.
+func (s *Sink) apply(ctx context.Context, st *stagedBatch, expected, next string) (int64, error) {
+	keys := make([]string, 0, 3+len(st.ops))
+	keys = append(keys, s.ctl(keyCheckpoint), s.ctl(keyActive), s.ctl(keyLoading))
+	args := make([]any, 0, 5+2*len(st.ops))
+	loading := ""
+	if st.loading != 0 {
+		loading = strconv.FormatInt(st.loading, 10)
+	}
+	tomb := "0"
+	if s.cfg.Tombstones {
+		tomb = "1"
+	}
+	args = append(args, expected, next, loading, st.prefix, tomb)
+	for _, o := range st.ops {
+		keys = append(keys, st.prefix+o.key)
+		if o.del {
+			args = append(args, "d"+strconv.FormatUint(o.ts, 10))
+		} else {
+			args = append(args, "u"+strconv.FormatUint(o.ts, 10), o.value)
+		}
+	}
+	res, err := s.fcall(ctx, fnApply, keys, args...).Int64Slice()
+	if err != nil {
+		return 0, fmt.Errorf("apply %d keys: %w", len(st.ops), fencedErr(err))
+	}
+	s.applied.Add(res[0])
+	s.stale.Add(res[1])
+	return res[0], nil
+}
+
+// fcall calls a function of the library, loading the library first if
+// Redis lost it (a server restored without its functions).
+func (s *Sink) fcall(ctx context.Context, fn string, keys []string, args ...any) *redis.Cmd {
+	cmd := s.rdb.FCall(ctx, fn, keys, args...)
+	if err := cmd.Err(); err != nil && strings.Contains(err.Error(), "Function not found") {
+		if s.loadLibrary(ctx) == nil {
+			cmd = s.rdb.FCall(ctx, fn, keys, args...)
+		}
+	}
+	return cmd
+}
+
+// fencedErr maps the library's FENCED errors to consumer.ErrFenced.
+func fencedErr(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), "FENCED") {
+		return fmt.Errorf("%w: %s", consumer.ErrFenced, err.Error())
+	}
+	return err
+}
