@@ -283,7 +283,7 @@ func (s *Session) readTimestamp(ctx context.Context, it *catalog.Item, asOf *sql
 		return max(t, since), nil
 	}
 	if t < since {
-		return 0, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, since)
+		return 0, errBelowSince(t, since)
 	}
 	return t, nil
 }

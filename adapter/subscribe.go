@@ -285,7 +285,7 @@ func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item) (uint
 		if p.st.AsOf.AtLeast {
 			asOf = max(t, state.Since)
 		} else if t < state.Since {
-			return 0, nil, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, state.Since)
+			return 0, nil, errBelowSince(t, state.Since)
 		}
 	}
 	upTo, err := p.upTo(asOf)
@@ -307,6 +307,16 @@ func (p *subscribePlan) upTo(asOf uint64) (*uint64, error) {
 	return &u, nil
 }
 
+// errBelowSince is Materialize's error for a read AS OF t below the since:
+// the history is gone. Its DETAIL is the one a subscribe that lost its
+// position gets, so a resuming client tells both apart from a resumable
+// failure the same way.
+func errBelowSince(t, since uint64) *Error {
+	e := errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, since)
+	e.detail = subscribe.DetailHistoryLost
+	return e
+}
+
 func errDropped(name string) *Error {
 	return errorf(codeUndefinedObject, "relation '%s' was dropped", qualified(name))
 }
@@ -321,7 +331,7 @@ func mapPersistErr(err error, relation string) error {
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError
 		if errors.As(err, &se) {
-			return errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", se.AsOf, se.Since)
+			return errBelowSince(se.AsOf, se.Since)
 		}
 	}
 	return storageError(err)

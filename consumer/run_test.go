@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardtail/shardtail/consumer"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // mapTarget is a target that holds a multiset of rows (rendered as text)
@@ -23,6 +25,7 @@ type mapTarget struct {
 	rows    map[string]int64
 	pos     consumer.Position
 	pending map[string]int64 // written, not yet committed
+	replace bool             // pending is a new generation's snapshot
 	batches []consumer.Batch
 }
 
@@ -34,6 +37,10 @@ func (m *mapTarget) Write(_ context.Context, b consumer.Batch) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.batches = append(m.batches, b)
+	if b.Generation != m.pos.Generation && b.Snapshot {
+		// A re-snapshot replaces the target when it commits.
+		m.replace = true
+	}
 	for _, u := range b.Updates {
 		m.pending[fmt.Sprint(u.Values...)] += u.Diff
 	}
@@ -44,6 +51,7 @@ func (m *mapTarget) Abort(context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.pending)
+	m.replace = false
 	return nil
 }
 
@@ -58,6 +66,10 @@ func (m *mapTarget) Commit(_ context.Context, expected, next consumer.Position) 
 	defer m.mu.Unlock()
 	if !m.pos.Equal(expected) {
 		return consumer.ErrFenced
+	}
+	if m.replace {
+		clear(m.rows)
+		m.replace = false
 	}
 	for k, d := range m.pending {
 		m.rows[k] += d
@@ -184,5 +196,76 @@ func TestRunLandsAndResumes(t *testing.T) {
 					resumed.Lower, resumed.Upper, resumed.Snapshot, pos1.Frontier)
 			}
 		})
+	}
+}
+
+// TestRunHistoryLost: a checkpoint below the collection's since is told
+// apart from a resumable failure by the server's DETAIL; by default Run
+// re-snapshots into a new generation that replaces the target, and with
+// Stop it returns ErrHistoryLost.
+func TestRunHistoryLost(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 10 * time.Millisecond})
+	conn := connect(t, srv.URL())
+	mustExec(t, conn, "CREATE TABLE t (id int, v text)")
+	mustExec(t, conn, "ALTER TABLE t SET (RETAIN HISTORY FOR '0s')")
+	mustExec(t, conn, "INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+	target := newMapTarget()
+	cfg := consumer.Config{
+		URL:           srv.URL(),
+		Sources:       []consumer.Source{{Name: "t"}},
+		Checkpoint:    target,
+		MaxBatchDelay: time.Millisecond,
+		FetchTimeout:  10 * time.Millisecond,
+	}
+	if err := runUntil(t, cfg, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	_, pos := target.snapshot()
+
+	// While the consumer is away the table changes and its since passes
+	// the checkpoint.
+	mustExec(t, conn, "DELETE FROM t WHERE id = 1")
+	mustExec(t, conn, "INSERT INTO t VALUES (3, 'c')")
+	waitSincePast(t, srv.URL(), consumer.Source{Name: "t"}, pos.Frontier)
+
+	stop := cfg
+	stop.OnHistoryLost = consumer.Stop
+	if err := consumer.Run(context.Background(), stop, target); !errors.Is(err, consumer.ErrHistoryLost) {
+		t.Fatalf("Run with Stop = %v, want ErrHistoryLost", err)
+	}
+	if err := runUntil(t, cfg, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	if _, pos := target.snapshot(); pos.Generation != 1 {
+		t.Errorf("generation %d after the re-snapshot, want 1", pos.Generation)
+	}
+}
+
+// waitSincePast waits until resuming src from f fails with history loss.
+func waitSincePast(t *testing.T, url string, src consumer.Source, f consumer.Frontier) {
+	t.Helper()
+	conn := connect(t, url)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mustExec(t, conn, "INSERT INTO t VALUES (0, 'tick')")
+		mustExec(t, conn, "DELETE FROM t WHERE id = 0")
+		mustExec(t, conn, "BEGIN")
+		mustExec(t, conn, "DECLARE c CURSOR FOR "+src.Statement(f))
+		_, err := conn.Exec(context.Background(), "FETCH 1 c WITH (TIMEOUT = '0s')")
+		conn.Exec(context.Background(), "ROLLBACK") //nolint:errcheck // ends the failed block
+		if err != nil {
+			if got := consumer.Classify(err); got != consumer.ClassHistoryLost {
+				t.Fatalf("resume below since: %v classified %v, want history_lost", err, got)
+			}
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Detail != subscribe.DetailHistoryLost {
+				t.Fatalf("resume below since: %v, want DETAIL %q", err, subscribe.DetailHistoryLost)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("since never passed %d", f)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
