@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,9 +53,24 @@ type Config struct {
 	// timestamp and no value, for readers that must tell "deleted" from
 	// "never existed" (and so that no late write can recreate it).
 	Tombstones bool
-	// Logger receives generation switches and cleanups; nil discards.
+	// Logger receives generation switches, cleanups and retries; nil
+	// discards.
 	Logger *slog.Logger
+	// RetryFor is how long a write keeps retrying while Redis is
+	// unreachable (a restart) before Write or Commit fails;
+	// DefaultRetryFor if zero, no retry if negative.
+	RetryFor time.Duration
 }
+
+// DefaultRetryFor is Config.RetryFor's default: long enough for a Redis
+// restart that replays its AOF.
+const DefaultRetryFor = 30 * time.Second
+
+// Retry backoff bounds while Redis is unreachable.
+const (
+	retryMinDelay = 50 * time.Millisecond
+	retryMaxDelay = 2 * time.Second
+)
 
 // Validate reports which field is wrong.
 func (c *Config) Validate() error {
@@ -134,6 +150,9 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	s := &Sink{cfg: cfg, rdb: cfg.Client, log: cfg.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.cfg.RetryFor == 0 {
+		s.cfg.RetryFor = DefaultRetryFor
 	}
 	if err := s.loadLibrary(ctx); err != nil {
 		return nil, err
@@ -221,7 +240,9 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 	// generation that readers do not see until its commit.
 	if s.committed.Frontier == 0 || b.Generation != s.committed.Generation {
 		if s.loading == 0 {
-			if err := s.claim(ctx); err != nil {
+			// A claim whose reply was lost leaves a listed generation
+			// nobody loads; cleanup deletes it.
+			if err := s.retry(ctx, func() (bool, error) { err := s.claim(ctx); return err == nil, err }); err != nil {
 				return err
 			}
 		}
@@ -234,8 +255,12 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 		st.prefix = s.active
 	}
 	if b.Partial {
-		_, err := s.apply(ctx, st, s.committedEnc, "")
-		return err
+		// Idempotent (the guard rejects what an earlier attempt
+		// wrote), so a retry after an ambiguous failure is safe.
+		return s.retry(ctx, func() (bool, error) {
+			_, err := s.apply(ctx, st, s.committedEnc, "")
+			return err == nil, err
+		})
 	}
 	s.staged = st
 	return nil
@@ -262,7 +287,28 @@ func (s *Sink) Commit(ctx context.Context, expected, next consumer.Position) err
 	if nextEnc == "" {
 		return errors.New("redissink: commit of the zero position")
 	}
-	if _, err := s.apply(ctx, st, expEnc, nextEnc); err != nil {
+	err = s.retry(ctx, func() (bool, error) {
+		_, err := s.apply(ctx, st, expEnc, nextEnc)
+		if err == nil {
+			return true, nil
+		}
+		// The call may or may not have happened (a connection lost
+		// before the reply, or a client that resent it and got the
+		// fence of its own first attempt): the checkpoint tells which.
+		// Another writer cannot have committed next with st's
+		// generation active unless it wrote this same batch (the
+		// same feed between the same frontiers), so it counts as done.
+		done, cerr := s.committedAs(ctx, st, nextEnc)
+		switch {
+		case done:
+			return true, nil
+		case errors.Is(err, consumer.ErrFenced):
+			return false, err
+		default:
+			return false, cerr
+		}
+	})
+	if err != nil {
 		return err
 	}
 	s.committed, s.committedEnc = next, nextEnc
@@ -274,6 +320,59 @@ func (s *Sink) Commit(ctx context.Context, expected, next consumer.Position) err
 		s.cleanup(ctx)
 	}
 	return nil
+}
+
+// committedAs reports whether Redis holds next as the checkpoint with st's
+// generation active, that is, whether an apply whose reply was lost
+// happened; the error is the original's when Redis cannot be asked.
+func (s *Sink) committedAs(ctx context.Context, st *stagedBatch, next string) (bool, error) {
+	vals, err := s.rdb.MGet(ctx, s.ctl(keyCheckpoint), s.ctl(keyActive)).Result()
+	if err != nil {
+		return false, err
+	}
+	cp, _ := vals[0].(string)
+	active, _ := vals[1].(string)
+	if cp == next && active == st.prefix {
+		return true, nil
+	}
+	return false, errors.New("redis sink: the batch was not applied")
+}
+
+// retry calls attempt until it reports done, fails with a fence or
+// protocol error, or Config.RetryFor passes while Redis is unreachable.
+func (s *Sink) retry(ctx context.Context, attempt func() (bool, error)) error {
+	deadline := time.Now().Add(s.cfg.RetryFor)
+	delay := retryMinDelay
+	for {
+		done, err := attempt()
+		if done {
+			return nil
+		}
+		if errors.Is(err, consumer.ErrFenced) || !retryable(err) || time.Now().After(deadline) {
+			return err
+		}
+		s.log.Warn("redis sink: retrying", "err", err, "in", delay)
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, retryMaxDelay)
+	}
+}
+
+// retryable reports whether err may be Redis being away (a lost
+// connection, a server loading its AOF) rather than a refusal.
+func retryable(err error) bool {
+	if err == nil {
+		return true // not applied, as committedAs found: try again
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := err.Error()
+		return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "BUSY") || strings.HasPrefix(msg, "TRYAGAIN")
+	}
+	return true // network errors
 }
 
 // Abort forgets the staged batch and the claimed generation: Run resumes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"testing"
@@ -299,3 +300,66 @@ func TestCommitIsFenced(t *testing.T) {
 		t.Errorf("store = %s, want %s", got, want)
 	}
 }
+
+// TestCommitSurvivesRedisRestart: Redis is SIGKILLed between a batch's
+// Write and its Commit and comes back (appendonly); the Commit retries
+// until it can tell whether its call happened, and the store holds the
+// batch once.
+func TestCommitSurvivesRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := newClient(t, srv)
+	w := newWorker(t, rdb, false)
+	retrying := make(chan struct{}, 1)
+	w.sink.log = slog.New(signalHandler{retrying})
+	w.mustWrite(kvBatch(1, 2, kvColumns, kv{"a", 1, 1, 1}))
+	srv.Kill(t)
+	done := make(chan error, 1)
+	go func() { done <- w.write(kvBatch(2, 3, kvColumns, kv{"a", 2, 2, 1}, kv{"b", 1, 2, 1})) }()
+	<-retrying // the commit failed at least once
+	srv.Restart(t)
+	if err := <-done; err != nil {
+		t.Fatalf("commit across a Redis restart: %v", err)
+	}
+	if got, want := values(t, rdb), `[["a"]={"k":"a","v":2}@2 ["b"]={"k":"b","v":1}@2]`; got != want {
+		t.Errorf("store = %s, want %s", got, want)
+	}
+	pos, err := w.sink.Load(context.Background())
+	if err != nil || pos.Frontier != 3 {
+		t.Errorf("Load after restart = %+v, %v; want frontier 3", pos, err)
+	}
+}
+
+// TestRepeatedCommitIsDone: a commit whose first call happened but whose
+// reply was lost is sent again (by the client's own retry, or by another
+// worker with the same batch); it is refused by the fence, and the Sink
+// recognises its own batch in the checkpoint and reports success.
+func TestRepeatedCommitIsDone(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := newClient(t, srv)
+	a := newWorker(t, rdb, false)
+	a.mustWrite(kvBatch(1, 2, kvColumns, kv{"a", 1, 1, 1}))
+	b := newWorker(t, rdb, false)
+	batch := kvBatch(2, 3, kvColumns, kv{"a", 2, 2, 1})
+	a.mustWrite(batch)
+	if err := b.write(batch); err != nil {
+		t.Fatalf("the same commit again: %v, want success", err)
+	}
+	if got, want := values(t, rdb), `[["a"]={"k":"a","v":2}@2]`; got != want {
+		t.Errorf("store = %s, want %s", got, want)
+	}
+}
+
+// signalHandler is a slog.Handler that signals c (without blocking) on
+// every warning: a test waits on it for the Sink's first retry.
+type signalHandler struct{ c chan struct{} }
+
+func (h signalHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h signalHandler) Handle(context.Context, slog.Record) error {
+	select {
+	case h.c <- struct{}{}:
+	default:
+	}
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }
