@@ -140,3 +140,91 @@ func waitFor(t *testing.T, client *redis.Client, want map[string]string, done <-
 	}
 	t.FailNow()
 }
+
+// TestRunResnapshotsAfterHistoryLoss: the sink is away while a row is
+// deleted and the collection's since passes its checkpoint. On its return
+// Run finds the history lost and re-snapshots; the sink loads generation 2
+// and switches readers to it in the commit: the deleted row is not there
+// (nothing resurrects it), the rest is the source, and generation 1 is
+// gone from Redis and from the durable list.
+func TestRunResnapshotsAfterHistoryLoss(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 10 * time.Millisecond})
+	rs := redistest.Start(t)
+	rdb := newClient(t, rs)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec("CREATE TABLE t (k text, v int)")
+	exec("ALTER TABLE t SET (RETAIN HISTORY FOR '0s')")
+	exec("INSERT INTO t VALUES ('a', 1), ('b', 2)")
+
+	run := func(want map[string]string) {
+		t.Helper()
+		sink, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"k"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- consumer.Run(runCtx, consumer.Config{
+				URL: srv.URL(), Sources: []consumer.Source{{Name: "t"}}, Checkpoint: sink,
+				MaxBatchDelay: time.Millisecond, FetchTimeout: 10 * time.Millisecond,
+			}, sink)
+		}()
+		waitFor(t, rdb, want, done)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+	}
+	run(map[string]string{`["a"]`: `{"k":"a","v":1}`, `["b"]`: `{"k":"b","v":2}`})
+	reader, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := reader.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Away: a is deleted, c inserted, and the since passes the checkpoint.
+	exec("DELETE FROM t WHERE k = 'a'")
+	exec("INSERT INTO t VALUES ('c', 3)")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		exec("INSERT INTO t VALUES ('tick', 0)")
+		exec("DELETE FROM t WHERE k = 'tick'")
+		exec("BEGIN")
+		exec("DECLARE c CURSOR FOR " + consumer.Source{Name: "t"}.Statement(pos.Frontier))
+		_, err := conn.Exec(ctx, "FETCH 1 c WITH (TIMEOUT = '0s')")
+		conn.Exec(ctx, "ROLLBACK") //nolint:errcheck // ends the failed block
+		if consumer.Classify(err) == consumer.ClassHistoryLost {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the since never passed %d (last: %v)", pos.Frontier, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	run(map[string]string{`["b"]`: `{"k":"b","v":2}`, `["c"]`: `{"k":"c","v":3}`})
+	if got, want := rdb.Get(ctx, ns+keyActive).Val(), GenerationPrefix(ns, 2); got != want {
+		t.Errorf("active generation = %q, want %q", got, want)
+	}
+	if keys := rdb.Keys(ctx, globEscape(GenerationPrefix(ns, 1))+"*").Val(); len(keys) != 0 {
+		t.Errorf("generation 1 still holds %v", keys)
+	}
+	if gens := rdb.LRange(ctx, ns+keyGenerations, 0, -1).Val(); len(gens) != 1 || gens[0] != "2" {
+		t.Errorf("generations list = %v, want [2]", gens)
+	}
+}
