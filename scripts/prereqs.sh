@@ -27,7 +27,7 @@ PREREQS=(
   "nodejs            node_js      Node.js: node-postgres client tests"
   "npm               npm_cli      npm: installs node-postgres into testdata/clients"
   "python3-psycopg2  psycopg2     psycopg2: Python client tests"
-  "redis-server      redis        redis-server: the Redis sink tests (planned)"
+  "redis-server      redis        redis-server: the Redis sink tests"
 )
 # Not here yet: chromium (the browser tests of DESIGN.md). It is some 300 MB
 # and 90 s to install on a fresh machine; add it with the first test that

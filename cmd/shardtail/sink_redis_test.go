@@ -125,6 +125,11 @@ func TestRedisSinkSurvivesKills(t *testing.T) {
 		t.Errorf("stale writes refused = %d of %d injected (want all, and some)", got, want)
 	}
 	t.Logf("stale writes injected and refused: %d", injected.Load())
+	for _, line := range strings.Split(sink.log(), "\n") {
+		if strings.HasPrefix(line, "shardtail:") {
+			t.Logf("a sink run ended with: %s", line) // its exit of its own, restarted
+		}
+	}
 	if code := sink.term(t); code != 0 {
 		t.Errorf("sink exit status after SIGTERM = %d, want 0\n%s", code, sink.log())
 	}
@@ -268,14 +273,18 @@ type kvWriters struct {
 	start   time.Time
 }
 
-// startKVWriters starts 4 writers, each owning the ids i mod 4, updating
+// startKVWriters starts writers (4, or 8 above 500 changes/s), each owning
+// the ids i mod writers, updating
 // (mostly), deleting and re-inserting rows at up to rate changes/s in all,
 // several rows per statement (one statement commits in about a tick); they
 // reconnect after a server restart.
 func startKVWriters(t *testing.T, url string, keys, rate int) *kvWriters {
 	t.Helper()
-	const writers = 4
-	const statementsPerSecond = 10 // per writer, about what a tick allows
+	writers := 4
+	if rate > 500 {
+		writers = 8
+	}
+	const statementsPerSecond = 5 // per writer, about what the server commits on this machine
 	perStatement := max(1, rate/(writers*statementsPerSecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &kvWriters{cancel: cancel, start: time.Now()}
