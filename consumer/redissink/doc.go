@@ -51,6 +51,13 @@
 // checkpoint; a crash before the closing batch replays the timestamp,
 // which the guard makes harmless.
 //
+// One exception skips the function, for speed: the Partial chunks of a
+// snapshot into a generation this Sink claimed are plain HSETs in one
+// MULTI/EXEC that WATCHes the checkpoint and the claim (so the fence still
+// holds). The guard has nothing to guard there: generation numbers are
+// never reused, only the claim's owner writes the generation, and the
+// snapshot is its first timestamp, so no stored row can be newer.
+//
 // # Generations
 //
 // The first snapshot, and every re-snapshot (a history loss, a replaced

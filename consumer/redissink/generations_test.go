@@ -81,9 +81,10 @@ func TestSupersededLoaderIsFenced(t *testing.T) {
 	x, y := newWorker(t, rdb, false), newWorker(t, rdb, false)
 	x.gen++
 	y.gen++
+	// Snapshot chunks: written by loadChunk's MULTI/EXEC, fenced by WATCH.
 	chunk := func(ts uint64, k string) consumer.Batch {
 		b := kvBatch(ts, ts, kvColumns, kv{k, 1, ts, 1})
-		b.Partial = true
+		b.Partial, b.Snapshot = true, true
 		return b
 	}
 	x.mustWrite(chunk(10, "x1")) // claims generation 2
