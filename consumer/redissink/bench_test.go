@@ -3,14 +3,17 @@ package redissink
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardtail/shardtail/consumer"
 	"github.com/shardtail/shardtail/internal/testsupport/redistest"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -72,6 +75,84 @@ func BenchmarkSnapshotLanding(b *testing.B) {
 		if got := sink.Stats().Applied; got != rows {
 			b.Fatalf("applied %d keys, want %d", got, rows)
 		}
+		rdb.Close()
+	}
+}
+
+// BenchmarkSteadyLatency measures how long a committed change takes to
+// reach Redis: a writer updates one row 200 times, 20 ms apart, through a
+// real server; the sink (consumer.Run, default batching but a 10 ms batch
+// delay) lands it; a poller reads the key every millisecond. Latency is
+// from the UPDATE's acknowledgement to the first read of its value; it
+// reports p50 and p99.
+func BenchmarkSteadyLatency(b *testing.B) {
+	const updates = 200
+	for range b.N {
+		srv := testserver.Start(b, testserver.Options{Tick: 10 * time.Millisecond})
+		rs := redistest.Start(b)
+		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, srv.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, sql := range []string{"CREATE TABLE t (k text, n bigint)", "INSERT INTO t VALUES ('a', 0)"} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sink, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"k"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- consumer.Run(runCtx, consumer.Config{URL: srv.URL(), Sources: []consumer.Source{{Name: "t"}},
+				Checkpoint: sink, MaxBatchDelay: 10 * time.Millisecond, FetchTimeout: 10 * time.Millisecond}, sink)
+		}()
+		// seen[n] is when the poller first read n.
+		seen := make([]time.Time, updates+1)
+		pollDone := make(chan struct{})
+		go func() { // owned by this iteration: ends when it sees the last update
+			defer close(pollDone)
+			for {
+				prefix := rdb.Get(ctx, ns+keyActive).Val()
+				v := rdb.HGet(ctx, prefix+`["a"]`, "v").Val()
+				now := time.Now()
+				var n int
+				if _, err := fmt.Sscanf(v, `{"k":"a","n":"%d"}`, &n); err == nil && n <= updates && seen[n].IsZero() {
+					seen[n] = now
+					if n == updates {
+						return
+					}
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		acked := make([]time.Time, updates+1)
+		for n := 1; n <= updates; n++ {
+			if _, err := conn.Exec(ctx, fmt.Sprintf("UPDATE t SET n = %d WHERE k = 'a'", n)); err != nil {
+				b.Fatal(err)
+			}
+			acked[n] = time.Now()
+			time.Sleep(20 * time.Millisecond)
+		}
+		<-pollDone
+		cancel()
+		<-done
+		var lat []time.Duration
+		for n := 1; n <= updates; n++ {
+			if !seen[n].IsZero() { // an update overtaken by the next before a poll is not counted
+				lat = append(lat, max(0, seen[n].Sub(acked[n])))
+			}
+		}
+		slices.Sort(lat)
+		p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+		b.Logf("%d of %d updates observed; ack to Redis p50 %v, p99 %v, max %v", len(lat), updates, p50, p99, lat[len(lat)-1])
+		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+		conn.Close(ctx)
 		rdb.Close()
 	}
 }
