@@ -59,7 +59,12 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 				return nil, errorf(codeInternal, "'%s' cannot be subscribed to because it is a system table", name)
 			}
 		}
-		it, err := s.lookup(st.Relation)
+		var it *catalog.Item
+		if st.RelationID != "" {
+			it, err = s.lookupID(st.RelationID)
+		} else {
+			it, err = s.lookup(st.Relation)
+		}
 		if err != nil {
 			return nil, err
 		}

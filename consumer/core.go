@@ -28,6 +28,10 @@ type Row struct {
 	Values []any
 	// Size is the row's size on the wire in bytes; batches are cut on it.
 	Size int
+	// Collection is the row's source (an index in Config.Sources) when
+	// one Core is fed several subscribes' rows (Merger does); zero rows
+	// take CoreConfig.Collection.
+	Collection int
 }
 
 // Update is one data row of a batch.
@@ -180,8 +184,12 @@ func (c *Core) Push(r Row, now time.Time) error {
 	if !c.hasOpen {
 		c.hasOpen, c.openTS = true, r.Timestamp
 	}
+	coll := r.Collection
+	if coll == 0 {
+		coll = c.cfg.Collection
+	}
 	c.open = append(c.open, Update{
-		Collection: c.cfg.Collection,
+		Collection: coll,
 		Timestamp:  r.Timestamp,
 		Diff:       r.Diff,
 		State:      r.State,

@@ -382,3 +382,65 @@ func TestCoreModel(t *testing.T) {
 		}
 	}
 }
+
+// TestMerger: two collections' streams, interleaved as they might arrive,
+// come out as batches at the least frontier: nothing of a timestamp is
+// delivered before every collection is past it.
+func TestMerger(t *testing.T) {
+	m := NewMerger(CoreConfig{}, 0, 2)
+	a := stream(t, "p 10\nd 10 1 a1\np 11\nd 12 1 a2\np 13\nd 14 1 a3\np 15")
+	b := stream(t, "p 10\nd 10 1 b1\np 12\nd 12 1 b2\np 15")
+	var got []Batch
+	now := time.Unix(0, 0)
+	push := func(i int, r Row) {
+		t.Helper()
+		if err := m.Push(i, r, now); err != nil {
+			t.Fatal(err)
+		}
+		for x, ok := m.Next(); ok; x, ok = m.Next() {
+			got = append(got, x)
+		}
+	}
+	for _, r := range a[:5] { // a up to progress 13
+		push(0, r)
+	}
+	if len(got) != 0 {
+		t.Fatalf("batches before collection 1 opened: %s", show(got))
+	}
+	for _, r := range b[:3] { // b up to progress 12
+		push(1, r)
+	}
+	for _, r := range a[5:] {
+		push(0, r)
+	}
+	for _, r := range b[3:] {
+		push(1, r)
+	}
+	// a's row at 14 closed a's 13 before b reached 15: the cut at 14.
+	want := `[10,12) snapshot 10:+1[a1] 10:+1[b1]
+[12,14) 12:+1[a2] 12:+1[b2]
+[14,15) 14:+1[a3]
+`
+	if s := show(got); s != want {
+		t.Errorf("batches:\n%s\nwant:\n%s", s, want)
+	}
+	var colls []int
+	for _, x := range got {
+		for _, u := range x.Updates {
+			colls = append(colls, u.Collection)
+		}
+	}
+	if !reflect.DeepEqual(colls, []int{0, 1, 0, 1, 0}) {
+		t.Errorf("collections %v, want [0 1 0 1 0]", colls)
+	}
+}
+
+func TestMergerOpeningsDiffer(t *testing.T) {
+	m := NewMerger(CoreConfig{}, 0, 2)
+	if err := m.Push(0, Row{Timestamp: 10, Progressed: true}, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Push(1, Row{Timestamp: 11, Progressed: true}, time.Unix(0, 0)); !errors.Is(err, ErrUnexpectedOpening) {
+		t.Fatalf("err = %v, want ErrUnexpectedOpening", err)
+	}
+}

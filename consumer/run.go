@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/big"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,7 +42,8 @@ const (
 type Config struct {
 	// URL is the shardtail server's connection string.
 	URL string
-	// Sources are the collections to land. Run subscribes to one today.
+	// Sources are the collections to land. Several are subscribed at one
+	// AS OF and their batches aligned at one frontier (see Merger).
 	Sources []Source
 	// Checkpoint stores the position; required.
 	Checkpoint Checkpoint
@@ -107,8 +109,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.URL == "":
 		return errors.New("consumer config: URL is required")
-	case len(c.Sources) != 1:
-		return fmt.Errorf("consumer config: Sources has %d entries; Run lands exactly one collection", len(c.Sources))
+	case len(c.Sources) == 0:
+		return errors.New("consumer config: Sources is empty")
 	case c.Checkpoint == nil:
 		return errors.New("consumer config: Checkpoint is required")
 	case c.MaxBatchBytes < 0, c.MaxBatchDelay < 0, c.FetchRows < 0, c.FetchTimeout < 0:
@@ -264,45 +266,134 @@ type Column struct {
 	TypeName string // the PostgreSQL type name, "text" when unknown
 }
 
-// session runs one subscribe on one connection until it fails. progressed
+// folder is what a session feeds rows into: a Core for one source, a
+// Merger for several.
+type folder interface {
+	Push(i int, r Row, now time.Time) error
+	Tick(now time.Time)
+	Flush()
+	Next() (Batch, bool)
+}
+
+// singleCore is a Core as a folder.
+type singleCore struct{ *Core }
+
+func (c singleCore) Push(_ int, r Row, now time.Time) error { return c.Core.Push(r, now) }
+
+// fetched is one FETCH's result from source i.
+type fetched struct {
+	i    int
+	rows []Row
+	cols []Column // set on the first FETCH
+	err  error
+}
+
+// session subscribes to every source, each on its own connection with its
+// own fetching goroutine, and lands batches until a failure. progressed
 // reports whether it committed anything (which resets the retry budget).
 func (r *runner) session(ctx context.Context) (progressed bool, err error) {
-	src := r.cfg.Sources[0]
 	from, gen := r.pos.Frontier, r.pos.Generation
 	if r.resnapshot {
 		from, gen = 0, gen+1
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
-	conn, err := pgx.Connect(cctx, r.cfg.URL)
-	cancel()
-	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
+	n := len(r.cfg.Sources)
+	ccfg := CoreConfig{MaxBatchBytes: r.cfg.MaxBatchBytes, MaxBatchDelay: r.cfg.MaxBatchDelay, Generation: gen}
+	var fold folder
+	var merger *Merger
+	if n == 1 {
+		fold = singleCore{NewCore(ccfg, from)}
+	} else {
+		merger = NewMerger(ccfg, from, n)
+		fold = merger
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
-		return false, fmt.Errorf("begin: %w", err)
+	conns := make([]*pgx.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	cols := make([][]Column, n)
+	for i, src := range r.cfg.Sources {
+		stmt := src.Statement(from)
+		if from == 0 && i > 0 {
+			// Fresh subscribes after the first start at its AS OF:
+			// one cut.
+			stmt = src.StatementAt(merger.AsOf(0))
+		}
+		conn, err := r.declare(ctx, stmt)
+		if err != nil {
+			return false, err
+		}
+		conns = append(conns, conn)
+		for from == 0 && i == 0 && merger != nil && merger.AsOf(0) == 0 {
+			f := r.fetch(ctx, 0, conn)
+			if f.err != nil {
+				return false, f.err
+			}
+			if cols[0] == nil {
+				cols[0] = f.cols
+			}
+			for _, row := range f.rows {
+				if err := fold.Push(0, row, time.Now()); err != nil {
+					return false, &sinkError{fmt.Errorf("%w: %w", ErrStalled, err)}
+				}
+			}
+		}
 	}
-	core := NewCore(CoreConfig{MaxBatchBytes: r.cfg.MaxBatchBytes, MaxBatchDelay: r.cfg.MaxBatchDelay, Generation: gen}, from)
-	stmt := core.Statement(src)
-	if _, err := conn.Exec(ctx, "DECLARE consumer_cursor CURSOR FOR "+stmt); err != nil {
-		return false, fmt.Errorf("declare: %w", err)
+
+	fctx, stopFetch := context.WithCancel(ctx)
+	ch := make(chan fetched)
+	var wg sync.WaitGroup
+	for i, conn := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				f := r.fetch(fctx, i, conn)
+				select {
+				case ch <- f:
+				case <-fctx.Done():
+					return
+				}
+				if f.err != nil {
+					return
+				}
+			}
+		}()
 	}
-	r.cfg.Logger.Info("subscribed", "statement", stmt)
-	fetch := fmt.Sprintf("FETCH %d consumer_cursor WITH (TIMEOUT = '%dms')", r.cfg.FetchRows, r.cfg.FetchTimeout.Milliseconds())
-	var cols []Column
+	defer func() {
+		stopFetch()
+		wg.Wait()
+	}()
+
 	for {
-		err := r.fetch(ctx, conn, fetch, core, &cols)
+		var ferr error
+		select {
+		case f := <-ch:
+			if cols[f.i] == nil {
+				cols[f.i] = f.cols
+			}
+			for _, row := range f.rows {
+				if err := fold.Push(f.i, row, time.Now()); err != nil {
+					// The server broke the protocol: retrying
+					// would only repeat it, so stop and report.
+					return progressed, &sinkError{fmt.Errorf("%w: %w", ErrStalled, err)}
+				}
+			}
+			ferr = f.err
+		case <-ctx.Done():
+		}
 		wctx := ctx
 		if ctx.Err() != nil {
 			// Shutting down: land what is closed, with a context
 			// that outlives the cancelled one.
-			core.Flush()
+			fold.Flush()
 			wctx = context.WithoutCancel(ctx)
-		} else if err != nil {
-			return progressed, err
+		} else if ferr != nil {
+			return progressed, ferr
 		}
-		core.Tick(time.Now())
-		n, werr := r.deliver(wctx, core, cols)
+		fold.Tick(time.Now())
+		n, werr := r.deliver(wctx, fold, cols)
 		progressed = progressed || n > 0
 		if werr != nil {
 			return progressed, werr
@@ -313,12 +404,32 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 	}
 }
 
-// deliver writes and commits the batches the core has closed, and returns
-// how many it committed.
-func (r *runner) deliver(ctx context.Context, core *Core, cols []Column) (int, error) {
+// declare connects and declares the cursor for stmt in a transaction.
+func (r *runner) declare(ctx context.Context, stmt string) (*pgx.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, r.cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if _, err := conn.Exec(cctx, "BEGIN"); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	if _, err := conn.Exec(cctx, "DECLARE consumer_cursor CURSOR FOR "+stmt); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("declare: %w", err)
+	}
+	r.cfg.Logger.Info("subscribed", "statement", stmt)
+	return conn, nil
+}
+
+// deliver writes and commits the batches the folder has closed, and
+// returns how many it committed.
+func (r *runner) deliver(ctx context.Context, fold folder, cols [][]Column) (int, error) {
 	n := 0
-	for b, ok := core.Next(); ok; b, ok = core.Next() {
-		b.Columns = [][]Column{cols}
+	for b, ok := fold.Next(); ok; b, ok = fold.Next() {
+		b.Columns = cols
 		if err := r.sink.Write(ctx, b); err != nil {
 			return n, &sinkError{fmt.Errorf("write batch [%d, %d): %w", b.Lower, b.Upper, err)}
 		}
@@ -337,34 +448,32 @@ func (r *runner) deliver(ctx context.Context, core *Core, cols []Column) (int, e
 	return n, nil
 }
 
-// fetch runs one FETCH and pushes its rows into core.
-func (r *runner) fetch(ctx context.Context, conn *pgx.Conn, fetch string, core *Core, cols *[]Column) error {
+// fetch runs one FETCH on source i's cursor and decodes its rows.
+func (r *runner) fetch(ctx context.Context, i int, conn *pgx.Conn) fetched {
+	f := fetched{i: i}
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
 	defer cancel()
-	rows, err := conn.Query(fctx, fetch)
+	rows, err := conn.Query(fctx, fmt.Sprintf("FETCH %d consumer_cursor WITH (TIMEOUT = '%dms')", r.cfg.FetchRows, r.cfg.FetchTimeout.Milliseconds()))
 	if err != nil {
-		return fmt.Errorf("fetch: %w", err)
+		f.err = fmt.Errorf("fetch: %w", err)
+		return f
 	}
 	defer rows.Close()
-	fds := rows.FieldDescriptions()
-	if *cols == nil && len(fds) >= 3 {
-		*cols = describe(conn, fds[3:])
+	if fds := rows.FieldDescriptions(); len(fds) >= 3 {
+		f.cols = describe(conn, fds[3:])
 	}
 	for rows.Next() {
 		row, err := decodeRow(rows)
 		if err != nil {
-			return err
+			f.err = err
+			return f
 		}
-		if err := core.Push(row, time.Now()); err != nil {
-			// The server broke the protocol: retrying would only
-			// repeat it, so stop and report.
-			return &sinkError{fmt.Errorf("%w: %w", ErrStalled, err)}
-		}
+		f.rows = append(f.rows, row)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("fetch: %w", err)
+		f.err = fmt.Errorf("fetch: %w", err)
 	}
-	return nil
+	return f
 }
 
 func describe(conn *pgx.Conn, fds []pgconn.FieldDescription) []Column {

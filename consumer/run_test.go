@@ -269,3 +269,64 @@ func waitSincePast(t *testing.T, url string, src consumer.Source, f consumer.Fro
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRunSeveralCollections: two tables written in one transaction always
+// land in the same batch, and one checkpoint resumes both.
+func TestRunSeveralCollections(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 10 * time.Millisecond})
+	conn := connect(t, srv.URL())
+	mustExec(t, conn, "CREATE TABLE a (x int)")
+	mustExec(t, conn, "CREATE TABLE b (y int)")
+	mustExec(t, conn, "INSERT INTO a VALUES (0)")
+	target := newMapTarget()
+	cfg := consumer.Config{
+		URL:           srv.URL(),
+		Sources:       []consumer.Source{{Name: "a"}, {Name: "b"}},
+		Checkpoint:    target,
+		MaxBatchDelay: time.Millisecond,
+		FetchTimeout:  5 * time.Millisecond,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- consumer.Run(ctx, cfg, target) }()
+	for i := 1; i <= 20; i++ {
+		mustExec(t, conn, "BEGIN")
+		mustExec(t, conn, fmt.Sprintf("INSERT INTO a VALUES (%d)", i))
+		mustExec(t, conn, fmt.Sprintf("INSERT INTO b VALUES (%d)", -i))
+		mustExec(t, conn, "COMMIT")
+	}
+	want := map[string]int64{}
+	for i := 0; i <= 20; i++ {
+		want[fmt.Sprint(i)] = 1
+		if i > 0 {
+			want[fmt.Sprint(-i)] = 1
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for got, _ := target.snapshot(); !maps.Equal(got, want); got, _ = target.snapshot() {
+		if time.Now().After(deadline) {
+			t.Fatalf("target %v, want %v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	target.mu.Lock()
+	defer target.mu.Unlock()
+	where := map[string]int{} // value -> batch index
+	for bi, b := range target.batches {
+		for _, u := range b.Updates {
+			if want := map[bool]int{true: 0, false: 1}[fmt.Sprint(u.Values...)[0] != '-']; u.Collection != want {
+				t.Errorf("update %v from collection %d, want %d", u.Values, u.Collection, want)
+			}
+			where[fmt.Sprint(u.Values...)] = bi
+		}
+	}
+	for i := 1; i <= 20; i++ {
+		if a, b := where[fmt.Sprint(i)], where[fmt.Sprint(-i)]; a != b {
+			t.Errorf("transaction %d split: a in batch %d, b in batch %d", i, a, b)
+		}
+	}
+}

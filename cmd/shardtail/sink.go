@@ -121,13 +121,19 @@ func (f *sinkFlags) config() (consumer.Config, error) {
 	return cfg, nil
 }
 
-// runSink runs consumer.Run with metrics on --http-listen and a progress
-// line on stderr. SIGTERM (ctx's cancellation) drains: Run commits what is
-// closed and runSink returns nil.
-func (m *Main) runSink(ctx context.Context, f *sinkFlags, cfg consumer.Config, sink consumer.Sink, reg *prometheus.Registry) error {
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
+// sinkTarget opens a sink's target: the sink, its checkpoint (the same
+// value for a sink that commits with its data) and a close. runSink calls it
+// again after a transient failure of the target.
+type sinkTarget func(ctx context.Context, reg prometheus.Registerer) (consumer.Sink, consumer.Checkpoint, func(), error)
+
+// runSink runs consumer.Run against the target open returns, with metrics
+// on --http-listen and a progress line on stderr. A transient failure of the
+// target (it restarted, the connection dropped) reopens it after a backoff
+// and resumes from its checkpoint; other errors end the command. SIGTERM
+// (ctx's cancellation) drains: Run commits what is closed and runSink
+// returns nil.
+func (m *Main) runSink(ctx context.Context, f *sinkFlags, cfg consumer.Config, open sinkTarget) error {
+	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Metrics = consumer.NewMetrics(reg)
 	if f.httpListen != "" {
@@ -147,14 +153,46 @@ func (m *Main) runSink(ctx context.Context, f *sinkFlags, cfg consumer.Config, s
 		defer close(progressDone)
 		m.sinkProgress(pctx, f.progressInterval, cfg.Metrics)
 	}()
-	err := consumer.Run(ctx, cfg, sink)
-	stopProgress()
-	<-progressDone
-	m.printProgress(cfg.Metrics)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
+	defer func() {
+		stopProgress()
+		<-progressDone
+		m.printProgress(cfg.Metrics)
+	}()
+	failures := 0
+	for {
+		before := cfg.Metrics.Stats().Batches
+		err := m.runSinkOnce(ctx, cfg, open, reg)
+		if cfg.Metrics.Stats().Batches > before {
+			failures = 0
+		}
+		if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			return nil
+		}
+		if consumer.Classify(err) != consumer.ClassTransient || errors.Is(err, consumer.ErrRetriesExhausted) {
+			return err
+		}
+		failures++
+		if failures >= cfg.Retry.MaxAttempts {
+			return fmt.Errorf("%w after %d attempts: %w", consumer.ErrRetriesExhausted, failures, err)
+		}
+		slog.Warn("sink: target failed; reopening", "err", err, "attempt", failures)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Duration(failures) * time.Second):
+		}
 	}
-	return err
+}
+
+// runSinkOnce opens the target and runs the consumer until it ends.
+func (m *Main) runSinkOnce(ctx context.Context, cfg consumer.Config, open sinkTarget, reg prometheus.Registerer) error {
+	sink, cp, closeTarget, err := open(ctx, reg)
+	if err != nil {
+		return fmt.Errorf("open target: %w", err)
+	}
+	defer closeTarget()
+	cfg.Checkpoint = cp
+	return consumer.Run(ctx, cfg, sink)
 }
 
 // sinkProgress prints a progress line every interval until ctx ends.
