@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardtail/shardtail/consumer"
 	"github.com/shardtail/shardtail/consumer/redissink"
 )
 
@@ -78,34 +80,82 @@ func (m *Main) sinkRedis(ctx context.Context, args []string) error {
 	// checkpoint); a client that resent writes on its own would only
 	// add round trips.
 	opts.MaxRetries = -1
-	rdb := redis.NewClient(opts)
-	defer rdb.Close()
-	sink, err := redissink.New(ctx, redissink.Config{
-		Client:     rdb,
-		Namespace:  ns,
-		Key:        strings.Split(*keys, ","),
-		Tombstones: *tombstones,
-		Logger:     slog.Default(),
+	stats := &redisSinkStats{}
+	var registerOnce sync.Once
+	err = m.runSink(ctx, &f, cfg, func(ctx context.Context, reg prometheus.Registerer) (consumer.Sink, consumer.Checkpoint, func(), error) {
+		rdb := redis.NewClient(opts)
+		sink, err := redissink.New(ctx, redissink.Config{
+			Client:     rdb,
+			Namespace:  ns,
+			Key:        strings.Split(*keys, ","),
+			Tombstones: *tombstones,
+			Logger:     slog.Default(),
+		})
+		if err != nil {
+			rdb.Close()
+			return nil, nil, nil, err
+		}
+		registerOnce.Do(func() { stats.register(reg) })
+		stats.open(sink)
+		return sink, sink, func() { stats.close(sink); rdb.Close() }, nil
 	})
+	st := stats.total()
+	fmt.Fprintf(m.Stderr, "sink redis: %d keys written, %d stale writes rejected, %d key violations, %d generation switches, %d old keys deleted\n",
+		st.Applied, st.Stale, st.KeyViolations, st.Generations, st.Deleted)
 	if err != nil {
 		return fmt.Errorf("sink redis: %w", err)
 	}
-	cfg.Checkpoint = sink
-	reg := prometheus.NewRegistry()
-	registerRedisSinkMetrics(reg, sink)
-	err = m.runSink(ctx, &f, cfg, sink, reg)
-	st := sink.Stats()
-	fmt.Fprintf(m.Stderr, "sink redis: %d keys written, %d stale writes rejected, %d key violations, %d generation switches, %d old keys deleted\n",
-		st.Applied, st.Stale, st.KeyViolations, st.Generations, st.Deleted)
-	return err
+	return nil
 }
 
-// registerRedisSinkMetrics exports the sink's Stats as redis_sink_*
-// counters.
-func registerRedisSinkMetrics(reg prometheus.Registerer, sink *redissink.Sink) {
+// redisSinkStats adds up the Stats of the sinks a process opened (runSink
+// reopens the target after a transient failure), so that the exported
+// counters never go backwards.
+type redisSinkStats struct {
+	mu     sync.Mutex
+	closed redissink.Stats // mu must be held. The sum of closed sinks'.
+	cur    *redissink.Sink // mu must be held. The open sink, or nil.
+}
+
+func (r *redisSinkStats) open(s *redissink.Sink) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur = s
+}
+
+func (r *redisSinkStats) close(s *redissink.Sink) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = addStats(r.closed, s.Stats())
+	if r.cur == s {
+		r.cur = nil
+	}
+}
+
+func (r *redisSinkStats) total() redissink.Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		return r.closed
+	}
+	return addStats(r.closed, r.cur.Stats())
+}
+
+func addStats(a, b redissink.Stats) redissink.Stats {
+	return redissink.Stats{
+		Applied:       a.Applied + b.Applied,
+		Stale:         a.Stale + b.Stale,
+		KeyViolations: a.KeyViolations + b.KeyViolations,
+		Generations:   a.Generations + b.Generations,
+		Deleted:       a.Deleted + b.Deleted,
+	}
+}
+
+// register exports the totals as redis_sink_* counters.
+func (r *redisSinkStats) register(reg prometheus.Registerer) {
 	counter := func(name, help string, get func(redissink.Stats) int64) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "redis_sink_" + name, Help: help},
-			func() float64 { return float64(get(sink.Stats())) }))
+			func() float64 { return float64(get(r.total())) }))
 	}
 	counter("keys_written_total", "Key writes (sets and deletes) Redis applied.", func(s redissink.Stats) int64 { return s.Applied })
 	counter("stale_writes_total", "Key writes the mz_timestamp guard rejected (the stored row was as new or newer).", func(s redissink.Stats) int64 { return s.Stale })
