@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/shardtail/shardtail/consumer"
 	"github.com/shardtail/shardtail/consumer/contracttest"
@@ -120,4 +122,39 @@ func TestKeyJSONAppends(t *testing.T) {
 	if got, want := string(consumer.ValueJSON([]byte("x|"), cols, r)), `x|{"a":7}`; got != want {
 		t.Errorf("ValueJSON = %s, want %s", got, want)
 	}
+}
+
+// FuzzKeyJSON checks, for any text and bigint, that a key is the prefix and
+// a valid JSON array whose cells decode back to the values (text exactly,
+// bigint as its decimal string), and that the value is a valid JSON object
+// with the same cells under their column names, whatever the names hold.
+func FuzzKeyJSON(f *testing.F) {
+	f.Add("acme", int64(1), "name")
+	f.Add("Grüße \"\\\n\t\x01 😀", int64(-9007199254740993), "Größe \"x\"")
+	f.Add("", int64(0), "")
+	f.Fuzz(func(t *testing.T, s string, n int64, name string) {
+		if !utf8.ValidString(s) || !utf8.ValidString(name) || name == "n" {
+			t.Skip("text is valid UTF-8 (the server rejects anything else); names are distinct")
+		}
+		cols := []row.Column{{Name: name, Type: row.TypeText}, {Name: "n", Type: row.TypeInt8}}
+		r := row.Row{s, n}
+		key := consumer.KeyJSON(nil, "ns:", cols, []int{0, 1}, r)
+		if !bytes.HasPrefix(key, []byte("ns:")) {
+			t.Fatalf("key %q lacks its prefix", key)
+		}
+		var cells []string
+		if err := json.Unmarshal(key[len("ns:"):], &cells); err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		if len(cells) != 2 || cells[0] != s || cells[1] != strconv.FormatInt(n, 10) {
+			t.Fatalf("key %q decodes to %q, want [%q %q]", key, cells, s, strconv.FormatInt(n, 10))
+		}
+		var obj map[string]string
+		if err := json.Unmarshal(consumer.ValueJSON(nil, cols, r), &obj); err != nil {
+			t.Fatalf("value: %v", err)
+		}
+		if obj[name] != s || obj["n"] != cells[1] || len(obj) != 2 {
+			t.Fatalf("value decodes to %q", obj)
+		}
+	})
 }
