@@ -97,7 +97,7 @@ func (m *Main) sinkRedis(ctx context.Context, args []string) error {
 		}
 		registerOnce.Do(func() { stats.register(reg) })
 		stats.open(sink)
-		return sink, sink, func() { stats.close(sink); rdb.Close() }, nil
+		return sink, sink, func() { sink.Close(); stats.close(sink); rdb.Close() }, nil
 	})
 	st := stats.total()
 	fmt.Fprintf(m.Stderr, "sink redis: %d keys written, %d stale writes rejected, %d key violations, %d generation switches, %d old keys deleted\n",

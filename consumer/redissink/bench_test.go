@@ -156,3 +156,65 @@ func BenchmarkSteadyLatency(b *testing.B) {
 		rdb.Close()
 	}
 }
+
+// BenchmarkEndToEndSnapshot lands a 1,000,000-row table end to end: a real
+// server, consumer.Run with its default batching (4 MiB chunks), the Sink,
+// a real redis-server; it reports keys/s from Run's start to the commit of
+// the snapshot (the active generation's switch).
+func BenchmarkEndToEndSnapshot(b *testing.B) {
+	const rows = 1_000_000
+	for range b.N {
+		srv := testserver.Start(b, testserver.Options{})
+		rs := redistest.Start(b)
+		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1, ReadTimeout: time.Minute})
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, srv.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "CREATE TABLE t (id bigint, name text, qty int)"); err != nil {
+			b.Fatal(err)
+		}
+		n, err := conn.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"id", "name", "qty"},
+			pgx.CopyFromFunc(func() func() ([]any, error) {
+				i := 0
+				return func() ([]any, error) {
+					if i == rows {
+						return nil, nil
+					}
+					i++
+					return []any{int64(i), fmt.Sprintf("customer %d", i), int32(i % 100)}, nil
+				}
+			}()))
+		if err != nil || n != rows {
+			b.Fatalf("COPY: %d rows, %v", n, err)
+		}
+		conn.Close(ctx)
+		sink, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"id"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		start := time.Now()
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- consumer.Run(runCtx, consumer.Config{URL: srv.URL(), Sources: []consumer.Source{{Name: "t"}}, Checkpoint: sink}, sink)
+		}()
+		for sink.Stats().Generations == 0 {
+			select {
+			case err := <-done:
+				b.Fatalf("Run ended: %v", err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		cancel()
+		<-done
+		b.Logf("landed %d keys end to end in %v: %.0f keys/s (%d keys in Redis)", rows, elapsed.Round(time.Millisecond),
+			float64(rows)/elapsed.Seconds(), rdb.DBSize(ctx).Val())
+		b.ReportMetric(float64(rows)/elapsed.Seconds(), "keys/s")
+		rdb.Close()
+	}
+}

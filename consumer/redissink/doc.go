@@ -56,7 +56,9 @@
 // MULTI/EXEC that WATCHes the checkpoint and the claim (so the fence still
 // holds). The guard has nothing to guard there: generation numbers are
 // never reused, only the claim's owner writes the generation, and the
-// snapshot is its first timestamp, so no stored row can be newer.
+// snapshot is its first timestamp, so no stored row can be newer. Such a
+// chunk loads in the background while the consumer fetches the next one
+// (one at a time, in order; every other call waits for it).
 //
 // # Generations
 //

@@ -87,9 +87,22 @@ func TestSupersededLoaderIsFenced(t *testing.T) {
 		b.Partial, b.Snapshot = true, true
 		return b
 	}
-	x.mustWrite(chunk(10, "x1")) // claims generation 2
-	y.mustWrite(chunk(12, "y1")) // claims generation 3, superseding x
-	if err := x.write(chunk(10, "x2")); !errors.Is(err, consumer.ErrFenced) {
+	// A snapshot chunk loads in the background: its error comes with the
+	// next call (or Close).
+	landed := func(w *worker, b consumer.Batch) error {
+		t.Helper()
+		if err := w.write(b); err != nil {
+			return err
+		}
+		return w.sink.Close()
+	}
+	if err := landed(x, chunk(10, "x1")); err != nil { // claims generation 2
+		t.Fatal(err)
+	}
+	if err := landed(y, chunk(12, "y1")); err != nil { // claims generation 3, superseding x
+		t.Fatal(err)
+	}
+	if err := landed(x, chunk(10, "x2")); !errors.Is(err, consumer.ErrFenced) {
 		t.Fatalf("superseded loader's chunk: err = %v, want ErrFenced", err)
 	}
 	if err := x.write(kvBatch(10, 11, kvColumns)); !errors.Is(err, consumer.ErrFenced) {

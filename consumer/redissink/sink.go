@@ -121,6 +121,12 @@ type Sink struct {
 	active       string            // the active generation's prefix, "" if none
 	loading      int64             // the generation this Sink claimed and loads, 0 if none
 	staged       *stagedBatch      // written, awaiting Commit
+	// inflight receives the outcome of the snapshot chunk being loaded in
+	// the background (loadChunk), nil if none: loading one chunk while
+	// the consumer fetches the next overlaps the source and Redis. Every
+	// method but Stats waits for it first, so chunks land in order and
+	// the goroutine never outlives the Sink's use (Close waits too).
+	inflight chan error
 
 	applied, stale, violations, generations, deleted atomic.Int64
 }
@@ -199,9 +205,25 @@ func encodePosition(p consumer.Position) (string, error) {
 	return string(b), err
 }
 
+// wait waits for the chunk loading in the background, if any, and returns
+// its error.
+func (s *Sink) wait() error {
+	if s.inflight == nil {
+		return nil
+	}
+	err := <-s.inflight
+	s.inflight = nil
+	return err
+}
+
+// Close waits for a snapshot chunk still loading in the background. It does
+// not close Config.Client.
+func (s *Sink) Close() error { return s.wait() }
+
 // Load returns the committed position and reads the active generation. It
 // also finishes the deletion of old generations a previous process left.
 func (s *Sink) Load(ctx context.Context) (consumer.Position, error) {
+	s.wait() //nolint:errcheck // a chunk of the abandoned load: Load starts over
 	vals, err := s.rdb.MGet(ctx, s.ctl(keyCheckpoint), s.ctl(keyActive)).Result()
 	if err != nil {
 		return consumer.Position{}, fmt.Errorf("load checkpoint: %w", err)
@@ -225,8 +247,13 @@ func (s *Sink) Load(ctx context.Context) (consumer.Position, error) {
 
 // Write converts b's updates to one write per key and sends a Partial
 // chunk at once (fenced, without advancing the checkpoint); a closed batch
-// waits for Commit, which sends it with the checkpoint.
+// waits for Commit, which sends it with the checkpoint. A snapshot chunk
+// loads in the background while the caller fetches the next one: its
+// error is returned by the next Write, Commit or Close.
 func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
+	if err := s.wait(); err != nil {
+		return err
+	}
 	if err := s.setColumns(b); err != nil {
 		return err
 	}
@@ -255,10 +282,16 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 		st.prefix = s.active
 	}
 	if b.Partial && st.loading != 0 && b.Snapshot && allUpserts(st.ops) {
-		return s.retry(ctx, func() (bool, error) {
-			err := s.loadChunk(ctx, st)
-			return err == nil, err
-		})
+		expected := s.committedEnc
+		done := make(chan error, 1)
+		s.inflight = done
+		go func() { // owned by s: every other method waits for it
+			done <- s.retry(ctx, func() (bool, error) {
+				err := s.loadChunk(ctx, st, expected)
+				return err == nil, err
+			})
+		}()
+		return nil
 	}
 	if b.Partial {
 		// Idempotent (the guard rejects what an earlier attempt
@@ -277,6 +310,10 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 // same call makes it the active one. It fails with consumer.ErrFenced when
 // the checkpoint, the active generation or this Sink's claim moved.
 func (s *Sink) Commit(ctx context.Context, expected, next consumer.Position) error {
+	if err := s.wait(); err != nil {
+		s.staged = nil
+		return err
+	}
 	st := s.staged
 	s.staged = nil
 	if st == nil {
@@ -347,7 +384,7 @@ func allUpserts(ops []op) bool {
 // of the chunk writes the same values again. The fence still holds: the
 // transaction WATCHes the checkpoint and the claim, and fails whole
 // (consumer.ErrFenced) if either moved.
-func (s *Sink) loadChunk(ctx context.Context, st *stagedBatch) error {
+func (s *Sink) loadChunk(ctx context.Context, st *stagedBatch, expected string) error {
 	loading := strconv.FormatInt(st.loading, 10)
 	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		vals, err := tx.MGet(ctx, s.ctl(keyCheckpoint), s.ctl(keyLoading)).Result()
@@ -356,9 +393,9 @@ func (s *Sink) loadChunk(ctx context.Context, st *stagedBatch) error {
 		}
 		cp, _ := vals[0].(string)
 		claim, _ := vals[1].(string)
-		if cp != s.committedEnc || claim != loading {
+		if cp != expected || claim != loading {
 			return fmt.Errorf("%w: checkpoint %q and loading %q, expected %q and %q",
-				consumer.ErrFenced, cp, claim, s.committedEnc, loading)
+				consumer.ErrFenced, cp, claim, expected, loading)
 		}
 		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 			for _, o := range st.ops {
@@ -435,6 +472,7 @@ func retryable(err error) bool {
 // from the checkpoint, and a new snapshot claims a new generation (the
 // abandoned one is deleted by the next cleanup).
 func (s *Sink) Abort(context.Context) error {
+	s.wait() //nolint:errcheck // the chunk belongs to the load being abandoned
 	s.staged, s.loading = nil, 0
 	return nil
 }
