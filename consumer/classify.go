@@ -75,6 +75,10 @@ func Classify(err error) Class {
 			return ClassHistoryLost
 		case pe.Code == "42704":
 			return ClassDropped
+		case pe.Code == "42P01" && strings.HasPrefix(pe.Message, "unknown catalog item 'u"):
+			// A subscribe by id whose object is gone (dropped between
+			// the lookup and the DECLARE).
+			return ClassDropped
 		case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02",
 			pe.Code == "57P03", pe.Code == "58000", pe.Code == "53300":
 			return ClassTransient

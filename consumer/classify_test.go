@@ -25,6 +25,8 @@ func TestClassify(t *testing.T) {
 		{"FellBehindNoDetail", &pgconn.PgError{Code: "53200", Message: "SUBSCRIBE fell behind: the client did not read results fast enough"}, ClassFellBehind},
 		{"ResultTooLarge", &pgconn.PgError{Code: "53200", Message: "result exceeds max size of 64 KiB"}, ClassStall},
 		{"Dropped", &pgconn.PgError{Code: "42704", Message: "relation 'materialize.public.t' was dropped"}, ClassDropped},
+		{"UnknownID", &pgconn.PgError{Code: "42P01", Message: "unknown catalog item 'u12'"}, ClassDropped},
+		{"UnknownName", &pgconn.PgError{Code: "42P01", Message: "unknown catalog item 'orders'"}, ClassStall},
 		{"AdminShutdown", &pgconn.PgError{Code: "57P01"}, ClassTransient},
 		{"ConnectionFailure", &pgconn.PgError{Code: "08006"}, ClassTransient},
 		{"StorageUnavailable", &pgconn.PgError{Code: "58000"}, ClassTransient},

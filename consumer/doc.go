@@ -42,6 +42,19 @@
 // resumes from the last committed position, calling Abort first on sinks
 // that hold uncommitted writes.
 //
+// # Object identity
+//
+// Before subscribing, Run looks each source's name up in
+// mz_internal.mz_storage_shards and subscribes by id ([u12 AS name]), so a
+// drop and recreate between lookup and subscribe cannot slip in; the ids
+// are committed with the position. A resume that finds another id under a
+// name (or a subscribe by id that reports its object dropped, when the
+// name now has another id) follows Config.OnObjectReplaced: ErrObjectReplaced
+// by default, or a new generation from a snapshot of the new object. A name
+// with no object after its subscribe reported a drop is looked up again
+// with the retry backoff (a migration may be recreating it) before Run
+// returns ErrDropped.
+//
 // # Guarantees
 //
 // Each update below the committed frontier is in the target. A sink that

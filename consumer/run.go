@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/big"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +40,19 @@ const (
 	Stop
 )
 
+// ReplacePolicy is what Run does when a source's name refers to another
+// object than the one recorded with the checkpoint.
+type ReplacePolicy int
+
+const (
+	// StopOnReplace returns ErrObjectReplaced (default): the target
+	// holds another object's data, which an operator should look at.
+	StopOnReplace ReplacePolicy = iota
+	// ResnapshotOnReplace lands the new object from a snapshot, as a new
+	// generation.
+	ResnapshotOnReplace
+)
+
 // Config configures Run.
 type Config struct {
 	// URL is the shardtail server's connection string.
@@ -58,6 +73,10 @@ type Config struct {
 	Retry Retry
 	// OnHistoryLost decides what a history loss does.
 	OnHistoryLost HistoryPolicy
+	// OnObjectReplaced decides what happens when a source's name now
+	// refers to another object than the checkpoint's (dropped and
+	// recreated).
+	OnObjectReplaced ReplacePolicy
 	// Logger receives retries and resumes; nil discards them.
 	Logger *slog.Logger
 	// Metrics, if set, counts what Run lands (see NewMetrics).
@@ -172,6 +191,12 @@ type runner struct {
 	// resnapshot makes the next session start from a snapshot in a new
 	// generation (after a history loss), until a batch of it commits.
 	resnapshot bool
+	// objects are the catalog ids the current session resolved (nil
+	// when the server does not expose them); committed with each batch.
+	objects []string
+	// dropped is set when a subscribe by id reported its object dropped:
+	// the next session tells a drop from a replacement.
+	dropped bool
 }
 
 func (r *runner) loop(ctx context.Context) error {
@@ -190,6 +215,16 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		if progressed {
 			failures = 0
+		}
+		if errors.Is(err, errObjectMissing) {
+			failures++
+			if failures >= r.cfg.Retry.MaxAttempts {
+				return fmt.Errorf("%w: %v", ErrDropped, r.pos.Objects)
+			}
+			if err := sleep(ctx, backoff(r.cfg.Retry, failures)); err != nil {
+				return err
+			}
+			continue
 		}
 		class := Classify(err)
 		r.cfg.Metrics.sourceError(class)
@@ -214,7 +249,12 @@ func (r *runner) loop(ctx context.Context) error {
 			// committed batch.
 			r.resnapshot = true
 		case ClassDropped:
-			return fmt.Errorf("%w: %w", ErrDropped, err)
+			if len(r.pos.Objects) == 0 || r.dropped {
+				return fmt.Errorf("%w: %w", ErrDropped, err)
+			}
+			// Subscribed by id: the next session's lookup tells a
+			// drop (no such name) from a replacement (another id).
+			r.dropped = true
 		default:
 			return fmt.Errorf("%w: %w", ErrStalled, err)
 		}
@@ -250,6 +290,10 @@ func (r *runner) abort(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errObjectMissing is a session's error when a source's name has no object
+// after its subscribe by id reported it dropped.
+var errObjectMissing = errors.New("subscribed object not found by name")
 
 // sinkError marks an error of the sink or the checkpoint, which Run returns
 // as is instead of classifying it as a source error.
@@ -292,11 +336,38 @@ type fetched struct {
 // own fetching goroutine, and lands batches until a failure. progressed
 // reports whether it committed anything (which resets the retry budget).
 func (r *runner) session(ctx context.Context) (progressed bool, err error) {
+	n := len(r.cfg.Sources)
+	conns := make([]*pgx.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	srcs := slices.Clone(r.cfg.Sources)
+	var ids []string
+	for i := range srcs {
+		conn, id, err := r.connect(ctx, srcs[i])
+		if err != nil {
+			return false, err
+		}
+		conns = append(conns, conn)
+		if id != "" {
+			srcs[i].ID = id
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != n {
+		ids = nil // identity only when every source has one
+	}
+	if err := r.checkObjects(ids); err != nil {
+		return false, err
+	}
+	r.objects = ids
+
 	from, gen := r.pos.Frontier, r.pos.Generation
 	if r.resnapshot {
 		from, gen = 0, gen+1
 	}
-	n := len(r.cfg.Sources)
 	ccfg := CoreConfig{MaxBatchBytes: r.cfg.MaxBatchBytes, MaxBatchDelay: r.cfg.MaxBatchDelay, Generation: gen}
 	var fold folder
 	var merger *Merger
@@ -306,25 +377,18 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 		merger = NewMerger(ccfg, from, n)
 		fold = merger
 	}
-	conns := make([]*pgx.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			c.Close(context.WithoutCancel(ctx))
-		}
-	}()
 	cols := make([][]Column, n)
-	for i, src := range r.cfg.Sources {
+	for i, src := range srcs {
 		stmt := src.Statement(from)
 		if from == 0 && i > 0 {
 			// Fresh subscribes after the first start at its AS OF:
 			// one cut.
 			stmt = src.StatementAt(merger.AsOf(0))
 		}
-		conn, err := r.declare(ctx, stmt)
-		if err != nil {
+		conn := conns[i]
+		if err := r.declare(ctx, conn, stmt); err != nil {
 			return false, err
 		}
-		conns = append(conns, conn)
 		for from == 0 && i == 0 && merger != nil && merger.AsOf(0) == 0 {
 			f := r.fetch(ctx, 0, conn)
 			if f.err != nil {
@@ -404,24 +468,90 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 	}
 }
 
-// declare connects and declares the cursor for stmt in a transaction.
-func (r *runner) declare(ctx context.Context, stmt string) (*pgx.Conn, error) {
+// connect opens a connection for src and looks up its catalog id in
+// mz_internal.mz_storage_shards when src names a collection by a plain name
+// and has no ID; "" when the server does not say (a server without the
+// relation, a query source, an unknown name).
+func (r *runner) connect(ctx context.Context, src Source) (*pgx.Conn, string, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, r.cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, "", fmt.Errorf("connect: %w", err)
 	}
+	if src.ID != "" {
+		return conn, src.ID, nil
+	}
+	name, ok := plainName(src.Name)
+	if !ok {
+		return conn, "", nil
+	}
+	var id string
+	err = conn.QueryRow(cctx, "SELECT object_id FROM mz_internal.mz_storage_shards WHERE name = $1", name).Scan(&id)
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return conn, id, nil
+	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pe):
+		// No such object, or no such relation on this server: the
+		// subscribe by name reports what is wrong.
+		return conn, "", nil
+	}
+	conn.Close(context.WithoutCancel(ctx))
+	return nil, "", fmt.Errorf("look up %s: %w", src.Name, err)
+}
+
+// plainName returns the object name of an unquoted name, qualified or not,
+// as the catalog stores it (lower case); false for anything else (a query,
+// a quoted name).
+func plainName(s string) (string, bool) {
+	if s == "" || strings.ContainsAny(s, "\"( ") {
+		return "", false
+	}
+	parts := strings.Split(s, ".")
+	return strings.ToLower(parts[len(parts)-1]), true
+}
+
+// checkObjects compares the session's ids with the checkpoint's.
+func (r *runner) checkObjects(ids []string) error {
+	dropped := r.dropped
+	r.dropped = false
+	if len(r.pos.Objects) == 0 || ids == nil && !dropped {
+		return nil
+	}
+	if slices.Equal(ids, r.pos.Objects) {
+		if dropped {
+			return &sinkError{fmt.Errorf("%w: %v", ErrDropped, r.pos.Objects)}
+		}
+		return nil
+	}
+	if ids == nil {
+		// The name has no object: dropped, or dropped and not yet
+		// recreated (a migration). The loop retries the lookup with
+		// backoff before it concludes ErrDropped.
+		r.dropped = true
+		return errObjectMissing
+	}
+	if r.cfg.OnObjectReplaced == StopOnReplace {
+		return &sinkError{fmt.Errorf("%w: checkpoint has %v, the names now refer to %v", ErrObjectReplaced, r.pos.Objects, ids)}
+	}
+	r.cfg.Logger.Warn("collection replaced; taking a new snapshot", "was", r.pos.Objects, "now", ids)
+	r.resnapshot = true
+	return nil
+}
+
+// declare declares the cursor for stmt in a transaction on conn.
+func (r *runner) declare(ctx context.Context, conn *pgx.Conn, stmt string) error {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
+	defer cancel()
 	if _, err := conn.Exec(cctx, "BEGIN"); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	if _, err := conn.Exec(cctx, "DECLARE consumer_cursor CURSOR FOR "+stmt); err != nil {
-		conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("declare: %w", err)
+		return fmt.Errorf("declare: %w", err)
 	}
 	r.cfg.Logger.Info("subscribed", "statement", stmt)
-	return conn, nil
+	return nil
 }
 
 // deliver writes and commits the batches the folder has closed, and
@@ -437,7 +567,7 @@ func (r *runner) deliver(ctx context.Context, fold folder, cols [][]Column) (int
 			r.cfg.Metrics.written(b)
 			continue
 		}
-		next := Position{Frontier: b.Upper, Generation: b.Generation, Objects: r.pos.Objects}
+		next := Position{Frontier: b.Upper, Generation: b.Generation, Objects: r.objects}
 		if err := r.cfg.Checkpoint.Commit(ctx, r.pos, next); err != nil {
 			return n, &sinkError{fmt.Errorf("commit %d: %w", b.Upper, err)}
 		}

@@ -330,3 +330,62 @@ func TestRunSeveralCollections(t *testing.T) {
 		}
 	}
 }
+
+// TestRunObjectReplaced: the checkpoint records the collection's id; a
+// drop and recreate under the same name, while Run is away or while it
+// runs, is reported as ErrObjectReplaced, and with ResnapshotOnReplace the
+// new object is landed as a new generation.
+func TestRunObjectReplaced(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 10 * time.Millisecond})
+	conn := connect(t, srv.URL())
+	mustExec(t, conn, "CREATE TABLE t (id int)")
+	mustExec(t, conn, "INSERT INTO t VALUES (1)")
+	target := newMapTarget()
+	cfg := consumer.Config{
+		URL:           srv.URL(),
+		Sources:       []consumer.Source{{Name: "t"}},
+		Checkpoint:    target,
+		MaxBatchDelay: time.Millisecond,
+		FetchTimeout:  5 * time.Millisecond,
+	}
+	if err := runUntil(t, cfg, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	if _, pos := target.snapshot(); len(pos.Objects) != 1 || pos.Objects[0][0] != 'u' {
+		t.Fatalf("checkpoint objects %v, want the table's id", pos.Objects)
+	}
+
+	t.Run("WhileAway", func(t *testing.T) {
+		mustExec(t, conn, "DROP TABLE t")
+		mustExec(t, conn, "CREATE TABLE t (id int)")
+		if err := consumer.Run(context.Background(), cfg, target); !errors.Is(err, consumer.ErrObjectReplaced) {
+			t.Fatalf("Run = %v, want ErrObjectReplaced", err)
+		}
+	})
+	t.Run("Resnapshot", func(t *testing.T) {
+		mustExec(t, conn, "INSERT INTO t VALUES (2)")
+		re := cfg
+		re.OnObjectReplaced = consumer.ResnapshotOnReplace
+		if err := runUntil(t, re, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v", err)
+		}
+		if _, pos := target.snapshot(); pos.Generation != 1 {
+			t.Errorf("generation %d, want 1", pos.Generation)
+		}
+	})
+	t.Run("WhileRunning", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() { done <- consumer.Run(context.Background(), cfg, target) }()
+		time.Sleep(100 * time.Millisecond) // subscribed (or not yet: either way the ids differ)
+		mustExec(t, conn, "DROP TABLE t")
+		mustExec(t, conn, "CREATE TABLE t (id int)")
+		select {
+		case err := <-done:
+			if !errors.Is(err, consumer.ErrObjectReplaced) {
+				t.Fatalf("Run = %v, want ErrObjectReplaced", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not notice the replacement")
+		}
+	})
+}

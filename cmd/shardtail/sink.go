@@ -89,6 +89,8 @@ type sinkFlags struct {
 	maxBatchDelay    time.Duration
 	progressInterval time.Duration
 	maxAttempts      int
+	onHistoryLost    string
+	onReplaced       string
 }
 
 // register adds the shared flags to fs.
@@ -100,6 +102,8 @@ func (f *sinkFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.maxBatchDelay, "max-batch-delay", consumer.DefaultMaxBatchDelay, "close a batch this long after it first had data")
 	fs.DurationVar(&f.progressInterval, "progress-interval", 5*time.Second, "how often to print progress on stderr (0: never)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", consumer.DefaultMaxAttempts, "consecutive transient failures before giving up")
+	fs.StringVar(&f.onHistoryLost, "on-history-lost", "resnapshot", "when the checkpoint is below the collection's since: resnapshot (a new generation of the target) or stop")
+	fs.StringVar(&f.onReplaced, "on-replaced", "stop", "when a collection was dropped and recreated under its name: stop or resnapshot")
 }
 
 // config returns the consumer configuration of the shared flags; the sink
@@ -117,6 +121,22 @@ func (f *sinkFlags) config() (consumer.Config, error) {
 	}
 	for _, c := range f.collections {
 		cfg.Sources = append(cfg.Sources, consumer.Source{Name: c})
+	}
+	switch f.onHistoryLost {
+	case "resnapshot":
+		cfg.OnHistoryLost = consumer.Resnapshot
+	case "stop":
+		cfg.OnHistoryLost = consumer.Stop
+	default:
+		return consumer.Config{}, fmt.Errorf("--on-history-lost %q: want resnapshot or stop", f.onHistoryLost)
+	}
+	switch f.onReplaced {
+	case "stop":
+		cfg.OnObjectReplaced = consumer.StopOnReplace
+	case "resnapshot":
+		cfg.OnObjectReplaced = consumer.ResnapshotOnReplace
+	default:
+		return consumer.Config{}, fmt.Errorf("--on-replaced %q: want stop or resnapshot", f.onReplaced)
 	}
 	return cfg, nil
 }

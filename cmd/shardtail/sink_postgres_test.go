@@ -1,23 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/shardtail/shardtail/internal/childproc"
 	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
 	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 )
@@ -29,47 +28,37 @@ var (
 
 // sinkProcess is a running `shardtail sink postgres`.
 type sinkProcess struct {
-	cmd    *exec.Cmd
-	stderr *lockedWriter
-	exited chan struct{}
-	err    error // Wait's, once exited is closed
+	proc *childproc.Process
 }
 
 func startSink(t *testing.T, bin string, args ...string) *sinkProcess {
 	t.Helper()
-	p := &sinkProcess{stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"sink", "postgres"}, args...)...)
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
+	log := filepath.Join(t.TempDir(), "sink.log")
+	proc, err := childproc.Start(bin, append([]string{"sink", "postgres"}, args...), childproc.Options{LogPath: log, StopTimeout: 30 * time.Second})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
-	return p
+	return &sinkProcess{proc: proc}
 }
 
-// signal sends sig and waits for the process to exit.
-func (p *sinkProcess) signal(t *testing.T, sig syscall.Signal) {
+// log is what the sink wrote to stdout and stderr.
+func (p *sinkProcess) log() string { return p.proc.Log() }
+
+// sigkill kills the sink, which must still be running.
+func (p *sinkProcess) sigkill(t *testing.T) {
 	t.Helper()
-	select {
-	case <-p.exited:
-		t.Fatalf("sink exited before %v: %v\n%s", sig, p.err, p.stderr.String())
-	default:
+	if exited, err := p.proc.Exited(); exited {
+		t.Fatalf("sink exited before the kill: %v\n%s", err, p.log())
 	}
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	<-p.exited
+	p.proc.Kill()
 }
 
 // kill SIGKILLs the process if it still runs and reports whether it did.
 func (p *sinkProcess) kill() bool {
-	select {
-	case <-p.exited:
+	if exited, _ := p.proc.Exited(); exited {
 		return false
-	default:
 	}
-	p.cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck // it may exit in between
-	<-p.exited
+	p.proc.Kill()
 	return true
 }
 
@@ -242,14 +231,14 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 			time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		}
 		if second == nil {
-			p.signal(t, syscall.SIGKILL)
+			p.sigkill(t)
 			continue
 		}
 		// Two sinks with one name: one may have been fenced, and that
 		// is the only way either may have ended.
 		for _, q := range []*sinkProcess{p, second} {
-			if !q.kill() && !strings.Contains(q.stderr.String(), "fenced") {
-				t.Fatalf("twin sink exited: %v\n%s", q.err, q.stderr.String())
+			if !q.kill() && !strings.Contains(q.log(), "fenced") {
+				t.Fatalf("twin sink exited:\n%s", q.log())
 			}
 		}
 	}
@@ -275,16 +264,18 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("target differs from source after %d changes:\ntarget %v\nsource %v\nsink stderr:\n%s", w.changes.Load(), got, want, p.stderr.String())
+			t.Fatalf("target differs from source after %d changes:\ntarget %v\nsource %v\nsink log:\n%s", w.changes.Load(), got, want, p.log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	p.signal(t, syscall.SIGTERM)
-	if p.err != nil {
-		t.Fatalf("sink after SIGTERM: %v\n%s", p.err, p.stderr.String())
+	if err := p.proc.Stop(); err != nil {
+		t.Fatalf("sink SIGTERM: %v\n%s", err, p.log())
 	}
-	if !strings.Contains(p.stderr.String(), "updates landed") {
-		t.Errorf("no progress line on stderr:\n%s", p.stderr.String())
+	if _, err := p.proc.Exited(); err != nil {
+		t.Fatalf("sink after SIGTERM: %v\n%s", err, p.log())
+	}
+	if !strings.Contains(p.log(), "updates landed") {
+		t.Errorf("no progress line on stderr:\n%s", p.log())
 	}
 	t.Logf("%d changes, %d sink kills, %d server kills; %d rows at the end", w.changes.Load(), *sinkKills, *serverKills, len(want))
 }

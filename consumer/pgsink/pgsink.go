@@ -268,9 +268,11 @@ func (s *Sink) begin(ctx context.Context) error {
 	s.tx = tx
 	cur, err := s.read(ctx, tx, " FOR UPDATE")
 	if err != nil {
+		s.Abort(ctx) //nolint:errcheck // the read's error is the one to report
 		return err
 	}
 	if !cur.Equal(s.pos) {
+		s.Abort(ctx) //nolint:errcheck // nothing was written
 		return fmt.Errorf("%w: stored frontier %d generation %d, this sink had %d generation %d",
 			consumer.ErrFenced, cur.Frontier, cur.Generation, s.pos.Frontier, s.pos.Generation)
 	}

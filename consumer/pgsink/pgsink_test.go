@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardtail/shardtail/consumer"
+	"github.com/shardtail/shardtail/consumer/checkpointtest"
 	"github.com/shardtail/shardtail/consumer/pgsink"
 	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
@@ -286,4 +287,17 @@ func TestSinkRejects(t *testing.T) {
 	if got := rowsText(t, dst, "SELECT frontier FROM "+pgsink.CheckpointTable+" WHERE sink = 'r'"); !slices.Equal(got, []string{"3"}) {
 		t.Errorf("checkpoint moved past a stalled batch: %v", got)
 	}
+}
+
+// TestSinkCheckpoint runs the Checkpoint acceptance suite on the sink (a
+// Commit without a Write commits an empty transaction).
+func TestSinkCheckpoint(t *testing.T) {
+	url := pgtest.URL(t)
+	checkpointtest.Run(t, func(t *testing.T, key string) consumer.Checkpoint {
+		s := newSink(t, pgsink.Config{URL: url, Name: key, Tables: []pgsink.Table{{Name: "t", Key: []string{"id"}}}})
+		if _, err := s.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
