@@ -261,26 +261,11 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 	if err != nil {
 		return err
 	}
-	st := &stagedBatch{ops: ops}
-	// A batch of a generation the checkpoint does not hold (the first
-	// snapshot, or a re-snapshot after a history loss) loads a new
-	// generation that readers do not see until its commit.
-	if s.committed.Frontier == 0 || b.Generation != s.committed.Generation {
-		if s.loading == 0 {
-			// A claim whose reply was lost leaves a listed generation
-			// nobody loads; cleanup deletes it.
-			if err := s.retry(ctx, func() (bool, error) { err := s.claim(ctx); return err == nil, err }); err != nil {
-				return err
-			}
-		}
-		st.loading = s.loading
-		st.prefix = GenerationPrefix(s.cfg.Namespace, s.loading)
-	} else {
-		if s.active == "" {
-			return fmt.Errorf("%w: %s", ErrNoActiveGeneration, s.ctl(keyActive))
-		}
-		st.prefix = s.active
+	st, err := s.target(ctx, b.Generation)
+	if err != nil {
+		return err
 	}
+	st.ops = ops
 	if b.Partial && st.loading != 0 && b.Snapshot && allUpserts(st.ops) {
 		expected := s.committedEnc
 		done := make(chan error, 1)
@@ -305,6 +290,28 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 	return nil
 }
 
+// target returns an empty batch aimed at where a batch of the consumer's
+// generation gen goes. A generation the checkpoint does not hold (the
+// first snapshot, or a re-snapshot after a history loss) loads a new
+// Redis generation that readers do not see until its commit; the first
+// such batch claims it.
+func (s *Sink) target(ctx context.Context, gen int64) (*stagedBatch, error) {
+	if s.committed.Frontier != 0 && gen == s.committed.Generation {
+		if s.active == "" {
+			return nil, fmt.Errorf("%w: %s", ErrNoActiveGeneration, s.ctl(keyActive))
+		}
+		return &stagedBatch{prefix: s.active}, nil
+	}
+	if s.loading == 0 {
+		// A claim whose reply was lost leaves a listed generation
+		// nobody loads; cleanup deletes it.
+		if err := s.retry(ctx, func() (bool, error) { err := s.claim(ctx); return err == nil, err }); err != nil {
+			return nil, err
+		}
+	}
+	return &stagedBatch{loading: s.loading, prefix: GenerationPrefix(s.cfg.Namespace, s.loading)}, nil
+}
+
 // Commit sends the staged batch and moves the checkpoint from expected to
 // next in one atomic call; when the batch loaded a new generation, the
 // same call makes it the active one. It fails with consumer.ErrFenced when
@@ -317,7 +324,12 @@ func (s *Sink) Commit(ctx context.Context, expected, next consumer.Position) err
 	st := s.staged
 	s.staged = nil
 	if st == nil {
-		st = &stagedBatch{prefix: s.active}
+		// A commit with no batch written (a caller that uses the Sink
+		// as a bare checkpoint) still needs a generation to point at.
+		var err error
+		if st, err = s.target(ctx, next.Generation); err != nil {
+			return err
+		}
 	}
 	expEnc, err := encodePosition(expected)
 	if err != nil {
