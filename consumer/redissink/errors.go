@@ -18,3 +18,7 @@ var ErrNoActiveGeneration = errors.New("redissink: checkpoint has no active gene
 // ErrColumnsChanged reports a batch whose columns differ from the first
 // batch's: the relation changed shape under a running sink.
 var ErrColumnsChanged = errors.New("redissink: relation columns changed")
+
+// ErrSeveralCollections reports a batch of more than one collection: a
+// Sink lands one collection under one namespace (run one per collection).
+var ErrSeveralCollections = errors.New("redissink: a Sink lands exactly one collection")

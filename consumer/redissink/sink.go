@@ -492,6 +492,9 @@ func (s *Sink) Abort(context.Context) error {
 // setColumns learns the relation's columns from the first batch and
 // checks that later batches agree.
 func (s *Sink) setColumns(b consumer.Batch) error {
+	if len(b.Columns) > 1 {
+		return fmt.Errorf("%w: the batch has %d", ErrSeveralCollections, len(b.Columns))
+	}
 	if len(b.Columns) == 0 {
 		if s.cols == nil && len(b.Updates) > 0 {
 			return errors.New("redissink: a batch with updates and no columns")

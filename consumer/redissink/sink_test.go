@@ -363,3 +363,15 @@ func (h signalHandler) Handle(context.Context, slog.Record) error {
 }
 func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestOneCollection: a batch of two collections is refused, not landed
+// under one namespace.
+func TestOneCollection(t *testing.T) {
+	srv := redistest.Start(t)
+	w := newWorker(t, newClient(t, srv), false)
+	b := kvBatch(1, 2, kvColumns, kv{"a", 1, 1, 1})
+	b.Columns = append(b.Columns, b.Columns[0])
+	if err := w.write(b); !errors.Is(err, ErrSeveralCollections) {
+		t.Fatalf("write of two collections: %v, want ErrSeveralCollections", err)
+	}
+}
