@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,3 +97,113 @@ type combined struct {
 }
 
 func (c combined) Abort(ctx context.Context) error { return c.a.Abort(ctx) }
+
+var (
+	benchRate     = flag.Int("sink-bench-rate", 10_000, "BenchmarkSteady: changes per second written to the source")
+	benchDuration = flag.Duration("sink-bench-duration", 10*time.Second, "BenchmarkSteady: how long to write")
+	benchDelay    = flag.Duration("sink-bench-delay", 20*time.Millisecond, "BenchmarkSteady: MaxBatchDelay")
+)
+
+// latencySink wraps a pgsink.Sink and records, at each commit, how long
+// ago each of the batch's rows was written to the source (its second
+// column is the write's wall clock in microseconds).
+type latencySink struct {
+	*pgsink.Sink
+	pending []int64
+	lat     []time.Duration
+}
+
+func (l *latencySink) Write(ctx context.Context, b consumer.Batch) error {
+	for _, u := range b.Updates {
+		if u.State == "upsert" && !b.Snapshot {
+			l.pending = append(l.pending, u.Values[1].(int64))
+		}
+	}
+	return l.Sink.Write(ctx, b)
+}
+
+func (l *latencySink) Commit(ctx context.Context, expected, next consumer.Position) error {
+	if err := l.Sink.Commit(ctx, expected, next); err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, us := range l.pending {
+		l.lat = append(l.lat, now.Sub(time.UnixMicro(us)))
+	}
+	l.pending = l.pending[:0]
+	return nil
+}
+
+func (l *latencySink) Abort(ctx context.Context) error {
+	l.pending = l.pending[:0]
+	return l.Sink.Abort(ctx)
+}
+
+// BenchmarkSteady writes -sink-bench-rate changes per second into a
+// shardtail table for -sink-bench-duration while the sink lands them in
+// PostgreSQL, and reports the achieved rate and the p50/p99 latency from
+// the source write to the target commit (the goal: 10,000/s, p99 under
+// 200 ms).
+func BenchmarkSteady(b *testing.B) {
+	ctx := context.Background()
+	srv := testserver.Start(b, testserver.Options{Tick: 10 * time.Millisecond})
+	src, err := pgx.Connect(ctx, srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close(ctx)
+	if _, err := src.Exec(ctx, "CREATE TABLE steady (id int8, written int8)"); err != nil {
+		b.Fatal(err)
+	}
+	var all []time.Duration
+	var written int
+	var elapsed time.Duration
+	for i := range b.N {
+		target := pgtest.URL(b)
+		table := pgsink.Table{Name: "steady", Key: []string{"id"}}
+		s, err := pgsink.New(ctx, pgsink.Config{URL: target, Name: fmt.Sprint("steady", i), Tables: []pgsink.Table{table}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ls := &latencySink{Sink: s}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- consumer.Run(rctx, consumer.Config{URL: srv.URL(), Sources: []consumer.Source{{Name: "steady", Envelope: table.Envelope()}},
+				Checkpoint: ls, MaxBatchDelay: *benchDelay, FetchTimeout: 10 * time.Millisecond}, ls)
+		}()
+		start := time.Now()
+		next := int64(i) << 40
+		for time.Since(start) < *benchDuration {
+			due := int(time.Since(start).Seconds()*float64(*benchRate)) - written
+			if due <= 0 {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			rows := make([][]any, due)
+			now := time.Now().UnixMicro()
+			for j := range rows {
+				rows[j] = []any{next, now}
+				next++
+			}
+			if _, err := src.CopyFrom(ctx, pgx.Identifier{"steady"}, []string{"id", "written"}, pgx.CopyFromRows(rows)); err != nil {
+				b.Fatal(err)
+			}
+			written += due
+		}
+		elapsed += time.Since(start)
+		time.Sleep(time.Second) // let the last batches land
+		cancel()
+		<-done
+		all = append(all, ls.lat...)
+		s.Close(ctx)
+	}
+	slices.Sort(all)
+	if len(all) == 0 {
+		b.Fatal("nothing landed")
+	}
+	b.ReportMetric(float64(written)/elapsed.Seconds(), "changes/s")
+	b.ReportMetric(float64(all[len(all)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(all[len(all)*99/100].Milliseconds()), "p99-ms")
+	b.ReportMetric(float64(len(all))/float64(written), "landed/written")
+}

@@ -107,6 +107,11 @@ type Sink struct {
 	tx      pgx.Tx
 	loading map[int]bool // tables whose new snapshot this transaction loads
 
+	// temps are the temporary staging tables the connection has;
+	// newTemps those the open transaction created (gone if it aborts).
+	temps    map[string]bool
+	newTemps []string
+
 	rejected prometheus.Counter
 }
 
@@ -127,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect target: %w", err)
 	}
-	s := &Sink{cfg: cfg, conn: conn, loading: map[int]bool{},
+	s := &Sink{cfg: cfg, conn: conn, loading: map[int]bool{}, temps: map[string]bool{},
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsink_rejected_rows_total", Help: "Rows the target rejected (dead-lettered, skipped or stalled on)."})}
 	if cfg.Registerer != nil {
@@ -140,6 +145,14 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 			conn.Close(ctx)
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
+	}
+	// Data and position commit together, so a target crash that loses
+	// the last commits (synchronous_commit off) rolls both back to an
+	// earlier batch, which the next run lands again: exactly once still
+	// holds, and a batch does not wait for the target's WAL flush.
+	if _, err := conn.Exec(ctx, "SET synchronous_commit = off"); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("set synchronous_commit: %w", err)
 	}
 	ddl := []string{
 		`CREATE TABLE IF NOT EXISTS ` + CheckpointTable + ` (
@@ -315,8 +328,13 @@ func (s *Sink) Commit(ctx context.Context, expected, next consumer.Position) err
 	s.tx = nil
 	clear(s.loading)
 	if err != nil {
+		s.newTemps = s.newTemps[:0]
 		return fmt.Errorf("commit: %w", err)
 	}
+	for _, t := range s.newTemps {
+		s.temps[t] = true
+	}
+	s.newTemps = s.newTemps[:0]
 	s.pos = next
 	return nil
 }
@@ -329,6 +347,7 @@ func (s *Sink) Abort(ctx context.Context) error {
 	err := s.tx.Rollback(ctx)
 	s.tx = nil
 	clear(s.loading)
+	s.newTemps = s.newTemps[:0]
 	if err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		return fmt.Errorf("rollback: %w", err)
 	}

@@ -186,13 +186,19 @@ func (w *tableWriter) apply(ctx context.Context, ups []consumer.Update) error {
 // columns and runs stmt(temp) over it, inside a savepoint.
 func (w *tableWriter) bulk(ctx context.Context, prefix string, cols []string, rows [][]any, stmt func(tmp string) string) error {
 	tmp := prefix + "_" + w.table
-	return w.savepoint(ctx, func(tx pgx.Tx) error {
-		create := fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s ON COMMIT DROP AS SELECT %s FROM %s WITH NO DATA",
-			ident(tmp), w.list(cols, ""), ident(w.table))
-		if _, err := tx.Exec(ctx, create); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "TRUNCATE "+ident(tmp)); err != nil {
+	created := false
+	err := w.savepoint(ctx, func(tx pgx.Tx) error {
+		// The temporary table lives as long as the connection (created
+		// once, emptied at each commit): creating one per transaction
+		// churns the catalog at every batch.
+		if !w.s.temps[tmp] {
+			create := fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s ON COMMIT DELETE ROWS AS SELECT %s FROM %s WITH NO DATA",
+				ident(tmp), w.list(cols, ""), ident(w.table))
+			if _, err := tx.Exec(ctx, create); err != nil {
+				return err
+			}
+			created = true
+		} else if _, err := tx.Exec(ctx, "DELETE FROM "+ident(tmp)); err != nil {
 			return err
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{tmp}, cols, pgx.CopyFromRows(rows)); err != nil {
@@ -201,6 +207,11 @@ func (w *tableWriter) bulk(ctx context.Context, prefix string, cols []string, ro
 		_, err := tx.Exec(ctx, stmt(ident(tmp)))
 		return err
 	})
+	if err == nil && created {
+		// Only a savepoint that committed keeps what it created.
+		w.s.newTemps = append(w.s.newTemps, tmp)
+	}
+	return err
 }
 
 // upsertEach writes rows one at a time, each in its own savepoint, and
