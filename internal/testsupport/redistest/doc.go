@@ -1,8 +1,8 @@
 // Package redistest gives tests a real Redis: Start runs Debian's
 // redis-server as a child process on a free loopback port, with its own
-// data directory under t.TempDir() and appendonly on (so a restart, even
-// after SIGKILL, keeps every write Redis acknowledged), and stops it when
-// the test ends.
+// data directory under t.TempDir() and appendonly on with appendfsync
+// always (so a restart, even after SIGKILL, keeps every write Redis
+// acknowledged), and stops it when the test ends.
 //
 //	srv := redistest.Start(t)
 //	client := redis.NewClient(&redis.Options{Addr: srv.Addr})

@@ -114,11 +114,12 @@ func (s *Server) launch() error {
 		"--dir", s.Dir,
 		"--daemonize", "no",
 		"--logfile", "", // stdout, which childproc sends to logPath
-		// appendonly with fsync every second: a SIGKILL of the server
-		// loses nothing it acknowledged (the AOF write precedes the
-		// reply; only a machine crash could lose the last second).
+		// appendonly with fsync before every reply: a SIGKILL of the
+		// server loses nothing it acknowledged. With everysec, Redis
+		// may postpone the AOF write while a background fsync runs and
+		// still reply, so a kill can lose acknowledged writes.
 		"--appendonly", "yes",
-		"--appendfsync", "everysec",
+		"--appendfsync", "always",
 		"--save", "", // no RDB snapshots: the AOF is the only durability
 		"--protected-mode", "no",
 	}
