@@ -41,7 +41,7 @@ func BenchmarkSnapshotLanding(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		srv := redistest.Start(b)
+		srv := redistest.StartWith(b, redistest.Options{AppendFsync: "everysec"})
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: time.Minute})
 		sink, err := New(ctx, Config{Client: rdb, Namespace: "bench:", Key: []string{"id"}})
 		if err != nil {
@@ -89,7 +89,7 @@ func BenchmarkSteadyLatency(b *testing.B) {
 	const updates = 200
 	for range b.N {
 		srv := testserver.Start(b, testserver.Options{Tick: 10 * time.Millisecond})
-		rs := redistest.Start(b)
+		rs := redistest.StartWith(b, redistest.Options{AppendFsync: "everysec"})
 		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, srv.URL())
@@ -165,7 +165,7 @@ func BenchmarkEndToEndSnapshot(b *testing.B) {
 	const rows = 1_000_000
 	for range b.N {
 		srv := testserver.Start(b, testserver.Options{})
-		rs := redistest.Start(b)
+		rs := redistest.StartWith(b, redistest.Options{AppendFsync: "everysec"})
 		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1, ReadTimeout: time.Minute})
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, srv.URL())

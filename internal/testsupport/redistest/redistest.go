@@ -27,6 +27,14 @@ const portAttempts = 5
 // installHint ends every "cannot start Redis" message.
 const installHint = "install Redis (Debian/Ubuntu: apt-get install -y redis-server; scripts/prereqs.sh does it)"
 
+// Options tune a server; the zero value is what tests want.
+type Options struct {
+	// AppendFsync is the appendfsync policy: "always" if empty, which
+	// loses no acknowledged write to a SIGKILL; benchmarks measure with
+	// "everysec", the common production setting.
+	AppendFsync string
+}
+
 // Server is a running redis-server. Addr and Dir are read-only.
 type Server struct {
 	// Addr is the server's host:port on 127.0.0.1.
@@ -34,8 +42,9 @@ type Server struct {
 	// Dir is the server's data directory (its appendonly files).
 	Dir string
 
-	bin string
-	mu  sync.Mutex
+	bin   string
+	fsync string
+	mu    sync.Mutex
 	// proc is the running child, nil while the server is down.
 	// mu must be held.
 	proc *childproc.Process
@@ -46,11 +55,20 @@ type Server struct {
 // It fails t if redis-server is missing or does not start.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with opts.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redistest: redis-server not found: %v; %s", err, installHint)
 	}
-	s := &Server{Dir: t.TempDir(), bin: bin}
+	s := &Server{Dir: t.TempDir(), bin: bin, fsync: opts.AppendFsync}
+	if s.fsync == "" {
+		s.fsync = "always"
+	}
 	var lastErr error
 	for range portAttempts {
 		port, err := loopback.FreePort()
@@ -114,12 +132,13 @@ func (s *Server) launch() error {
 		"--dir", s.Dir,
 		"--daemonize", "no",
 		"--logfile", "", // stdout, which childproc sends to logPath
-		// appendonly with fsync before every reply: a SIGKILL of the
-		// server loses nothing it acknowledged. With everysec, Redis
-		// may postpone the AOF write while a background fsync runs and
-		// still reply, so a kill can lose acknowledged writes.
+		// appendonly, by default with fsync before every reply: a
+		// SIGKILL of the server loses nothing it acknowledged. With
+		// everysec, Redis may postpone the AOF write while a background
+		// fsync runs and still reply, so a kill can lose acknowledged
+		// writes.
 		"--appendonly", "yes",
-		"--appendfsync", "always",
+		"--appendfsync", s.fsync,
 		"--save", "", // no RDB snapshots: the AOF is the only durability
 		"--protected-mode", "no",
 	}
