@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/shardtail/shardtail/row"
 )
@@ -170,6 +171,10 @@ func (c *Client) ReadState(ctx context.Context, shard string) (*State, error) {
 // updates (ok), or returns with ok false once the physical upper is past
 // the frontier and the shard itself has the next batch.
 func (l *Listen) logicalProgress(ctx context.Context, t TxnReads) (frontier uint64, ok bool, err error) {
+	// The data shard is still polled as waitUntil does: a drop in another
+	// process shows only there.
+	timer := time.NewTimer(l.r.m.nextPoll())
+	defer timer.Stop()
 	for {
 		s, changed := l.r.m.current()
 		if s.Upper > l.frontier || s.Tombstone {
@@ -190,6 +195,15 @@ func (l *Listen) logicalProgress(ctx context.Context, t TxnReads) (frontier uint
 			return 0, false, ctx.Err()
 		case <-changed:
 		case <-moved:
+		case <-l.r.m.pokedChan():
+			if _, err := l.r.m.refresh(ctx); err != nil && !IsIndeterminate(err) {
+				return 0, false, err
+			}
+		case <-timer.C:
+			timer.Reset(l.r.c.cfg.PollInterval)
+			if _, err := l.r.m.refresh(ctx); err != nil && !IsIndeterminate(err) {
+				return 0, false, err
+			}
 		}
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/txnwal"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -31,6 +34,9 @@ type Storage struct {
 	persist *persist.Client
 	oracle  Oracle
 	log     *slog.Logger
+	// txns, when set, carries the writes of tables (shards owned with
+	// OwnTable): see package persist/txnwal.
+	txns *txnwal.Txns
 
 	mu     sync.Mutex
 	shards map[string]*ownedShard // mu
@@ -70,6 +76,10 @@ type ownedShard struct {
 	// ticks reports whether the tick advances this shard; materialized
 	// views advance with their input instead.
 	ticks bool
+	// txn marks a table's shard registered in the txns shard: its writes
+	// are commits there, and the tick advances it with every other table
+	// in one write.
+	txn bool
 }
 
 // retentionReaderID is the fixed id of every shard's retention policy
@@ -99,9 +109,41 @@ func (s *Storage) expireOldPolicies(ctx context.Context, shard string) error {
 	return nil
 }
 
-// New returns a Storage over p issuing timestamps from o.
-func New(p *persist.Client, o Oracle) *Storage {
-	return &Storage{persist: p, oracle: o, log: slog.Default(), shards: map[string]*ownedShard{}}
+// New returns a Storage over p issuing timestamps from o. txns, when not
+// nil, carries the writes of the shards owned with OwnTable.
+func New(p *persist.Client, o Oracle, txns *txnwal.Txns) *Storage {
+	return &Storage{persist: p, oracle: o, txns: txns, log: slog.Default(), shards: map[string]*ownedShard{}}
+}
+
+// Register registers a new table's shard in the txns shard: the caller
+// does it before the catalog names the table, so that no reader ever
+// meets the table's shard unregistered. Without txns it does nothing.
+func (s *Storage) Register(ctx context.Context, shard string) error {
+	if s.txns == nil {
+		return nil
+	}
+	return s.txns.Register(ctx, shard)
+}
+
+// OwnTable owns a table's shard: with txns, registered in the txns shard
+// (a no-op if it is, as for every table created with txns; tables from
+// before are registered here at their first start), written by commits
+// there and advanced by the tick's one write. Without txns it is Own with
+// the tick.
+func (s *Storage) OwnTable(ctx context.Context, shard string, retainMs int64) error {
+	if s.txns == nil {
+		return s.Own(ctx, shard, retainMs, true)
+	}
+	if err := s.txns.Register(ctx, shard); err != nil {
+		return fmt.Errorf("register %s in the txns shard: %w", shard, err)
+	}
+	if err := s.Own(ctx, shard, retainMs, false); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shards[shard].txn = true
+	return nil
 }
 
 // Own starts writing shard: it opens its writer and its retention policy
@@ -134,7 +176,8 @@ func (s *Storage) Own(ctx context.Context, shard string, retainMs int64, ticks b
 	return nil
 }
 
-// Release stops writing shard and drops its policy hold.
+// Release stops writing shard and drops its policy hold; a table's shard
+// is forgotten by the txns shard (DROP).
 func (s *Storage) Release(shard string) {
 	s.mu.Lock()
 	o := s.shards[shard]
@@ -142,6 +185,13 @@ func (s *Storage) Release(shard string) {
 	s.mu.Unlock()
 	if o != nil {
 		o.policy.Close()
+		if o.txn {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.txns.Forget(ctx, shard); err != nil {
+				s.log.Warn("release: forget in the txns shard", "shard", shard, "err", err)
+			}
+		}
 	}
 }
 
@@ -176,6 +226,9 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.txn {
+		return s.commit(ctx, map[string][]row.Update{shard: updates}, nil)
+	}
 	return s.retryAppend(shard, func() (uint64, error) {
 		upper := o.w.Upper()
 		ts, err := s.oracle.WriteTS(ctx, upper)
@@ -187,6 +240,36 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 		}
 		return ts, o.w.CompareAndAppend(ctx, updates, upper, ts+1)
 	})
+}
+
+// commit writes tables' updates as one transaction of the txns shard:
+// each shard's batch is uploaded, then one compare-and-set records them
+// all at one timestamp (see txnwal.Txns.Commit). readAt is a
+// read-modify-write's check. The shards' o.mu must be held.
+func (s *Storage) commit(ctx context.Context, writes map[string][]row.Update, readAt map[string]uint64) (uint64, error) {
+	ws := make([]txnwal.Write, 0, len(writes))
+	for shard, updates := range writes {
+		b, err := s.txns.WriteBatch(ctx, shard, updates)
+		if err != nil {
+			return 0, err
+		}
+		ws = append(ws, txnwal.Write{Shard: shard, Batch: b})
+	}
+	return s.commitWritten(ctx, ws, readAt)
+}
+
+// commitWritten commits batches already written and notes the write.
+func (s *Storage) commitWritten(ctx context.Context, ws []txnwal.Write, readAt map[string]uint64) (uint64, error) {
+	ts, err := s.txns.Commit(ctx, ws, readAt, s.oracle.WriteTS)
+	if err != nil {
+		return 0, err
+	}
+	shards := make([]string, len(ws))
+	for i, w := range ws {
+		shards[i] = w.Shard
+	}
+	s.noteWrite(ts, shards...)
+	return ts, nil
 }
 
 // retryAppend is the compare-and-append loop of every write timed by the
@@ -213,9 +296,11 @@ func (s *Storage) retryAppend(shard string, attempt func() (uint64, error)) (uin
 
 // AppendMulti commits writes to several shards at one timestamp (a
 // transaction's): every shard is checked and locked, in a fixed order,
-// before any is written, and all appends carry the same time, so a reader
-// never sees part of the transaction at a time. Each shard's append is its
-// own compare-and-set: a crash between them can leave a prefix applied.
+// before any is written. Tables' writes are one commit of the txns shard,
+// atomic whatever fails or crashes after it. Without txns each shard's
+// append is its own compare-and-set, at one time, so a reader never sees
+// part of the transaction at a time, but a crash between them can leave a
+// prefix applied.
 func (s *Storage) AppendMulti(ctx context.Context, writes map[string][]row.Update) (uint64, error) {
 	shards := make([]string, 0, len(writes))
 	for shard := range writes {
@@ -230,9 +315,14 @@ func (s *Storage) AppendMulti(ctx context.Context, writes map[string][]row.Updat
 		}
 		owned[i] = o
 	}
+	allTxn := true
 	for _, o := range owned {
 		o.mu.Lock()
 		defer o.mu.Unlock()
+		allTxn = allTxn && o.txn
+	}
+	if allTxn {
+		return s.commit(ctx, writes, nil)
 	}
 	var floor uint64
 	for _, o := range owned {
@@ -271,6 +361,16 @@ func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *pe
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.txn {
+		wb, err := b.Finish(ctx)
+		if err != nil {
+			b.Abort(ctx)
+			return 0, err
+		}
+		// A failed commit may still have been recorded (an error after its
+		// compare-and-set was sent): the parts are left to the sweep.
+		return s.commitWritten(ctx, []txnwal.Write{{Shard: shard, Batch: wb}}, nil)
+	}
 	return s.retryAppend(shard, func() (uint64, error) {
 		upper := o.w.Upper()
 		ts, err := s.oracle.WriteTS(ctx, upper)
@@ -292,6 +392,9 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.txn {
+		return s.readModifyCommit(ctx, shard, fn)
+	}
 	return s.retryAppend(shard, func() (uint64, error) {
 		st, err := s.persist.State(ctx, shard)
 		if err != nil {
@@ -328,6 +431,41 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 	})
 }
 
+// readModifyCommit is ReadModifyWrite of a table: it reads the shard at
+// the txns shard's latest time and commits what fn derives, iff no other
+// commit wrote the shard after that time (else it reads again). o.mu must
+// be held.
+func (s *Storage) readModifyCommit(ctx context.Context, shard string, fn func(current []row.Update) ([]row.Update, error)) (uint64, error) {
+	for {
+		st, err := s.persist.ReadState(ctx, shard)
+		if err != nil {
+			return 0, err
+		}
+		at := st.Upper - 1 // registration put the logical upper above 0
+		r, err := s.persist.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "update"})
+		if err != nil {
+			return 0, err
+		}
+		current, err := ReadAll(ctx, r, max(at, r.Since()))
+		r.Close()
+		if err != nil {
+			return 0, err
+		}
+		updates, err := fn(current)
+		if err != nil {
+			return 0, err
+		}
+		if len(updates) == 0 {
+			return 0, nil
+		}
+		ts, err := s.commit(ctx, map[string][]row.Update{shard: updates}, map[string]uint64{shard: max(at, r.Since())})
+		if errors.Is(err, txnwal.ErrConflict) {
+			continue // another process wrote it: read again
+		}
+		return ts, err
+	}
+}
+
 // ReadAll reads a shard's whole contents at asOf (UPDATE and DELETE, and a
 // materialized view's restart correction).
 func ReadAll(ctx context.Context, r *persist.Reader, asOf uint64) ([]row.Update, error) {
@@ -361,6 +499,15 @@ func (s *Storage) Tick(ctx context.Context) {
 		shards[k] = v
 	}
 	s.mu.Unlock()
+	var progress uint64
+	if s.txns != nil && slices.ContainsFunc(slices.Collect(maps.Values(shards)), func(o *ownedShard) bool { return o.txn }) {
+		// Every table at once: one write, however many there are.
+		p, err := s.txns.Advance(ctx, s.oracle.WriteTS)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("tick: advance the txns shard", "err", err)
+		}
+		progress = p
+	}
 	for shard, o := range shards {
 		if o.ticks {
 			if err := s.advance(ctx, o); err != nil && ctx.Err() == nil {
@@ -372,6 +519,12 @@ func (s *Storage) Tick(ctx context.Context) {
 		o.mu.Unlock()
 		if upper > 1 {
 			since := int64(upper) - 1 - retain
+			if o.txn && progress > 1 {
+				// A table's since trails its logical upper, but a reader's
+				// since stops at the physical upper: aiming past it would
+				// cost every idle table a write per tick for nothing.
+				since = min(int64(progress)-1-retain, int64(upper))
+			}
 			if since > 0 && uint64(since) > o.policy.Since() {
 				if err := o.policy.Downgrade(ctx, uint64(since)); err != nil && ctx.Err() == nil {
 					s.log.Warn("tick: downgrade since", "shard", shard, "err", err)

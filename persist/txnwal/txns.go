@@ -2,7 +2,6 @@ package txnwal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,11 +19,6 @@ import (
 
 // DefaultKey is the consensus key of the txns shard.
 const DefaultKey = "txns"
-
-// truncateEvery is how many versions of the txns shard accumulate in
-// consensus before the older ones are truncated (only the head is ever
-// read).
-const truncateEvery = 64
 
 // Config configures Open.
 type Config struct {
@@ -60,6 +54,7 @@ type Txns struct {
 	mu      sync.Mutex
 	state   *State                     // mu: newest known
 	seq     persist.SeqNo              // mu: its version
+	rollup  persist.SeqNo              // mu: the newest rollup at or before seq
 	changed chan struct{}              // mu: closed (and replaced) when state advances
 	checked map[string]bool            // mu: shards Registered found unregistered after a refresh
 	applied map[string]bool            // mu: commits applied to every shard, for the next CAS to tidy
@@ -90,7 +85,7 @@ func Open(ctx context.Context, p *persist.Client, cfg Config) (*Txns, error) {
 	if t.log == nil {
 		t.log = slog.Default()
 	}
-	t.refreshes = coalesce.New(t.readHead)
+	t.refreshes = coalesce.New(t.readConsensus)
 	if err := t.refreshes.Do(ctx); err != nil {
 		return nil, fmt.Errorf("open txns shard: %w", err)
 	}
@@ -151,16 +146,22 @@ func (t *Txns) seqNo() persist.SeqNo {
 	return t.seq
 }
 
-// install publishes s at seq if it is newer than the cache.
-func (t *Txns) install(seq persist.SeqNo, s *State) {
+// install publishes l if it is newer than the cache.
+func (t *Txns) install(l loaded) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if seq <= t.seq {
+	if l.seq <= t.seq {
 		return
 	}
-	t.seq, t.state = seq, s
+	t.seq, t.state, t.rollup = l.seq, l.state, l.rollup
 	close(t.changed)
 	t.changed = make(chan struct{})
+}
+
+func (t *Txns) loaded() loaded {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return loaded{state: t.state, seq: t.seq, rollup: t.rollup}
 }
 
 // Refresh reads the txns shard's head: afterwards the cache holds every
@@ -173,21 +174,14 @@ func (t *Txns) Refresh(ctx context.Context) (*State, error) {
 	return s, nil
 }
 
-func (t *Txns) readHead() error {
+func (t *Txns) readConsensus() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	vd, err := t.cons.Head(ctx, t.key)
-	if err != nil || vd == nil {
+	l, err := catchUp(ctx, t.cons, t.key, t.loaded())
+	if err != nil {
 		return err
 	}
-	s := newState()
-	if err := json.Unmarshal(vd.Data, s); err != nil {
-		return fmt.Errorf("%w: %v", ErrCorruptState, err)
-	}
-	if s.Shards == nil {
-		s.Shards = map[string]DataShard{}
-	}
-	t.install(vd.SeqNo, s)
+	t.install(l)
 	return nil
 }
 
@@ -211,9 +205,8 @@ func (t *Txns) cas(ctx context.Context, tr transition) (*State, error) {
 	t.mu.Unlock()
 	tr = then(tr, tidy(applied))
 	for attempt := 0; ; attempt++ {
-		t.mu.Lock()
-		cur, seq := t.state, t.seq
-		t.mu.Unlock()
+		l := t.loaded()
+		cur, seq := l.state, l.seq
 		next, err := tr(cur)
 		if errors.Is(err, errNoOp) {
 			t.forgetApplied(cur)
@@ -222,7 +215,7 @@ func (t *Txns) cas(ctx context.Context, tr transition) (*State, error) {
 		if err != nil {
 			return nil, err
 		}
-		data, err := json.Marshal(next)
+		data, rollup, err := encodeNext(seq, l.rollup, cur, next)
 		if err != nil {
 			return nil, err
 		}
@@ -236,10 +229,11 @@ func (t *Txns) cas(ctx context.Context, tr transition) (*State, error) {
 			return nil, fmt.Errorf("cas txns at %s: %w", seq+1, err)
 		}
 		if err == nil && ok {
-			t.install(seq+1, next)
+			t.install(loaded{state: next, seq: seq + 1, rollup: rollup})
 			t.forgetApplied(next)
-			if (seq+1)%truncateEvery == 0 {
-				if _, err := t.cons.Truncate(ctx, t.key, seq+1); err != nil {
+			if rollup == seq+1 && seq > 0 {
+				// Nothing reads below the newest rollup.
+				if _, err := t.cons.Truncate(ctx, t.key, rollup); err != nil {
 					t.log.Warn("txns: truncate", "err", err)
 				}
 			}
