@@ -322,6 +322,10 @@ func (c *Coordinator) Close() error {
 	return err
 }
 
+// Tick runs one tick of the storage now: tests that turn the background
+// tick off (Config.Tick < 0) drive it.
+func (c *Coordinator) Tick(ctx context.Context) { c.storage.Tick(ctx) }
+
 // Catalog returns the catalog (for tests and tools).
 func (c *Coordinator) Catalog() *catalog.Catalog { return c.catalog }
 
