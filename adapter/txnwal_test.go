@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/persist"
@@ -183,4 +185,46 @@ func lastProgress(t *testing.T, rows []string) uint64 {
 		}
 	}
 	return last
+}
+
+// TestTxnTailProcessSeesOneTimestamp: fast-path subscribers in a tail
+// process, which reads tables through the txns shard, see a transaction
+// over two tables at one timestamp — even one whose writer upstream died
+// between its commit and the applies, which the tail's reads complete.
+func TestTxnTailProcessSeesOneTimestamp(t *testing.T) {
+	d := &dyingCommits{died: make(chan struct{})}
+	// No tick upstream: it would complete the commit itself.
+	p := startProxyPair(t, testserver.Options{Tick: -1, Adapter: func(c *adapter.Config) { c.AfterTxnCommit = d.hook }}, testserver.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := connect(t, p.proxy)
+	mustExec(t, w, "CREATE TABLE a (n int)", "CREATE TABLE b (n int)")
+	subs := map[string]*pgx.Conn{}
+	for _, tb := range []string{"a", "b"} {
+		c := connect(t, p.proxy)
+		execAll(t, c, "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE "+tb+" WITH (PROGRESS)")
+		for lastProgress(t, fetch(t, ctx, c, "FETCH ALL c WITH (timeout = '1s')")) == 0 {
+		}
+		subs[tb] = c
+	}
+	if got, want := p.subscribes(t), []string{"proxy:fast", "proxy:fast"}; !slices.Equal(got, want) {
+		t.Fatalf("subscribes run at %v, want %v", got, want)
+	}
+	d.armed.Store(true)
+	go connect(t, p.proxy).Exec(context.Background(), "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (2); COMMIT")
+	<-d.died
+	d.armed.Store(false)
+	at := map[string]string{}
+	for tb, c := range subs {
+		for at[tb] == "" {
+			for _, r := range fetch(t, ctx, c, "FETCH ALL c WITH (timeout = '1s')") {
+				if f := strings.Fields(r); f[1] != "t" {
+					at[tb] = f[0]
+				}
+			}
+		}
+	}
+	if at["a"] != at["b"] {
+		t.Errorf("the transaction reached the tail's subscribers at %s in a and %s in b, want one timestamp", at["a"], at["b"])
+	}
 }
