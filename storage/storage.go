@@ -137,18 +137,17 @@ func (s *Storage) OwnTable(ctx context.Context, shard string, retainMs int64) er
 	if err := s.txns.Register(ctx, shard); err != nil {
 		return fmt.Errorf("register %s in the txns shard: %w", shard, err)
 	}
-	if err := s.Own(ctx, shard, retainMs, false); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.shards[shard].txn = true
-	return nil
+	return s.own(ctx, shard, &ownedShard{retainMs: retainMs, txn: true})
 }
 
 // Own starts writing shard: it opens its writer and its retention policy
 // reader. ticks says whether the tick advances it.
 func (s *Storage) Own(ctx context.Context, shard string, retainMs int64, ticks bool) error {
+	return s.own(ctx, shard, &ownedShard{retainMs: retainMs, ticks: ticks})
+}
+
+// own opens o's writer and policy reader and records it.
+func (s *Storage) own(ctx context.Context, shard string, o *ownedShard) error {
 	s.mu.Lock()
 	if _, ok := s.shards[shard]; ok {
 		s.mu.Unlock()
@@ -172,7 +171,8 @@ func (s *Storage) Own(ctx context.Context, shard string, retainMs int64, ticks b
 		policy.Close()
 		return nil
 	}
-	s.shards[shard] = &ownedShard{w: w, policy: policy, retainMs: retainMs, ticks: ticks}
+	o.w, o.policy = w, policy
+	s.shards[shard] = o
 	return nil
 }
 
@@ -224,10 +224,23 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 	if err != nil {
 		return 0, err
 	}
+	commit := func() (uint64, error) { return s.commit(ctx, map[string][]row.Update{shard: updates}, nil) }
+	return s.appendFresh(ctx, shard, o, commit, func(upper, ts uint64) error {
+		for i := range updates {
+			updates[i].T = ts
+		}
+		return o.w.CompareAndAppend(ctx, updates, upper, ts+1)
+	})
+}
+
+// appendFresh takes the shard's write lock and, for a table, runs commit
+// (a commit of the txns shard); for another shard it runs write, through
+// retryAppend, at a fresh timestamp from the oracle above its upper.
+func (s *Storage) appendFresh(ctx context.Context, shard string, o *ownedShard, commit func() (uint64, error), write func(upper, ts uint64) error) (uint64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.txn {
-		return s.commit(ctx, map[string][]row.Update{shard: updates}, nil)
+		return commit()
 	}
 	return s.retryAppend(shard, func() (uint64, error) {
 		upper := o.w.Upper()
@@ -235,10 +248,7 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 		if err != nil {
 			return 0, err
 		}
-		for i := range updates {
-			updates[i].T = ts
-		}
-		return ts, o.w.CompareAndAppend(ctx, updates, upper, ts+1)
+		return ts, write(upper, ts)
 	})
 }
 
@@ -359,9 +369,7 @@ func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *pe
 		b.Abort(ctx)
 		return 0, err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.txn {
+	commit := func() (uint64, error) {
 		wb, err := b.Finish(ctx)
 		if err != nil {
 			b.Abort(ctx)
@@ -371,15 +379,15 @@ func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *pe
 		// compare-and-set was sent): the parts are left to the sweep.
 		return s.commitWritten(ctx, []txnwal.Write{{Shard: shard, Batch: wb}}, nil)
 	}
-	return s.retryAppend(shard, func() (uint64, error) {
-		upper := o.w.Upper()
-		ts, err := s.oracle.WriteTS(ctx, upper)
-		if err != nil {
-			b.Abort(ctx) // nothing of it was committed
-			return 0, err
-		}
-		return ts, b.Append(ctx, ts, upper)
+	var appendErr error // b.Append's last error: any other is the oracle's
+	ts, err := s.appendFresh(ctx, shard, o, commit, func(upper, ts uint64) error {
+		appendErr = b.Append(ctx, ts, upper)
+		return appendErr
 	})
+	if err != nil && err != appendErr && !o.txn {
+		b.Abort(ctx) // the oracle failed: nothing of the batch was committed
+	}
+	return ts, err
 }
 
 // ReadModifyWrite reads the shard's contents at its latest time and appends
