@@ -47,7 +47,7 @@ func TestCrashTxns(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
-	t.Setenv(killAfterTxnCommitEnv, "0.25")
+	t.Setenv(killAfterTxnCommitEnv, "0.15")
 
 	m := &txnModel{acked: map[int64][]int{}}
 	var resumeAt uint64 // the time the previous run started at
@@ -75,13 +75,12 @@ func TestCrashTxns(t *testing.T) {
 			for m.step(c, opRng) {
 			}
 		}()
-		select {
-		case <-srv.exited: // the hook: killed between a commit and its applies
-			hookKills++
-		case <-time.After(time.Duration(200+rng.IntN(1500)) * time.Millisecond):
-			srv.kill(t)
+		if exitedWithin(srv, time.Duration(200+rng.IntN(1500))*time.Millisecond) {
+			hookKills++ // the hook: killed between a commit and its applies
+		} else {
 			timerKills++
 		}
+		srv.proc.Kill() // reaps the child the hook killed
 		<-done
 		c.Close(context.Background())
 	}
@@ -99,6 +98,19 @@ func TestCrashTxns(t *testing.T) {
 	if len(m.acked) < 10 {
 		t.Errorf("only %d transactions were acknowledged: the test exercised little", len(m.acked))
 	}
+}
+
+// exitedWithin reports whether the server exits (killed by the hook)
+// within d.
+func exitedWithin(srv *binaryServer, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if exited, _ := srv.proc.Exited(); exited {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }
 
 // txnModel is what the client knows was acknowledged. Transaction k
