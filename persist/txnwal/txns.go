@@ -474,6 +474,9 @@ func (t *Txns) applyShard(ctx context.Context, shard string, st *State) error {
 		return nil
 	}
 	cached, err := t.p.CachedState(ctx, shard)
+	if errors.Is(err, persist.ErrShardNotFound) {
+		return nil // dropped and finalized since: nothing to apply to
+	}
 	if err != nil {
 		return err
 	}
