@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"sync"
@@ -40,6 +41,7 @@ type Storage struct {
 
 	mu     sync.Mutex
 	shards map[string]*ownedShard // mu
+	ticks  uint64                 // mu: ticks so far
 
 	// lastWrites holds, per shard, the timestamp of its newest acknowledged
 	// write: a read of a materialized view waits until the view reaches
@@ -80,7 +82,17 @@ type ownedShard struct {
 	// are commits there, and the tick advances it with every other table
 	// in one write.
 	txn bool
+	// maintPhase spreads the maintenance of idle tables over the ticks
+	// (see maintainEvery).
+	maintPhase uint64
 }
+
+// maintainEvery is how many ticks pass between the maintenance rounds the
+// tick schedules for each table: nothing appends to an idle table on
+// txn-wal, which once ran its maintenance (lease expiry, the sweep of
+// orphaned uploads) every tick. Tables are spread over the ticks, so a
+// round costs about tables/maintainEvery consensus reads per tick.
+const maintainEvery = 10
 
 // retentionReaderID is the fixed id of every shard's retention policy
 // reader (a critical reader): each start reopens it, with the since it
@@ -137,7 +149,7 @@ func (s *Storage) OwnTable(ctx context.Context, shard string, retainMs int64) er
 	if err := s.txns.Register(ctx, shard); err != nil {
 		return fmt.Errorf("register %s in the txns shard: %w", shard, err)
 	}
-	return s.own(ctx, shard, &ownedShard{retainMs: retainMs, txn: true})
+	return s.own(ctx, shard, &ownedShard{retainMs: retainMs, txn: true, maintPhase: rand.Uint64N(maintainEvery)})
 }
 
 // Own starts writing shard: it opens its writer and its retention policy
@@ -506,6 +518,8 @@ func (s *Storage) Tick(ctx context.Context) {
 	for k, v := range s.shards {
 		shards[k] = v
 	}
+	s.ticks++
+	tick := s.ticks
 	s.mu.Unlock()
 	var progress uint64
 	if s.txns != nil && slices.ContainsFunc(slices.Collect(maps.Values(shards)), func(o *ownedShard) bool { return o.txn }) {
@@ -517,6 +531,9 @@ func (s *Storage) Tick(ctx context.Context) {
 		progress = p
 	}
 	for shard, o := range shards {
+		if o.txn && (tick+o.maintPhase)%maintainEvery == 0 {
+			s.persist.ScheduleMaintenance(shard)
+		}
 		if o.ticks {
 			if err := s.advance(ctx, o); err != nil && ctx.Err() == nil {
 				s.log.Warn("tick: advance upper", "shard", shard, "err", err)
