@@ -129,6 +129,13 @@ func (c *Coordinator) createCollection(ctx context.Context, it *catalog.Item) (*
 		if _, err := c.persist.CreateShard(ctx, it.Shard, it.Schema); err != nil {
 			return nil, fmt.Errorf("create shard: %w", err)
 		}
+		if it.Kind == catalog.KindTable {
+			// Registered before the catalog names it: no reader, in any
+			// process, meets the table unregistered.
+			if err := c.storage.Register(ctx, it.Shard); err != nil {
+				return nil, fmt.Errorf("register table shard: %w", err)
+			}
+		}
 	}
 	cs, err := c.catalog.Update(ctx, func(cs *catalog.State) error {
 		if err := checkNewName(cs, it.Name); err != nil {
