@@ -146,7 +146,7 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 	case *sql.Select:
 		return s.planSelect(ctx, st, paramOIDs)
 	case *sql.Subscribe:
-		return s.planSubscribe(st)
+		return s.planSubscribe(st, paramOIDs)
 	case *sql.DeclareCursor:
 		return s.planDeclare(st)
 	case *sql.Fetch:

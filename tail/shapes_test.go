@@ -13,7 +13,7 @@ func TestShapeCache(t *testing.T) {
 	var c shapeCache[int]
 	var calls sync.Map // shape key -> *int of format calls
 	get := func(opts *formatter.Options, v int) int {
-		return c.get(opts, func() int {
+		return c.get(outputKey(nil, opts), func() int {
 			n, _ := calls.LoadOrStore(opts.ShapeKey(), new(int))
 			*n.(*int)++ // under the cache's lock
 			return v

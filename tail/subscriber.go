@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/subscribe"
 )
 
@@ -59,6 +60,12 @@ type Subscriber struct {
 	// other subscribers (never modified): handing them out without copying
 	// keeps a storm's cost per subscriber at a few slice headers.
 	out [][]formatter.Row
+	// parts are the snapshot pieces mapped through the shape so far,
+	// consolidated whole at the end of the snapshot.
+	parts [][]row.Update
+	// fatal is the shape's MFP's error: it ends the stream after the rows
+	// before it, at the batch where the dataflow path fails too.
+	fatal error
 
 	// Guarded by t.mu.
 	queue    []*batch
@@ -160,6 +167,9 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 			s.out = s.out[1:]
 			return rows, nil
 		}
+		if s.fatal != nil {
+			return nil, s.fatal
+		}
 		if s.b.Done() {
 			return nil, io.EOF
 		}
@@ -202,6 +212,11 @@ func (s *Subscriber) step(ctx context.Context) error {
 			return err
 		}
 		if p == nil {
+			if s.req.Shape != nil && !s.b.Done() {
+				if err := s.shapedSnapshot(); err != nil {
+					return err
+				}
+			}
 			s.t.leaveShare(s.sh, s)
 			s.sh = nil
 			s.emit(s.b.SnapshotDone())
@@ -210,6 +225,15 @@ func (s *Subscriber) step(ctx context.Context) error {
 		}
 		switch {
 		case s.b.Done():
+		case s.req.Shape != nil:
+			// Rows of different pieces may map to one row: the pieces
+			// are consolidated whole at the end, as on the dataflow path.
+			mp := p.apply(s.req.Shape, false, s.t.m.metrics)
+			if mp.err != nil {
+				s.fatal = mp.err
+				return nil
+			}
+			s.parts = append(s.parts, mp.updates)
 		case s.req.Output.StreamsSnapshotChunks():
 			// Final on its own: formatted once for every subscriber of
 			// the shape.
@@ -227,6 +251,15 @@ func (s *Subscriber) step(ctx context.Context) error {
 		updates, frontier, err := s.plist.Next(ctx)
 		if err != nil {
 			return s.mapErr(err)
+		}
+		if s.req.Shape != nil {
+			d := decoded{updates: updates}
+			mp := d.apply(s.req.Shape, true, s.t.m.metrics)
+			if mp.err != nil {
+				s.fatal = mp.err
+				return nil
+			}
+			updates = mp.updates
 		}
 		s.emit(s.b.Batch(updates, frontier))
 		s.t.mu.Lock()
@@ -251,9 +284,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.t.releaseQueue(q)
 			s.queue, s.queued = nil, 0
 			s.t.mu.Unlock()
-			for _, b := range q {
-				s.emit(s.b.Groups(b.rows(s.req.Output), b.upper))
-			}
+			s.deliver(q)
 			return nil
 		}
 		if err := s.t.err; err != nil {
@@ -268,6 +299,41 @@ func (s *Subscriber) step(ctx context.Context) error {
 		case <-ready:
 		}
 	}
+	return nil
+}
+
+// deliver emits the rows of published batches, mapped through the
+// subscriber's shape; false when the shape's MFP failed on one (the rows
+// of the batches before it are emitted, then Next returns the error).
+func (s *Subscriber) deliver(batches []*batch) bool {
+	for _, b := range batches {
+		rows, err := b.rows(s.req.Shape, s.req.Output, s.t.m.metrics)
+		if err != nil {
+			s.fatal = err
+			return false
+		}
+		s.emit(s.b.Groups(rows, b.upper))
+	}
+	return true
+}
+
+// shapedSnapshot emits the snapshot of a shaped subscriber once it took
+// every piece: consolidated and formatted once per shape (and output
+// shape) for every subscriber of the share.
+func (s *Subscriber) shapedSnapshot() error {
+	snap := s.sh.final(s.req.Shape, s.parts)
+	s.parts = nil
+	if s.req.Output.StreamsSnapshotChunks() {
+		s.emit(snap.rows.get(outputKey(nil, s.req.Output), func() []formatter.Row {
+			return formatter.Shared(s.req.Output.Data(s.req.AsOf, snap.updates))
+		}))
+		return nil
+	}
+	rows, err := s.b.Snapshot(snap.updates)
+	if err != nil {
+		return err
+	}
+	s.emit(rows)
 	return nil
 }
 
@@ -289,8 +355,8 @@ func (s *Subscriber) join(ctx context.Context) error {
 	}
 	s.t.mu.Unlock()
 	if covered {
-		for _, b := range batches {
-			s.emit(s.b.Groups(b.rows(s.req.Output), b.upper))
+		if !s.deliver(batches) {
+			return nil
 		}
 		// The shared listen may be ahead of every batch the subscriber took
 		// (it attached at or past the listen's position): report that
