@@ -12,7 +12,7 @@ import (
 // and output shape, on first use, and the rows are shared too.
 type batch struct {
 	lower, upper uint64
-	decoded      // consolidated, ordered by time
+	decoded            // consolidated, ordered by time
 	bytes        int64 // estimated size, charged to each queue
 
 	// Held by the window and how many queues, for the memory budget
