@@ -272,11 +272,15 @@ func (r *runner) stream(ctx context.Context, c *Case, wc *wireConn, out *output)
 			}
 		}
 	}
+	var params []string
+	if v, ok := c.Arg("params"); ok {
+		params = strings.Split(v, ",")
+	}
 	switch {
 	case c.Flag("extended"):
-		err = wc.sendExtended(sql, 0)
+		err = wc.sendExtended(sql, 0, params...)
 	case c.Flag("binary"):
-		err = wc.sendExtended(sql, 1)
+		err = wc.sendExtended(sql, 1, params...)
 	default:
 		err = wc.sendQuery(sql)
 	}

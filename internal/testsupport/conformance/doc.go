@@ -49,7 +49,7 @@
 //	          those (for tick scripts, where progress rows are untimed)
 //	subscribe a bare SUBSCRIBE: read to completion (UP TO), or with rows=N
 //	          read N rows, then cancel; extended / binary use the extended
-//	          protocol
+//	          protocol, with params=V1,V2 as the text values of $1, $2
 //	copy      COPY (SUBSCRIBE ...) TO STDOUT in text, csv or binary (the
 //	          PGCOPY stream is decoded); rows=N as for subscribe
 //	send      send SQL and return at once (no output)
