@@ -144,3 +144,94 @@ func (d *decoded) apply(sh *subscribe.Shape, consolidate bool, m *Metrics) mappe
 		return mapped{updates: out}
 	})
 }
+
+// shapeSubs is one distinct shape of a tail's subscribers.
+type shapeSubs struct {
+	shape *subscribe.Shape
+	n     int // subscribers of the shape
+	// routed are the subscribers of the shape that only need the batches
+	// its index routes rows to (see Subscriber.routed).
+	routed map[*Subscriber]struct{}
+}
+
+// addSubscriber registers s with the tail's shapes: s gets every batch
+// (t.every) unless its shape's index routes batches to it. t.mu must be
+// held.
+func (t *SharedTail) addSubscriber(s *Subscriber) {
+	t.subs[s] = struct{}{}
+	sh := s.req.Shape
+	if sh == nil {
+		t.every[s] = struct{}{}
+		return
+	}
+	ss := t.shapes[sh.Key]
+	if ss == nil {
+		ss = &shapeSubs{shape: sh, routed: map[*Subscriber]struct{}{}}
+		t.shapes[sh.Key] = ss
+		t.m.metrics.shapes.WithLabelValues(t.shard).Inc()
+		if idx := sh.Index; idx != nil {
+			byValue := t.indexed[idx.Col]
+			if byValue == nil {
+				byValue = map[row.Datum]map[*shapeSubs]struct{}{}
+				t.indexed[idx.Col] = byValue
+			}
+			for _, v := range idx.Values {
+				if byValue[v] == nil {
+					byValue[v] = map[*shapeSubs]struct{}{}
+				}
+				byValue[v][ss] = struct{}{}
+			}
+		}
+	}
+	ss.n++
+	if s.routed() {
+		ss.routed[s] = struct{}{}
+	} else {
+		t.every[s] = struct{}{}
+	}
+}
+
+// removeSubscriber unregisters s, and its shape with its last subscriber.
+// t.mu must be held.
+func (t *SharedTail) removeSubscriber(s *Subscriber) {
+	delete(t.subs, s)
+	delete(t.every, s)
+	sh := s.req.Shape
+	if sh == nil {
+		return
+	}
+	ss := t.shapes[sh.Key]
+	delete(ss.routed, s)
+	if ss.n--; ss.n > 0 {
+		return
+	}
+	delete(t.shapes, sh.Key)
+	t.m.metrics.shapes.WithLabelValues(t.shard).Dec()
+	if idx := sh.Index; idx != nil {
+		byValue := t.indexed[idx.Col]
+		for _, v := range idx.Values {
+			delete(byValue[v], ss)
+			if len(byValue[v]) == 0 {
+				delete(byValue, v)
+			}
+		}
+		if len(byValue) == 0 {
+			delete(t.indexed, idx.Col)
+		}
+	}
+}
+
+// routedShapes returns the indexed shapes some row of b is routed to: a
+// write costs the distinct values it holds in each indexed column plus
+// the shapes it matches, not a look at every shape. t.mu must be held.
+func (t *SharedTail) routedShapes(b *batch) map[*shapeSubs]struct{} {
+	matched := map[*shapeSubs]struct{}{}
+	for col, byValue := range t.indexed {
+		for v := range b.route(col) {
+			for ss := range byValue[v] {
+				matched[ss] = struct{}{}
+			}
+		}
+	}
+	return matched
+}

@@ -73,7 +73,22 @@ type Subscriber struct {
 	attached bool
 	detached bool
 	lost     int64 // bytes queued when detached, for the error
-	ready    chan struct{}
+	// next is, when detached, the lower of the first batch it was not
+	// handed: a routed subscriber skipped the batches before it that held
+	// nothing for it, so it resumes there rather than at its batcher's
+	// frontier.
+	next  uint64
+	ready chan struct{}
+	// resumeAt is next, taken by the session goroutine at a resume.
+	resumeAt uint64
+}
+
+// routed reports whether the subscriber needs only the batches its
+// shape's index routes rows to: one without PROGRESS (a batch with no row
+// for it sends nothing) or UP TO (it completes at a frontier), whose shape
+// is indexed.
+func (s *Subscriber) routed() bool {
+	return s.req.Shape != nil && s.req.Shape.Index != nil && !s.req.Output.Progress && s.req.UpTo == nil
 }
 
 // Subscribe starts a fast-path subscribe on the collection's shared tail,
@@ -91,14 +106,31 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	// Holding from here: the snapshot reader's since stays at or below
 	// req.AsOf (snapshotHold runs under t.mu too).
 	s.holding.Store(true)
-	t.subs[s] = struct{}{}
+	t.addSubscriber(s)
 	t.mu.Unlock()
 	m.metrics.subscribers.Inc()
 	return s, nil
 }
 
-// Frontier is the progress delivered so far. Safe from any goroutine.
-func (s *Subscriber) Frontier() uint64 { return s.frontier.Load() }
+// Frontier is the progress delivered so far. Safe from any goroutine. A
+// routed subscriber that is attached has also passed the batches that
+// were not routed to it.
+func (s *Subscriber) Frontier() uint64 {
+	f := s.frontier.Load()
+	if !s.routed() {
+		return f
+	}
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	switch {
+	case !s.attached:
+	case len(s.queue) > 0:
+		f = max(f, s.queue[0].lower)
+	default:
+		f = max(f, s.t.frontier)
+	}
+	return f
+}
 
 // QueuedBytes is the bytes waiting in the subscriber's queue, and the
 // snapshot it holds back to order or envelope it whole.
@@ -114,7 +146,7 @@ func (s *Subscriber) push(b *batch) {
 		return
 	}
 	if s.req.MaxBufferedBytes > 0 && s.queued+b.bytes > s.req.MaxBufferedBytes {
-		s.detach(s.queued + b.bytes)
+		s.detach(s.queued+b.bytes, b.lower)
 		s.t.m.metrics.detaches.Inc()
 		return
 	}
@@ -126,10 +158,16 @@ func (s *Subscriber) push(b *batch) {
 }
 
 // detach drops the queue of an attached subscriber, which resumes at its
-// next Next from the frontier it delivered; lost is the backlog reported
-// if the shard no longer retains that frontier. t.mu must be held.
-func (s *Subscriber) detach(lost int64) {
+// next Next from the frontier it delivered: the first queued batch's
+// lower, else next (the batch being published, or the tail's frontier);
+// lost is the backlog reported if the shard no longer retains that
+// frontier. t.mu must be held.
+func (s *Subscriber) detach(lost int64, next uint64) {
 	s.lost = lost
+	s.next = next
+	if len(s.queue) > 0 {
+		s.next = s.queue[0].lower
+	}
 	s.t.m.metrics.queueBytes.Sub(float64(s.queued))
 	s.t.releaseQueue(s.queue)
 	clear(s.queue)
@@ -151,8 +189,9 @@ func (s *Subscriber) wake() {
 }
 
 // pos is the next time the subscriber needs: every update below it was
-// delivered.
-func (s *Subscriber) pos() uint64 { return max(s.b.Frontier(), s.req.AsOf+1) }
+// delivered (or, for a routed subscriber, skipped as holding nothing for
+// it).
+func (s *Subscriber) pos() uint64 { return max(s.b.Frontier(), s.req.AsOf+1, s.resumeAt) }
 
 // Next returns up to max output rows (all ready when max <= 0), blocking
 // until at least one is ready; io.EOF once UP TO is reached.
@@ -273,6 +312,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 		s.t.mu.Lock()
 		if s.detached {
 			s.detached = false
+			s.resumeAt = s.next
 			s.t.mu.Unlock()
 			s.t.m.metrics.resumes.Inc()
 			s.phase = phaseJoin
@@ -414,7 +454,7 @@ func (s *Subscriber) Close() {
 	t := s.t
 	t.mu.Lock()
 	if _, ok := t.subs[s]; ok {
-		delete(t.subs, s)
+		t.removeSubscriber(s)
 		t.m.metrics.subscribers.Dec()
 		t.m.metrics.queueBytes.Sub(float64(s.queued))
 		t.releaseQueue(s.queue)
