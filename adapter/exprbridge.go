@@ -143,8 +143,8 @@ func (m *mfp) shape() *subscribe.Shape {
 		keys[i] = st.ShapeKey()
 	}
 	sh := &subscribe.Shape{Key: strings.Join(keys, "\n|\n"), MFP: m}
-	if eq, ok := expr.LeadingEquality(m.stages); ok && !eq.Nulls {
-		sh.Index = &subscribe.Index{Col: eq.Col, Values: eq.Values}
+	if eq, ok := expr.LeadingEquality(m.stages); ok {
+		sh.Index = &subscribe.Index{Col: eq.Col, Values: eq.Values, Nulls: eq.Nulls}
 	}
 	return sh
 }

@@ -32,8 +32,20 @@ type Shape struct {
 // requires of every row it passes, and nothing evaluated before it can
 // fail. Values are comparable Go values (row.Datum of the column's type,
 // never NULL) for which Go equality is SQL equality: a row is a candidate
-// exactly when its column's value == one of them.
+// exactly when its column's value == one of them, or is NULL with Nulls
+// (the filter may then still fail after the equality, see
+// expr.Equality.Nulls).
 type Index struct {
 	Col    int
 	Values []row.Datum
+	Nulls  bool
+}
+
+// Keys are the values a candidate row's column holds: Values, and nil
+// (NULL) with Nulls.
+func (x *Index) Keys() []row.Datum {
+	if !x.Nulls {
+		return x.Values
+	}
+	return append(append([]row.Datum(nil), x.Values...), nil)
 }

@@ -68,7 +68,7 @@ type mapped struct {
 }
 
 // route returns the positions of the updates whose column col holds
-// value, computing the column's table on first use.
+// value (nil for NULL), computing the column's table on first use.
 func (d *decoded) route(col int) map[row.Datum][]int32 {
 	d.routeMu.Lock()
 	defer d.routeMu.Unlock()
@@ -77,7 +77,7 @@ func (d *decoded) route(col int) map[row.Datum][]int32 {
 	}
 	r := map[row.Datum][]int32{}
 	for i, u := range d.updates {
-		if col < len(u.Row) && u.Row[col] != nil {
+		if col < len(u.Row) {
 			r[u.Row[col]] = append(r[u.Row[col]], int32(i))
 		}
 	}
@@ -95,11 +95,12 @@ func (d *decoded) candidates(sh *subscribe.Shape) ([]int32, bool) {
 		return nil, false
 	}
 	r := d.route(sh.Index.Col)
+	keys := sh.Index.Keys()
 	var pos []int32
-	for _, v := range sh.Index.Values {
+	for _, v := range keys {
 		pos = append(pos, r[v]...)
 	}
-	if len(sh.Index.Values) > 1 {
+	if len(keys) > 1 {
 		// IN (a, b): the updates in their order, as evaluating every
 		// update would meet them (the first error must be the same).
 		slices.Sort(pos)
@@ -175,7 +176,7 @@ func (t *SharedTail) addSubscriber(s *Subscriber) {
 				byValue = map[row.Datum]map[*shapeSubs]struct{}{}
 				t.indexed[idx.Col] = byValue
 			}
-			for _, v := range idx.Values {
+			for _, v := range idx.Keys() {
 				if byValue[v] == nil {
 					byValue[v] = map[*shapeSubs]struct{}{}
 				}
@@ -209,7 +210,7 @@ func (t *SharedTail) removeSubscriber(s *Subscriber) {
 	t.m.metrics.shapes.WithLabelValues(t.shard).Dec()
 	if idx := sh.Index; idx != nil {
 		byValue := t.indexed[idx.Col]
-		for _, v := range idx.Values {
+		for _, v := range idx.Keys() {
 			delete(byValue[v], ss)
 			if len(byValue[v]) == 0 {
 				delete(byValue, v)
