@@ -842,6 +842,14 @@ func TestProxySuspendedPortal(t *testing.T) {
 					}
 				}
 			}
+			if tc.subscribe {
+				// A subscribe the proxy passes upstream: one of a query
+				// over a table would be a shape the proxy serves.
+				fe.Send(&pgproto3.Query{String: "SET enable_subscribe_persist_fast_path = false"})
+				if _, _, err := untilReady("SET"); err != nil {
+					t.Fatal(err)
+				}
+			}
 			// In a block, so that the portal outlives each Sync, as JDBC
 			// does with a fetch size.
 			fe.Send(&pgproto3.Query{String: "BEGIN"})
