@@ -62,6 +62,10 @@ type StormConfig struct {
 	Mode Mode
 	// Relation is the collection to subscribe to (or select from).
 	Relation string
+	// RelationFor, when set, is what client i subscribes to instead of
+	// Relation (a query per client: (g)'s shapes); Relation then only
+	// names the storm.
+	RelationFor func(i int) string
 	// FastPath, when "on" or "off", is sent on each connection before the
 	// barrier as SET enable_subscribe_persist_fast_path; "" or "default"
 	// leaves the server's setting.
@@ -712,6 +716,9 @@ func (c *stormClient) snapshot(cfg *StormConfig) error {
 	c.sent = time.Now()
 	c.conn.SetDeadline(c.sent.Add(cfg.Timeout))
 	rel := cfg.Relation
+	if cfg.RelationFor != nil {
+		rel = cfg.RelationFor(c.i)
+	}
 	switch cfg.Mode {
 	case ModeCopy:
 		c.fe.Send(&pgproto3.Query{String: "COPY (SUBSCRIBE " + rel + " WITH (PROGRESS)) TO STDOUT"})
