@@ -191,3 +191,54 @@ func TestShapeRoutedResume(t *testing.T) {
 		})
 	}
 }
+
+// TestShapeRoutedResumeAfterSkips: a routed subscriber that skipped
+// batches holding nothing for it, while the shard compacted past the
+// frontier of the last batch it was handed, resumes after the skipped
+// batches instead of failing with history loss.
+func TestShapeRoutedResumeAfterSkips(t *testing.T) {
+	// Only the newest batch stays in the window; the tail's readers
+	// downgrade at every batch.
+	f := newFixture(t, Config{WindowBytes: 1, DowngradeInterval: time.Nanosecond})
+	at := f.write(ins(1, "a"))
+	s := f.subscribeShape(at, keyShape(1, true), 1) // a push of any batch detaches it
+	want := []string{fmt.Sprintf("%d [1 1 a]", at)}
+	if got := canon(take(t, f.ctx, s, 1)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot: got %q, want %q", got, want)
+	}
+	ts := f.write(ins(1, "b"))
+	if got, want := canon(take(t, f.ctx, s, 1)), []string{fmt.Sprintf("%d [1 1 b]", ts)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("joining: got %q, want %q", got, want)
+	}
+	// Batches for another key: skipped. The shard's since passes them.
+	var last uint64
+	for i := range 5 {
+		last = f.write(ins(2, fmt.Sprint(i)))
+	}
+	if err := f.policy.Downgrade(f.ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	f.write(ins(2, "again")) // the tail's readers downgrade past last
+	if err := waitUntil(10*time.Second, func() bool {
+		st, err := f.p.State(f.ctx, f.shard)
+		return err == nil && st.Since >= last
+	}); err != nil {
+		t.Fatalf("since did not pass %d: %v", last, err)
+	}
+	ts = f.write(ins(1, "c")) // pushed over budget: detached
+	if got, want := canon(take(t, f.ctx, s, 1)), []string{fmt.Sprintf("%d [1 1 c]", ts)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after the skipped batches: got %q, want %q", got, want)
+	}
+}
+
+// waitUntil polls cond until it holds or d passes.
+func waitUntil(d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
