@@ -138,9 +138,13 @@ func (m *mfp) usesNow() bool {
 // stages' keys, parameters' values included) and the leading equality of
 // its filter, through which the SharedTail routes rows to it.
 func (m *mfp) shape() *subscribe.Shape {
-	keys := make([]string, len(m.stages))
-	for i, st := range m.stages {
-		keys[i] = st.ShapeKey()
+	// Stages that pass rows unchanged (SELECT * over a view) are left
+	// out, so that a query and a view of the same filter share a shape.
+	var keys []string
+	for _, st := range m.stages {
+		if !st.Identity() {
+			keys = append(keys, st.ShapeKey())
+		}
 	}
 	sh := &subscribe.Shape{Key: strings.Join(keys, "\n|\n"), MFP: m}
 	if eq, ok := expr.LeadingEquality(m.stages); ok {

@@ -97,3 +97,37 @@ func TestShapeSubscriptions(t *testing.T) {
 		})
 	}
 }
+
+// TestShapeSharedByQueryAndView: a view of a filter and the same filter as
+// a query are one shape of the collection's shared tail.
+func TestShapeSharedByQueryAndView(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	admin := connect(t, s)
+	mustExec(t, admin, "CREATE TABLE t (k int8, u int8)", "INSERT INTO t VALUES (1, 10), (2, 20)",
+		"CREATE VIEW v AS SELECT k FROM t WHERE u = 10")
+	for _, q := range []string{"SUBSCRIBE v", "SUBSCRIBE (SELECT * FROM v)", "SUBSCRIBE (SELECT k FROM t WHERE u = 10)"} {
+		c := connect(t, s)
+		mustExec(t, c, "BEGIN", "DECLARE c CURSOR FOR "+q, "FETCH 1 c")
+	}
+	if got := gaugeValue(t, s, "shardtail_tail_shapes"); got != 1 {
+		t.Errorf("shapes: %v, want 1", got)
+	}
+}
+
+// gaugeValue is the sum of a gauge's series on server s.
+func gaugeValue(t *testing.T, s *testserver.Server, name string) float64 {
+	t.Helper()
+	mfs, err := s.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}

@@ -36,6 +36,10 @@ func (m *MFP) ShapeKey() string {
 	return b.String()
 }
 
+// Identity reports whether the MFP passes every row unchanged (no filter,
+// and the output is the input row): such a stage does not change a shape.
+func (m *MFP) Identity() bool { return m.identity }
+
 // Equality is an equality every row passed by a chain of MFPs must
 // satisfy: the input row's column Col equals one of Values. See
 // LeadingEquality.
