@@ -148,7 +148,7 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 	case *sql.Subscribe:
 		return s.planSubscribe(st, paramOIDs)
 	case *sql.DeclareCursor:
-		return s.planDeclare(st)
+		return s.planDeclare(st, paramOIDs)
 	case *sql.Fetch:
 		return s.planFetch(st)
 	case *sql.CloseCursor:

@@ -526,6 +526,8 @@ type cursor struct {
 	sub     *subscribePlan
 	query   *plan // a cursor over SELECT
 	running subscribe.Subscription
+	// params are the DECLARE's parameter values (extended protocol).
+	params  []row.Datum
 	pending []formatter.Row
 	done    bool
 	// selectRows buffers a SELECT cursor's rows.
@@ -542,12 +544,12 @@ func (c *cursor) close() {
 	}
 }
 
-func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
+func (s *Session) planDeclare(st *sql.DeclareCursor, paramOIDs []uint32) (*plan, error) {
 	var sub *subscribePlan
 	var query *plan
 	switch q := st.Query.(type) {
 	case *sql.Subscribe:
-		p, err := s.planSubscribeStmt(q, nil)
+		p, err := s.planSubscribeStmt(q, paramOIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -559,9 +561,14 @@ func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
 		}
 		query = p
 	}
-	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
-		// A new cursor each time: a prepared DECLARE may run again.
-		cur := &cursor{name: st.Name, sub: sub, query: query}
+	var params []uint32
+	if sub != nil {
+		params = sub.paramOIDs()
+	}
+	return &plan{params: params, exec: func(ctx context.Context, values []row.Datum, _ []int16) (pgwire.Result, error) {
+		// A new cursor each time: a prepared DECLARE may run again. Its
+		// subscription starts at the first FETCH, with these parameters.
+		cur := &cursor{name: st.Name, sub: sub, query: query, params: values}
 		if !s.inBlock() {
 			return nil, errorf(codeNoActiveSQLTx, "DECLARE CURSOR can only be used in transaction blocks")
 		}
@@ -578,7 +585,7 @@ func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
 		}
 		s.cursors[st.Name] = cur
 		return command("DECLARE CURSOR"), nil
-	}), nil
+	}}, nil
 }
 
 func (s *Session) planClose(st *sql.CloseCursor) (*plan, error) {
@@ -660,7 +667,7 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 		return nil, nil
 	}
 	if cur.running == nil && !cur.done {
-		sub, err := cur.sub.start(ctx, nil)
+		sub, err := cur.sub.start(ctx, cur.params)
 		if err != nil {
 			return nil, err
 		}
