@@ -312,6 +312,14 @@ func (p *subscribePlan) upTo(asOf uint64) (*uint64, error) {
 	return &u, nil
 }
 
+// errAsOfNotValid is a subscribe's AS OF below its collection's since: the
+// position is no longer in history (HistoryLost reports it).
+func errAsOfNotValid(asOf, since uint64) *Error {
+	e := errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", asOf, since)
+	e.historyLost = true
+	return e
+}
+
 func errDropped(name string) *Error {
 	return errorf(codeUndefinedObject, "relation '%s' was dropped", qualified(name))
 }
@@ -326,7 +334,7 @@ func mapPersistErr(err error, relation string) error {
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError
 		if errors.As(err, &se) {
-			return errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", se.AsOf, se.Since)
+			return errAsOfNotValid(se.AsOf, se.Since)
 		}
 	}
 	return storageError(err)

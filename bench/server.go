@@ -93,6 +93,7 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen", s.Addr,
 		"--http-listen", fmt.Sprintf("127.0.0.1:%d", hp),
+		"--feed-listen", "", // several servers run at once
 		"--subscribe-persist-fast-path=" + strconv.FormatBool(opt.FastPath)}
 	if opt.Blob != "" {
 		args = append(args, "--blob", opt.Blob)

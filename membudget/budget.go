@@ -26,6 +26,8 @@ const (
 	// HolderPGWire is pgwire's message buffers (a source: pgwire exports
 	// its own gauge).
 	HolderPGWire = "pgwire"
+	// HolderFeed is the HTTP feed's per-stream buffers.
+	HolderFeed = "feed"
 )
 
 // Help is the help text of shardtail_memory_bytes. Every registration of
