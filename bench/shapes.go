@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// Scenario (g), shapes (issue 14): subscribes to a filter over one
+// Scenario (h), shapes (issue 14): subscribes to a filter over one
 // collection, served on the fast path as shapes of the collection's
 // shared tail.
 //
@@ -23,17 +23,17 @@ import (
 //
 // PostgreSQL has no equivalent of a subscribe and is not run.
 
-// ScenarioShapes is (g).
-const ScenarioShapes = "g"
+// ScenarioShapes is (h).
+const ScenarioShapes = "h"
 
-// shapesModulus is the number of distinct shapes of (g)'s storm.
+// shapesModulus is the number of distinct shapes of (h)'s storm.
 const shapesModulus = 64
 
-// tableShaped is (g)'s routed table: (user_id, id, payload).
+// tableShaped is (h)'s routed table: (user_id, id, payload).
 const tableShaped = "shaped"
 
 // ShapeCounterNames are the fast path's shape counters recorded around
-// (g)'s live runs.
+// (h)'s live runs.
 var ShapeCounterNames = []string{
 	"shardtail_tail_shape_evaluations_total",
 	"shardtail_tail_shape_rows_evaluated_total",
@@ -41,7 +41,7 @@ var ShapeCounterNames = []string{
 	"shardtail_tail_shape_pushes_skipped_total",
 }
 
-// ShapesResult is (g) on one path.
+// ShapesResult is (h) on one path.
 type ShapesResult struct {
 	// Bare and Shaped are the storms on mv and on its 64 shapes.
 	Bare   *StormResult `json:"bare"`
@@ -52,7 +52,7 @@ type ShapesResult struct {
 	RoutedSmall *ShapesLive `json:"routed_small,omitempty"`
 }
 
-// ShapesLive is one live run of (g): Users subscribers, each of its own
+// ShapesLive is one live run of (h): Users subscribers, each of its own
 // user_id, under a writer.
 type ShapesLive struct {
 	Users int         `json:"users"`
@@ -72,7 +72,7 @@ func (l *ShapesLive) CPUPerRowMS() float64 {
 	return l.ServerCPU * 1000 / float64(l.Live.Written)
 }
 
-// runShapes runs (g) on srv (holding viewSmall and tableShaped) into pr.
+// runShapes runs (h) on srv (holding viewSmall and tableShaped) into pr.
 func runShapes(ctx context.Context, cfg *SuiteConfig, srv *Server, pr *PathResults, label func(string) string) error {
 	res := &ShapesResult{}
 	pr.Shapes = res
@@ -81,7 +81,7 @@ func runShapes(ctx context.Context, cfg *SuiteConfig, srv *Server, pr *PathResul
 		return Storm(ctx, StormConfig{
 			URL: srv.URL, Clients: n, Mode: cfg.StormMode, Relation: relationFor(-1), RelationFor: relationFor,
 			Timeout: cfg.Timeout, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
-			Status: cfg.Status, Label: label(fmt.Sprintf("(g) %s storm N=%d", name, n)),
+			Status: cfg.Status, Label: label(fmt.Sprintf("(h) %s storm N=%d", name, n)),
 		})
 	}
 	var err error
@@ -96,9 +96,9 @@ func runShapes(ctx context.Context, cfg *SuiteConfig, srv *Server, pr *PathResul
 	}); err != nil {
 		return err
 	}
-	cfg.Status.Logf("%s (g) storm N=%d: bare %s; shaped %s", pr.Path, n, stormLine(res.Bare), stormLine(res.Shaped))
+	cfg.Status.Logf("%s (h) storm N=%d: bare %s; shaped %s", pr.Path, n, stormLine(res.Bare), stormLine(res.Shaped))
 	for _, users := range []int{cfg.ShapesUsers, cfg.ShapesSmallUsers} {
-		l, err := runShapesLive(ctx, cfg, srv, users, label(fmt.Sprintf("(g) %d routed subscribers", users)))
+		l, err := runShapesLive(ctx, cfg, srv, users, label(fmt.Sprintf("(h) %d routed subscribers", users)))
 		if err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func runShapes(ctx context.Context, cfg *SuiteConfig, srv *Server, pr *PathResul
 		} else {
 			res.RoutedSmall = l
 		}
-		cfg.Status.Logf("%s (g) %d routed subscribers, %d rows/s: p99 %.1f ms, delivered %.1f%%, %.3f ms CPU per row",
+		cfg.Status.Logf("%s (h) %d routed subscribers, %d rows/s: p99 %.1f ms, delivered %.1f%%, %.3f ms CPU per row",
 			pr.Path, users, cfg.ShapesRate, l.Live.Storm.Latency.P99, 100*l.Live.Delivered, l.CPUPerRowMS())
 	}
 	return nil
@@ -161,7 +161,7 @@ func runShapesLive(ctx context.Context, cfg *SuiteConfig, srv *Server, users int
 	return res, nil
 }
 
-// writeShapesSection writes (g) when it ran.
+// writeShapesSection writes (h) when it ran.
 func writeShapesSection(w io.Writer, v *reportView) {
 	type path struct {
 		name string
@@ -177,7 +177,7 @@ func writeShapesSection(w io.Writer, v *reportView) {
 		return
 	}
 	cfg := v.r.Config
-	fmt.Fprintf(w, "## (g) Shapes: filtered subscribes on the shared path\n\n")
+	fmt.Fprintf(w, "## (h) Shapes: filtered subscribes on the shared path\n\n")
 	fmt.Fprintf(w, "Storm: %s clients subscribe at once to `(SELECT * FROM %s WHERE id %% %d = i)` (%d distinct shapes), "+
 		"and in the same run as many to `%s` itself. Routed: each subscriber subscribes to `(SELECT * FROM %s WHERE user_id = <its id>)` "+
 		"while a writer inserts %d rows/s spread over the users for %s; CPU per row is the server's while the writer ran.\n\n",

@@ -31,9 +31,8 @@ const (
 	ScenarioTail   = "f" // the storm through a tail process
 )
 
-// scenarioLetters are every scenario, in run order ((g) runs with each
-// path, before (f)).
-const scenarioLetters = "abcdefg"
+// scenarioLetters are every scenario, in run order.
+const scenarioLetters = "abcdefgh"
 
 // SuiteConfig configures `shardtail bench`. Zero fields take the full
 // run's defaults (or the quick run's, with Quick).
@@ -42,7 +41,8 @@ type SuiteConfig struct {
 	ServerBin string
 	// Quick runs a small version for smoke checks.
 	Quick bool
-	// Scenarios to run, letters a-g; empty: all.
+	// Scenarios to run, letters a-h; empty: all. ParseScenarios reads
+	// names too.
 	Scenarios string
 	// Postgres runs the peer when its binaries are installed.
 	Postgres bool
@@ -83,7 +83,12 @@ type SuiteConfig struct {
 	// TailStorage is what (f)'s processes share: StorageS3 or
 	// StorageFile.
 	TailStorage string
-	// ShapesClients is the size of (g)'s storms; ShapesUsers and
+	// BudgetReaders and BudgetStalled fast-path subscribers spread over
+	// BudgetCollections tables while BudgetWriteBytes are written, on a
+	// server with --memory-budget BudgetBytes (g).
+	BudgetReaders, BudgetStalled, BudgetCollections int
+	BudgetWriteBytes, BudgetBytes                   int64
+	// ShapesClients is the size of (h)'s storms; ShapesUsers and
 	// ShapesSmallUsers the subscribers of its two live runs, under a
 	// writer of ShapesRate rows/s for LiveDuration.
 	ShapesClients, ShapesUsers, ShapesSmallUsers, ShapesRate int
@@ -126,6 +131,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 			SlowClients: 20, SlowStalled: 2, SlowRate: 1000, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 			IdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
+			BudgetReaders: 64, BudgetStalled: 32, BudgetCollections: 8, BudgetWriteBytes: 64 << 20, BudgetBytes: 32 << 20,
 			ShapesClients: 64, ShapesUsers: 200, ShapesSmallUsers: 20, ShapesRate: 100,
 			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 		}
@@ -138,6 +144,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 		IdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
+		BudgetReaders: 1000, BudgetStalled: 500, BudgetCollections: 8, BudgetWriteBytes: 2e9, BudgetBytes: 256 << 20,
 		ShapesClients: 2048, ShapesUsers: 10_000, ShapesSmallUsers: 100, ShapesRate: 1000,
 		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 	}
@@ -161,7 +168,7 @@ func (c *SuiteConfig) Validate() error {
 	}
 	for _, r := range c.Scenarios {
 		if !strings.ContainsRune(scenarioLetters, r) {
-			return fmt.Errorf("%w: scenario %q (want letters a-g)", ErrConfig, r)
+			return fmt.Errorf("%w: scenario %q (want letters a-h)", ErrConfig, r)
 		}
 	}
 	if c.runs(ScenarioShapes) && (c.ShapesClients < 1 || c.ShapesUsers < 1 || c.ShapesSmallUsers < 1 || c.ShapesRate < 1) {
@@ -177,7 +184,34 @@ func (c *SuiteConfig) Validate() error {
 			return fmt.Errorf("%w: TailStorage %q (want %s or %s)", ErrConfig, c.TailStorage, StorageS3, StorageFile)
 		}
 	}
+	if c.runs(ScenarioBudget) {
+		switch {
+		case c.BudgetCollections < 1 || c.BudgetReaders < 1 || c.BudgetStalled < 0 || c.BudgetWriteBytes <= 0:
+			return fmt.Errorf("%w: (g) needs collections, readers and bytes to write", ErrConfig)
+		case c.BudgetBytes <= 0:
+			return fmt.Errorf("%w: (g) needs a memory budget", ErrConfig)
+		}
+	}
 	return nil
+}
+
+// ParseScenarios reads --scenarios: letters a-h, or comma-separated
+// letters and names ("budget" is g).
+func ParseScenarios(s string) (string, error) {
+	var out strings.Builder
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if l, ok := scenarioNames[f]; ok {
+			f = l
+		}
+		for _, r := range f {
+			if !strings.ContainsRune(scenarioLetters, r) {
+				return "", fmt.Errorf("%w: scenario %q (want letters a-h, budget or shapes)", ErrConfig, f)
+			}
+		}
+		out.WriteString(f)
+	}
+	return out.String(), nil
 }
 
 func (c *SuiteConfig) runs(s string) bool {
@@ -187,8 +221,9 @@ func (c *SuiteConfig) runs(s string) bool {
 // Results is everything one `shardtail bench` measured: (a)-(e) by path,
 // and (f).
 type Results struct {
-	Paths map[string]*PathResults `json:"paths"`
-	Tail  *TailResults            `json:"tail,omitempty"`
+	Paths  map[string]*PathResults `json:"paths"`
+	Tail   *TailResults            `json:"tail,omitempty"`
+	Budget *BudgetScenario         `json:"budget,omitempty"`
 }
 
 // PathResults is one path's measurements. Nil fields were not run.
@@ -222,7 +257,7 @@ type PathResults struct {
 	// every run.
 	Memory     *MemoryResult   `json:"memory,omitempty"`
 	MemoryRuns []*MemoryResult `json:"memory_runs,omitempty"`
-	// Shapes (g).
+	// Shapes (h).
 	Shapes *ShapesResult `json:"shapes,omitempty"`
 	// Problems are failures observed on this path: scenario errors, a
 	// server that exited.
@@ -374,6 +409,9 @@ func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
 			tr.problem("%v", err)
 			cfg.Status.Logf("(f): %v", err)
 		}
+	}
+	if cfg.runs(ScenarioBudget) {
+		res.Budget = runBudgetScenario(ctx, &cfg)
 	}
 	return res, ctx.Err()
 }
@@ -721,7 +759,7 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		pr.Memory = medianRun(pr.MemoryRuns, func(m *MemoryResult) float64 { return m.PerClientKB })
 	}
 	if cfg.runs(ScenarioShapes) {
-		err := step("(g)", tableShaped, func(srv *Server) error {
+		err := step("(h)", tableShaped, func(srv *Server) error {
 			if _, err := ss.ensure(ctx, viewSmall); err != nil {
 				return err
 			}

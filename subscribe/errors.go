@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 )
 
@@ -27,6 +28,25 @@ func (e *BufferError) Error() string {
 
 // SQLState is 53200 (out_of_memory), as Materialize reports it.
 func (e *BufferError) SQLState() string { return "53200" }
+
+// MemoryBudgetError ends a dataflow-path subscription that the process's
+// memory budget (--memory-budget) chose as its last resort: the process
+// stayed over the budget after the fast path shed what it could, and this
+// subscription held the most. The dataflow path has no detach; the client
+// resubscribes AS OF the last progress it received.
+type MemoryBudgetError struct {
+	// Held is what the subscription held (results not yet read, read
+	// ahead, held back to be ordered); Limit is the budget.
+	Held, Limit int64
+}
+
+func (e *MemoryBudgetError) Error() string {
+	return fmt.Sprintf("SUBSCRIBE ended: the server is over its memory budget of %s (--memory-budget) and this subscribe held the most memory (%d bytes of results not yet read); resubscribe AS OF the last progress received",
+		membudget.FormatSize(e.Limit), e.Held)
+}
+
+// SQLState is 53200 (out_of_memory).
+func (e *MemoryBudgetError) SQLState() string { return "53200" }
 
 // Dropped returns ErrDropped for a read of a tombstoned shard and err
 // otherwise: a collection dropped under a running subscription ends it the

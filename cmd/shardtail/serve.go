@@ -165,6 +165,9 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The budget bounds what the holders hold; the runtime's soft limit
+	// keeps garbage from doubling it.
+	runtimeLimit := membudget.ApplyRuntimeLimit(int64(cfg.MemoryBudget))
 	srv, err := server.New(ctx, server.Config{
 		BlobURL:      cfg.Blob,
 		ConsensusURL: cfg.Consensus,
@@ -199,7 +202,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if a := srv.FeedAddr(); a != nil {
 		feedAddr = a.String()
 	}
-	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "feed", feedAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns, "memory_budget", cfg.MemoryBudget.String())
+	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "feed", feedAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns, "memory_budget", cfg.MemoryBudget.String(), "go_memory_limit", membudget.FormatSize(runtimeLimit))
 	fmt.Fprintf(m.Stdout, "shardtail %s is ready. Connect with:\n  psql -h %s -p %s -U materialize materialize\n", Version, host, port)
 
 	err = srv.Wait(ctx)
