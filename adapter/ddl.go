@@ -124,9 +124,6 @@ func (c *Coordinator) createCollection(ctx context.Context, it *catalog.Item) (*
 	if err := checkNewName(c.catalog.State(), it.Name); err != nil {
 		return nil, err
 	}
-	if it.RetainMs == 0 {
-		it.RetainMs = catalog.DefaultRetainMs
-	}
 	if it.Kind != catalog.KindView {
 		it.Shard = persist.NewShardID()
 		if _, err := c.persist.CreateShard(ctx, it.Shard, it.Schema); err != nil {
@@ -368,10 +365,10 @@ func (s *Session) planAlter(st *sql.AlterObject) (*plan, error) {
 }
 
 // retainHistory is the RETAIN HISTORY window, in milliseconds, that the
-// options of a CREATE ... WITH or an ALTER ... SET (where) set, and 0 (the
-// default window) when they set none.
+// options of a CREATE ... WITH or an ALTER ... SET (where) set, and the
+// default window when they set none.
 func retainHistory(opts []sql.Option, where string) (int64, error) {
-	var ms int64
+	ms := int64(catalog.DefaultRetainMs)
 	for _, o := range opts {
 		if o.Name != "RETAIN HISTORY" {
 			return 0, errorf(codeFeatureNotSupp, "%s (%s) not supported", where, o.Name)
@@ -384,8 +381,8 @@ func retainHistory(opts []sql.Option, where string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if ms = d.Milliseconds(); ms <= 0 {
-			return 0, errorf(codeInvalidParamValue, "RETAIN HISTORY must be a positive interval")
+		if ms = d.Milliseconds(); ms < 0 {
+			return 0, errorf(codeInvalidParamValue, "RETAIN HISTORY must not be negative")
 		}
 	}
 	return ms, nil
