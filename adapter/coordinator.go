@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/stmtlog"
 	"github.com/shardtail/shardtail/storage"
 	"github.com/shardtail/shardtail/tail"
 )
@@ -54,6 +56,10 @@ type Config struct {
 	// finalizer (tests drive it with FinalizeDropped, which then does not
 	// wait for readers).
 	FinalizeGrace time.Duration
+	// StatementLog configures the statement log (mz_internal's
+	// mz_statement_execution_history). Registerer and Sweep are set by
+	// the coordinator: role `all` sweeps expired records.
+	StatementLog stmtlog.Config
 }
 
 // Coordinator is the SQL server behind pgwire: it owns the catalog, the
@@ -69,6 +75,7 @@ type Coordinator struct {
 	// finalizer deletes the data of dropped collections (role `all`).
 	finalizer *storage.Finalizer
 	tails     *tail.Manager
+	stmtlog   *stmtlog.Log
 	metrics   *metrics
 	log       *slog.Logger
 
@@ -159,6 +166,11 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 		if err := c.tails.Metrics().Register(cfg.Registerer); err != nil {
 			return nil, err
 		}
+	}
+	logCfg := cfg.StatementLog
+	logCfg.Registerer, logCfg.Sweep = cfg.Registerer, !c.isProxy()
+	if c.stmtlog, err = stmtlog.Open(ctx, cfg.Persist, logCfg); err != nil {
+		return nil, err
 	}
 	if err := c.bootstrap(ctx); err != nil {
 		return nil, err
@@ -294,8 +306,16 @@ func (c *Coordinator) Close() error {
 	}
 	c.wg.Wait()
 	c.tails.Close()
-	return c.storage.Close()
+	// What the sessions' last statements recorded, appended before the
+	// persist client goes.
+	lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	logErr := c.stmtlog.Close(lctx)
+	return errors.Join(c.storage.Close(), logErr)
 }
+
+// StatementLog returns the statement log (for tests and tools).
+func (c *Coordinator) StatementLog() *stmtlog.Log { return c.stmtlog }
 
 // Catalog returns the catalog (for tests and tools).
 func (c *Coordinator) Catalog() *catalog.Catalog { return c.catalog }

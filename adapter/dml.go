@@ -385,7 +385,7 @@ func (s *Session) planCopy(st *sql.Copy) (*plan, error) {
 			if err := s.noteRead(true); err != nil {
 				return nil, err
 			}
-			sub, err := p.start(ctx)
+			sub, err := p.start(ctx, s.current)
 			if err != nil {
 				return nil, err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/stmtlog"
 	"github.com/shardtail/shardtail/subscribe"
 )
 
@@ -154,10 +155,12 @@ func (p *subscribePlan) relationName() string {
 
 // start chooses the timestamps and starts the subscription on the fast path
 // when eligible, else on the dataflow path.
-func (p *subscribePlan) start(ctx context.Context) (subscribe.Subscription, error) {
+// e is the record of the statement the subscription belongs to (nil when
+// not sampled).
+func (p *subscribePlan) start(ctx context.Context, e *stmtlog.Execution) (subscribe.Subscription, error) {
 	s := p.s
 	if p.q != nil && p.q.values != nil {
-		return p.startConstant()
+		return p.startConstant(e)
 	}
 	src := s.c.catalog.State().ItemByID(p.source.ID)
 	if src == nil {
@@ -169,13 +172,13 @@ func (p *subscribePlan) start(ctx context.Context) (subscribe.Subscription, erro
 	}
 	req := p.request(src, asOf, upTo)
 	if !takesFastPath(p.st, p.item, s.fastPath()) {
-		return s.c.trackSubscribe(s, p, src, "dataflow", asOf, p.startDataflow(req, nil)), nil
+		return s.c.trackSubscribe(s, p, src, "dataflow", asOf, p.startDataflow(req, nil), e), nil
 	}
 	ts, err := s.c.tails.Subscribe(ctx, req)
 	if err != nil {
 		return nil, mapPersistErr(err, p.relationName())
 	}
-	return s.c.trackSubscribe(s, p, src, "fast", asOf, ts), nil
+	return s.c.trackSubscribe(s, p, src, "fast", asOf, ts, e), nil
 }
 
 // takesFastPath is the fast-path eligibility rule, the one place both
@@ -219,7 +222,7 @@ func (p *subscribePlan) budget() int64 { return p.s.c.cfg.Tail.Budget.Limit() }
 // constant input. Its rows hold from the beginning of time, so every AS
 // OF is valid (there is no since); without one it reads now, like a
 // collection's latest complete time.
-func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
+func (p *subscribePlan) startConstant(e *stmtlog.Execution) (subscribe.Subscription, error) {
 	s := p.s
 	if p.item != nil && s.c.catalog.State().ItemByID(p.item.ID) == nil {
 		return nil, errDropped(p.relationName())
@@ -240,7 +243,7 @@ func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(p.request(nil, asOf, upTo), rows)), nil
+	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(p.request(nil, asOf, upTo), rows), e), nil
 }
 
 // startDataflow starts the private pipeline of the dataflow path for req,
@@ -346,7 +349,7 @@ func (s *Session) planSubscribe(st *sql.Subscribe) (*plan, error) {
 		if err := s.noteRead(true); err != nil {
 			return nil, err
 		}
-		sub, err := p.start(ctx)
+		sub, err := p.start(ctx, s.current)
 		if err != nil {
 			return nil, err
 		}
@@ -500,6 +503,9 @@ type cursor struct {
 	sub     *subscribePlan
 	query   *plan // a cursor over SELECT
 	running subscribe.Subscription
+	// exec is the DECLARE's record, handed off to the cursor: it ends
+	// when the cursor's subscription does.
+	exec    *stmtlog.Execution
 	pending []formatter.Row
 	done    bool
 	// selectRows buffers a SELECT cursor's rows.
@@ -511,6 +517,7 @@ func (c *cursor) close() {
 	if c.running != nil {
 		c.running.Close()
 	}
+	c.exec.Release()
 	if c.selectRes != nil {
 		c.selectRes.Close()
 	}
@@ -549,6 +556,9 @@ func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
 		}
 		if s.cursors == nil {
 			s.cursors = map[string]*cursor{}
+		}
+		if cur.sub != nil {
+			cur.exec = s.current.Handoff()
 		}
 		s.cursors[st.Name] = cur
 		return command("DECLARE CURSOR"), nil
@@ -634,8 +644,9 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 		return nil, nil
 	}
 	if cur.running == nil && !cur.done {
-		sub, err := cur.sub.start(ctx)
+		sub, err := cur.sub.start(ctx, cur.exec)
 		if err != nil {
+			cur.exec.End(outcome(ctx, err))
 			return nil, err
 		}
 		cur.running = sub

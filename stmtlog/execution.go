@@ -16,6 +16,9 @@ type Execution struct {
 	rec      Record // mu
 	refs     int    // mu: the record is written when it drops to 0
 	finished bool   // mu: an outcome was set
+	// handedOff: a holder (a cursor) decides the outcome; the statement's
+	// own Finish no longer does.
+	handedOff bool // mu
 }
 
 // Hold takes another reference, for a part of the statement that outlives
@@ -27,6 +30,20 @@ func (e *Execution) Hold() *Execution {
 	}
 	e.mu.Lock()
 	e.refs++
+	e.mu.Unlock()
+	return e
+}
+
+// Handoff takes a reference for a holder that decides the outcome (a
+// cursor, whose DECLARE completes before its subscription ends): from now
+// on Finish is ignored and only End sets the outcome. It returns e.
+func (e *Execution) Handoff() *Execution {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	e.refs++
+	e.handedOff = true
 	e.mu.Unlock()
 	return e
 }
@@ -52,14 +69,53 @@ func (e *Execution) Release() {
 	e.log.add(rec)
 }
 
-// Finish sets the statement's outcome; the first outcome set wins, since
-// the part closest to the cause (a subscription's end) sets it first.
+// Finish sets the statement's outcome, unless it was set already or handed
+// off: the first outcome set wins, since the part closest to the cause (a
+// subscription's end) sets it first.
 func (e *Execution) Finish(status, message string) {
 	if e == nil {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if !e.handedOff {
+		e.finish(status, message)
+	}
+}
+
+// End sets the outcome as a holder (a subscription) sees it, unless it was
+// set already.
+func (e *Execution) End(status, message string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.finish(status, message)
+}
+
+// Finished reports whether an outcome was set (false for nil).
+func (e *Execution) Finished() bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.finished
+}
+
+// HandedOff reports whether a holder decides the outcome (false for nil).
+func (e *Execution) HandedOff() bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.handedOff
+}
+
+// finish sets the outcome unless set. e.mu must be held.
+func (e *Execution) finish(status, message string) {
 	if !e.finished {
 		e.rec.Status, e.rec.ErrorMessage, e.finished = status, message, true
 	}

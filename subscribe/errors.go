@@ -19,6 +19,10 @@ var ErrDropped = errors.New("subscribed collection was dropped")
 type BufferError struct {
 	// Buffered is the backlog that passed the budget; Max is the budget.
 	Buffered, Max int64
+	// HistoryLost reports the fast path's case: the subscriber was
+	// detached and the shard no longer retains its position. The client
+	// sees the same error; the statement log tells the two apart.
+	HistoryLost bool
 }
 
 func (e *BufferError) Error() string {

@@ -40,6 +40,9 @@ type Subscriber struct {
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
 	frontier atomic.Uint64
+	// detaches and resumes count detaches over budget and the resumes
+	// that followed (subscribe.Counters, for the statement log).
+	detaches, resumes atomic.Int64
 	// held mirrors b.Buffered(): the snapshot held back to be ordered or
 	// enveloped whole, part of the subscriber's memory (QueuedBytes).
 	held atomic.Int64
@@ -93,6 +96,12 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 // Frontier is the progress delivered so far. Safe from any goroutine.
 func (s *Subscriber) Frontier() uint64 { return s.frontier.Load() }
 
+// Detaches is how often the subscriber was detached (subscribe.Counters).
+func (s *Subscriber) Detaches() int64 { return s.detaches.Load() }
+
+// Resumes is how often a detached subscriber resumed (subscribe.Counters).
+func (s *Subscriber) Resumes() int64 { return s.resumes.Load() }
+
 // QueuedBytes is the bytes waiting in the subscriber's queue, and the
 // snapshot it holds back to order or envelope it whole.
 func (s *Subscriber) QueuedBytes() int64 {
@@ -128,6 +137,7 @@ func (s *Subscriber) detach(lost int64) {
 	clear(s.queue)
 	s.queue, s.queued = nil, 0
 	s.attached, s.detached = false, true
+	s.detaches.Add(1)
 	s.wake()
 }
 
@@ -242,6 +252,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.detached = false
 			s.t.mu.Unlock()
 			s.t.m.metrics.resumes.Inc()
+			s.resumes.Add(1)
 			s.phase = phaseJoin
 			return nil
 		}
@@ -325,7 +336,7 @@ func (s *Subscriber) mapErr(err error) error {
 		s.t.mu.Lock()
 		lost := s.lost
 		s.t.mu.Unlock()
-		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes}
+		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes, HistoryLost: true}
 	}
 	return subscribe.Dropped(err)
 }
