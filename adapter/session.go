@@ -47,7 +47,7 @@ type Session struct {
 	// unsettled are records of results closed without an outcome (see
 	// settle).
 	unsettled []*stmtlog.Execution
-	vars    map[string]string
+	vars      map[string]string
 	// overridden marks variables the session SET (system variables not in
 	// it follow ALTER SYSTEM).
 	overridden map[string]bool
