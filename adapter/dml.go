@@ -31,6 +31,17 @@ func (s *Session) writableTable(n sql.ObjectName, priv string) (*catalog.Item, e
 	return it, nil
 }
 
+// insertTarget resolves the table and column list that INSERT and COPY
+// FROM write to.
+func (s *Session) insertTarget(table sql.ObjectName, columns []string) (*catalog.Item, []int, error) {
+	it, err := s.writableTable(table, "INSERT")
+	if err != nil {
+		return nil, nil, err
+	}
+	cols, err := targetColumns(it, columns)
+	return it, cols, err
+}
+
 // targetColumns maps an INSERT/COPY column list to schema indexes.
 func targetColumns(it *catalog.Item, cols []string) ([]int, error) {
 	if cols == nil {
@@ -92,11 +103,7 @@ func (c *Coordinator) write(ctx context.Context, it *catalog.Item, updates []row
 }
 
 func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) {
-	it, err := s.writableTable(st.Table, "INSERT")
-	if err != nil {
-		return nil, err
-	}
-	cols, err := targetColumns(it, st.Columns)
+	it, cols, err := s.insertTarget(st.Table, st.Columns)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +126,7 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 			if err != nil {
 				return nil, err
 			}
-			var updates []row.Update
+			in := inserts{it: it, cols: cols}
 			for {
 				rows, err := src.next(ctx)
 				if errors.Is(err, io.EOF) {
@@ -129,20 +136,12 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 					return nil, err
 				}
 				for _, r := range rows {
-					full := make(row.Row, len(it.Schema.Columns))
-					for i, c := range cols {
-						full[c] = r[i]
-					}
-					if err := checkNotNull(it, full); err != nil {
+					if err := in.add(r); err != nil {
 						return nil, err
 					}
-					updates = append(updates, row.Update{Row: full, Diff: 1})
 				}
 			}
-			if err := s.write(ctx, it, updates); err != nil {
-				return nil, err
-			}
-			return command(fmt.Sprintf("INSERT 0 %d", len(updates))), nil
+			return s.insert(ctx, &in)
 		}}, nil
 	}
 	// VALUES: each expression is compiled against the target column's type.
@@ -166,26 +165,61 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 		}
 	}
 	return &plan{params: params, exec: func(ctx context.Context, params []row.Datum, _ []int16) (pgwire.Result, error) {
-		updates := make([]row.Update, 0, len(values))
+		in := inserts{it: it, cols: cols, updates: make([]row.Update, 0, len(values))}
 		for _, vals := range values {
-			full := make(row.Row, len(it.Schema.Columns))
+			r := make(row.Row, len(vals))
 			for j, sc := range vals {
 				d, err := sc.eval(nil, params)
 				if err != nil {
 					return nil, err
 				}
-				full[cols[j]] = d
+				r[j] = d
 			}
-			if err := checkNotNull(it, full); err != nil {
+			if err := in.add(r); err != nil {
 				return nil, err
 			}
-			updates = append(updates, row.Update{Row: full, Diff: 1})
 		}
-		if err := s.write(ctx, it, updates); err != nil {
-			return nil, err
-		}
-		return command(fmt.Sprintf("INSERT 0 %d", len(updates))), nil
+		return s.insert(ctx, &in)
 	}}, nil
+}
+
+// inserts collects an INSERT's rows into the table it as updates.
+type inserts struct {
+	it      *catalog.Item
+	cols    []int // the target columns
+	updates []row.Update
+}
+
+// add adds r, one value for each target column (see insertedRow).
+func (in *inserts) add(r row.Row) error {
+	full, err := insertedRow(in.it, in.cols, r)
+	if err != nil {
+		return err
+	}
+	in.updates = append(in.updates, row.Update{Row: full, Diff: 1})
+	return nil
+}
+
+// insertedRow is the row of the table it that INSERT or COPY FROM adds
+// for vals, one value for each target column in cols: the other columns
+// are NULL, which must not break a NOT NULL constraint.
+func insertedRow(it *catalog.Item, cols []int, vals row.Row) (row.Row, error) {
+	full := make(row.Row, len(it.Schema.Columns))
+	for i, c := range cols {
+		full[c] = vals[i]
+	}
+	if err := checkNotNull(it, full); err != nil {
+		return nil, err
+	}
+	return full, nil
+}
+
+// insert writes the collected rows to the table.
+func (s *Session) insert(ctx context.Context, in *inserts) (pgwire.Result, error) {
+	if err := s.write(ctx, in.it, in.updates); err != nil {
+		return nil, err
+	}
+	return command(fmt.Sprintf("INSERT 0 %d", len(in.updates))), nil
 }
 
 func mergeParams(a, b []uint32) []uint32 {
@@ -517,11 +551,7 @@ func columnNames(s row.Schema) []string {
 }
 
 func (s *Session) planCopyFrom(st *sql.Copy, opts copyOptions) (*plan, error) {
-	it, err := s.writableTable(st.Table, "INSERT")
-	if err != nil {
-		return nil, err
-	}
-	cols, err := targetColumns(it, st.Columns)
+	it, cols, err := s.insertTarget(st.Table, st.Columns)
 	if err != nil {
 		return nil, err
 	}
@@ -582,11 +612,8 @@ func (r *copyInResult) CopyIn(ctx context.Context, in io.Reader) error {
 			if err != nil {
 				return err
 			}
-			full := make(row.Row, len(r.it.Schema.Columns))
-			for i, c := range r.cols {
-				full[c] = vals[i]
-			}
-			if err := checkNotNull(r.it, full); err != nil {
+			full, err := insertedRow(r.it, r.cols, vals)
+			if err != nil {
 				return err
 			}
 			if err := add(full); err != nil {

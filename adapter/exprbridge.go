@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardtail/shardtail/expr"
@@ -353,6 +354,11 @@ func sessionFuncInt(e sql.Expr, params []row.Datum) (int64, bool) {
 	switch e := e.(type) {
 	case *sql.NumberLit:
 		n, err := strconv.ParseInt(e.Text, 10, 64)
+		return n, err == nil
+	case *sql.StringLit:
+		// An untyped literal ('123', as clients that interpolate parameters
+		// send it) is coerced to int4, as in PostgreSQL.
+		n, err := strconv.ParseInt(strings.TrimSpace(e.Value), 10, 64)
 		return n, err == nil
 	case *sql.Param:
 		if e.Index >= 1 && e.Index <= len(params) {

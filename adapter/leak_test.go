@@ -1,7 +1,6 @@
 package adapter_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/shardtail/shardtail/internal/testsupport/leakcheck"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
@@ -76,16 +76,7 @@ func TestNoGoroutineOutlivesServer(t *testing.T) {
 	for _, oc := range append(open, c) {
 		oc.Close(context.Background())
 	}
-	var n int
-	if err := waitFor(10*time.Second, func() error {
-		if n = runtime.NumGoroutine(); n > baseline {
-			return fmt.Errorf("%d goroutines, %d before the server started", n, baseline)
-		}
-		return nil
-	}); err != nil {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%v; goroutines now:\n%s", err, bytes.TrimSpace(buf[:runtime.Stack(buf, true)]))
-	}
+	leakcheck.Check(t, baseline, "after the server stopped")
 }
 
 // discard is an io.Writer that drops what it is given.

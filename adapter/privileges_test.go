@@ -569,6 +569,13 @@ func TestCancelBackendPrivileges(t *testing.T) {
 				err := c.QueryRow(ctx, fmt.Sprintf("SELECT pg_cancel_backend(%d)", pid)).Scan(&ok)
 				return ok, err
 			}
+			// As clients that interpolate parameters send it: an untyped
+			// literal, which PostgreSQL coerces to int4.
+			cancelQuotedAs := func(c *pgx.Conn, pid uint32) (bool, error) {
+				var ok bool
+				err := c.QueryRow(ctx, fmt.Sprintf("SELECT pg_cancel_backend('%d')", pid)).Scan(&ok)
+				return ok, err
+			}
 			wantCanceled := func(done <-chan error, who string) {
 				t.Helper()
 				select {
@@ -600,7 +607,7 @@ func TestCancelBackendPrivileges(t *testing.T) {
 
 			_, pid, done = running()
 			boss := login(t, s, privSuper, privSuper+"-pw")
-			if ok, err := cancelAs(boss, pid); err != nil || !ok {
+			if ok, err := cancelQuotedAs(boss, pid); err != nil || !ok {
 				t.Fatalf("pg_cancel_backend as a superuser: %v, %v", ok, err)
 			}
 			wantCanceled(done, "a superuser")

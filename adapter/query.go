@@ -158,14 +158,7 @@ func (q *queryPlan) planTail(sel *sql.Select, items []sql.SelectItem) error {
 		if err != nil {
 			return err
 		}
-		nullsFirst := o.Desc
-		switch o.Nulls {
-		case sql.NullsFirst:
-			nullsFirst = true
-		case sql.NullsLast:
-			nullsFirst = false
-		}
-		q.orderBy = append(q.orderBy, orderKey{col: col, desc: o.Desc, nullsFirst: nullsFirst})
+		q.orderBy = append(q.orderBy, orderKey{col: col, desc: o.Desc, nullsFirst: nullsFirst(o)})
 	}
 	if sel.Limit != nil {
 		n, err := evalCount(sel.Limit, "LIMIT")
@@ -182,6 +175,18 @@ func (q *queryPlan) planTail(sel *sql.Select, items []sql.SelectItem) error {
 		q.offset = n
 	}
 	return nil
+}
+
+// nullsFirst reports whether o sorts NULLs first: as written, else as
+// PostgreSQL does by default (NULLs are larger than every value).
+func nullsFirst(o sql.OrderItem) bool {
+	switch o.Nulls {
+	case sql.NullsFirst:
+		return true
+	case sql.NullsLast:
+		return false
+	}
+	return o.Desc
 }
 
 // planView plans a view's stored query. Privileges are checked on the view
@@ -270,7 +275,14 @@ func (s *Session) readTimestamp(ctx context.Context, it *catalog.Item, asOf *sql
 	if err != nil {
 		return 0, mapPersistErr(err, it.Name)
 	}
-	since := max(state.Since, held)
+	return s.chooseTimestamp(ctx, it, state, asOf, max(state.Since, held))
+}
+
+// chooseTimestamp is the timestamp rule of SELECT and SUBSCRIBE given the
+// collection's state (read linearizably) and the since the read is held
+// at: AS OF if given (AT LEAST: no earlier than since; else an error below
+// it), else the latest complete time, no earlier than since.
+func (s *Session) chooseTimestamp(ctx context.Context, it *catalog.Item, state *persist.State, asOf *sql.AsOf, since uint64) (uint64, error) {
 	if asOf == nil {
 		t, err := s.latestTime(ctx, it, state)
 		return max(t, since), err

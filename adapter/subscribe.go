@@ -119,14 +119,7 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 		if idx < 0 {
 			return nil, errorf(codeUndefinedColumn, "column \"%s\" does not exist", ref.Column)
 		}
-		nullsFirst := o.Desc
-		switch o.Nulls {
-		case sql.NullsFirst:
-			nullsFirst = true
-		case sql.NullsLast:
-			nullsFirst = false
-		}
-		p.opts.Order = append(p.opts.Order, formatter.OrderItem{Col: idx, Desc: o.Desc, NullsFirst: nullsFirst})
+		p.opts.Order = append(p.opts.Order, formatter.OrderItem{Col: idx, Desc: o.Desc, NullsFirst: nullsFirst(o)})
 	}
 	return p, nil
 }
@@ -273,23 +266,9 @@ func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item) (uint
 	if err != nil {
 		return 0, nil, mapPersistErr(err, p.relationName())
 	}
-	var asOf uint64
-	switch {
-	case p.st.AsOf == nil:
-		if asOf, err = s.latestTime(ctx, src, state); err != nil {
-			return 0, nil, err
-		}
-	default:
-		t, err := evalTimestamp(p.st.AsOf.Expr)
-		if err != nil {
-			return 0, nil, err
-		}
-		asOf = t
-		if p.st.AsOf.AtLeast {
-			asOf = max(t, state.Since)
-		} else if t < state.Since {
-			return 0, nil, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, state.Since)
-		}
+	asOf, err := s.chooseTimestamp(ctx, src, state, p.st.AsOf, state.Since)
+	if err != nil {
+		return 0, nil, err
 	}
 	upTo, err := p.upTo(asOf)
 	return asOf, upTo, err

@@ -130,13 +130,10 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 	asOf := s.cfg.StartAt(r.Since())
 	b := formatter.NewBatcher(s.cfg.Output, asOf, s.cfg.UpTo)
 	b.SetMaxBuffered(s.cfg.MaxResultSize)
-	if err := s.push(b.Start(), b); err != nil || b.Done() {
-		return err
-	}
-	if s.cfg.Snapshot {
+	done, err := s.sendSnapshot(ctx, b, func() ([]row.Update, error) {
 		cur, err := r.Snapshot(ctx, asOf)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		// Every chunk of a collection's snapshot is final, so it streams
 		// (unless the output's order or envelope needs the whole snapshot:
@@ -159,18 +156,9 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 			all = append(all, mapped...)
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		rows, err := b.Snapshot(row.Consolidate(all))
-		if err != nil {
-			return err
-		}
-		if err := s.pushSnapshot(ctx, rows, b); err != nil {
-			return err
-		}
-	}
-	if err := s.pushSnapshot(ctx, b.SnapshotDone(), b); err != nil || b.Done() {
+		return all, err
+	})
+	if err != nil || done {
 		return err
 	}
 	l, err := r.Listen(ctx, asOf)
@@ -221,23 +209,10 @@ func (d *downgradeLimiter) due() bool {
 // complete already) or, without UP TO, a wait until closed.
 func (s *Subscribe) constant(ctx context.Context) error {
 	b := formatter.NewBatcher(s.cfg.Output, s.cfg.AsOf, s.cfg.UpTo)
-	if err := s.push(b.Start(), b); err != nil || b.Done() {
-		return err
-	}
-	if s.cfg.Snapshot {
-		mapped, err := s.apply(s.cfg.Constant)
-		if err != nil {
-			return err
-		}
-		rows, err := b.Snapshot(row.Consolidate(mapped))
-		if err != nil {
-			return err
-		}
-		if err := s.pushSnapshot(ctx, rows, b); err != nil {
-			return err
-		}
-	}
-	if err := s.pushSnapshot(ctx, b.SnapshotDone(), b); err != nil || b.Done() {
+	done, err := s.sendSnapshot(ctx, b, func() ([]row.Update, error) {
+		return s.apply(s.cfg.Constant)
+	})
+	if err != nil || done {
 		return err
 	}
 	if s.cfg.UpTo != nil {
@@ -245,6 +220,34 @@ func (s *Subscribe) constant(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+// sendSnapshot sends the batcher's start, then (with SNAPSHOT) what read
+// returns, consolidated and sent as one piece, then the end of the
+// snapshot. read may send parts of the snapshot itself and return only the
+// rest. done reports that the subscribe has nothing more to send (it
+// completed at UP TO).
+func (s *Subscribe) sendSnapshot(ctx context.Context, b *formatter.Batcher, read func() ([]row.Update, error)) (done bool, err error) {
+	if err := s.push(b.Start(), b); err != nil || b.Done() {
+		return true, err
+	}
+	if s.cfg.Snapshot {
+		rest, err := read()
+		if err != nil {
+			return true, err
+		}
+		rows, err := b.Snapshot(row.Consolidate(rest))
+		if err != nil {
+			return true, err
+		}
+		if err := s.pushSnapshot(ctx, rows, b); err != nil {
+			return true, err
+		}
+	}
+	if err := s.pushSnapshot(ctx, b.SnapshotDone(), b); err != nil || b.Done() {
+		return true, err
+	}
+	return false, nil
 }
 
 func (s *Subscribe) apply(updates []row.Update) ([]row.Update, error) {

@@ -15,15 +15,22 @@ import (
 // Postgres' SELECT 'abc' is. Parameter types inferred while compiling are
 // in scope.ParamTypes() afterwards.
 func Compile(e sql.Expr, scope *Scope) (Expr, error) {
-	if scope == nil {
-		scope = &Scope{}
-	}
-	c := &compiler{scope: scope}
-	x, err := c.expr(e)
+	c, x, err := compileIn(e, scope)
 	if err != nil {
 		return nil, err
 	}
 	return c.resolveUnknown(x)
+}
+
+// compileIn compiles e against scope (nil: no columns and no declared
+// parameters), leaving a type unknown unresolved; c holds the scope.
+func compileIn(e sql.Expr, scope *Scope) (c *compiler, x Expr, err error) {
+	if scope == nil {
+		scope = &Scope{}
+	}
+	c = &compiler{scope: scope}
+	x, err = c.expr(e)
+	return c, x, err
 }
 
 // CompileAssign compiles e as a value stored into column, of type to, as
@@ -33,11 +40,7 @@ func Compile(e sql.Expr, scope *Scope) (Expr, error) {
 // text). A value that cannot be assigned is 42804 `column "a" is of type
 // integer but expression is of type boolean`.
 func CompileAssign(e sql.Expr, scope *Scope, column string, to Type) (Expr, error) {
-	if scope == nil {
-		scope = &Scope{}
-	}
-	c := &compiler{scope: scope}
-	x, err := c.expr(e)
+	c, x, err := compileIn(e, scope)
 	if err != nil {
 		return nil, err
 	}
@@ -440,29 +443,25 @@ func (c *compiler) textOperands(opName string, l, r Expr) (Expr, Expr, error) {
 }
 
 func (c *compiler) like(op sql.BinaryOp, l, r Expr) (Expr, error) {
-	l, r, err := c.textOperands(likeOps[op], l, r)
-	if err != nil {
-		return nil, err
-	}
-	n := &like{op: string(op), x: l, pat: r, fold: op == sql.OpILike || op == sql.OpNotILike,
-		not: op == sql.OpNotLike || op == sql.OpNotILike}
-	if k, ok := r.(*constant); ok && k.d != nil {
-		if n.cached, err = compileLike(k.d.(string), n.fold); err != nil {
-			return nil, err
-		}
-	}
-	return foldStrict(n, l, r), nil
+	return c.patternMatch(likeOps[op], op, l, r, op == sql.OpILike || op == sql.OpNotILike,
+		op == sql.OpNotLike || op == sql.OpNotILike, compileLikeMatcher)
 }
 
 func (c *compiler) regex(op sql.BinaryOp, l, r Expr) (Expr, error) {
-	l, r, err := c.textOperands(string(op), l, r)
+	return c.patternMatch(string(op), op, l, r, op == sql.OpRegexIMatch || op == sql.OpNotRegexIMatch,
+		op == sql.OpNotRegexMatch || op == sql.OpNotRegexIMatch, compileRegex)
+}
+
+// patternMatch compiles a pattern operator over text operands (opName
+// names it in a type error), compiling a constant pattern now.
+func (c *compiler) patternMatch(opName string, op sql.BinaryOp, l, r Expr, fold, not bool, compile func(string, bool) (matcher, error)) (Expr, error) {
+	l, r, err := c.textOperands(opName, l, r)
 	if err != nil {
 		return nil, err
 	}
-	n := &regexMatch{op: string(op), x: l, pat: r, fold: op == sql.OpRegexIMatch || op == sql.OpNotRegexIMatch,
-		not: op == sql.OpNotRegexMatch || op == sql.OpNotRegexIMatch}
+	n := &patternMatch{op: string(op), x: l, pat: r, fold: fold, not: not, compile: compile}
 	if k, ok := r.(*constant); ok && k.d != nil {
-		if n.cached, err = compileRegex(k.d.(string), n.fold); err != nil {
+		if n.cached, err = compile(k.d.(string), fold); err != nil {
 			return nil, err
 		}
 	}

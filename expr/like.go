@@ -141,67 +141,29 @@ func matchElems(p []likeElem, s []rune) (bool, error) {
 	return j == len(p), nil
 }
 
-// like is [NOT] [I]LIKE. A constant pattern is compiled once.
-type like struct {
-	op     string
-	x, pat Expr
-	fold   bool
-	not    bool
-	cached *likePattern
+// matcher is a compiled pattern: a LIKE pattern or a regular expression.
+type matcher interface {
+	match(s string) (bool, error)
 }
 
-func (l *like) Type() Type     { return TypeBool }
-func (l *like) Nullable() bool { return l.x.Nullable() || l.pat.Nullable() }
-func (l *like) String() string { return "(" + l.x.String() + " " + l.op + " " + l.pat.String() + ")" }
-func (l *like) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
-	x, err := l.x.Eval(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	pat, err := l.pat.Eval(ctx, r)
-	if err != nil || x == nil || pat == nil {
-		return nil, err
-	}
-	p := l.cached
-	if p == nil {
-		if p, err = compileLike(pat.(string), l.fold); err != nil {
-			return nil, err
-		}
-	}
-	ok, err := p.match(x.(string))
-	if err != nil {
-		return nil, err
-	}
-	return ok != l.not, nil
+// patternMatch is a pattern operator: [NOT] [I]LIKE, or the regular
+// expression matches ~, ~*, !~ and !~*. compile turns a pattern into its
+// matcher; a constant pattern is compiled once, at planning.
+type patternMatch struct {
+	op      string
+	x, pat  Expr
+	fold    bool // case-insensitive: ILIKE, ~*
+	not     bool
+	compile func(pat string, fold bool) (matcher, error)
+	cached  matcher
 }
 
-// regexMatch is ~, ~*, !~ and !~*, with Go's RE2 syntax (Postgres' ARE
-// features such as back-references are not available).
-type regexMatch struct {
-	op     string
-	x, pat Expr
-	fold   bool
-	not    bool
-	cached *regexp.Regexp
-}
-
-func compileRegex(pat string, fold bool) (*regexp.Regexp, error) {
-	if fold {
-		pat = "(?i)" + pat
-	}
-	re, err := regexp.Compile(pat)
-	if err != nil {
-		return nil, errf(CodeInvalidRegularExpression, "invalid regular expression: %v", err)
-	}
-	return re, nil
-}
-
-func (m *regexMatch) Type() Type     { return TypeBool }
-func (m *regexMatch) Nullable() bool { return m.x.Nullable() || m.pat.Nullable() }
-func (m *regexMatch) String() string {
+func (m *patternMatch) Type() Type     { return TypeBool }
+func (m *patternMatch) Nullable() bool { return m.x.Nullable() || m.pat.Nullable() }
+func (m *patternMatch) String() string {
 	return "(" + m.x.String() + " " + m.op + " " + m.pat.String() + ")"
 }
-func (m *regexMatch) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
+func (m *patternMatch) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
 	x, err := m.x.Eval(ctx, r)
 	if err != nil {
 		return nil, err
@@ -210,11 +172,41 @@ func (m *regexMatch) Eval(ctx *EvalContext, r row.Row) (row.Datum, error) {
 	if err != nil || x == nil || pat == nil {
 		return nil, err
 	}
-	re := m.cached
-	if re == nil {
-		if re, err = compileRegex(pat.(string), m.fold); err != nil {
+	p := m.cached
+	if p == nil {
+		if p, err = m.compile(pat.(string), m.fold); err != nil {
 			return nil, err
 		}
 	}
-	return re.MatchString(x.(string)) != m.not, nil
+	ok, err := p.match(x.(string))
+	if err != nil {
+		return nil, err
+	}
+	return ok != m.not, nil
+}
+
+// compileLikeMatcher is compileLike as patternMatch compiles.
+func compileLikeMatcher(pat string, fold bool) (matcher, error) {
+	p, err := compileLike(pat, fold)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// regexMatcher is a regular expression in Go's RE2 syntax (Postgres' ARE
+// features such as back-references are not available).
+type regexMatcher struct{ re *regexp.Regexp }
+
+func (m regexMatcher) match(s string) (bool, error) { return m.re.MatchString(s), nil }
+
+func compileRegex(pat string, fold bool) (matcher, error) {
+	if fold {
+		pat = "(?i)" + pat
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return nil, errf(CodeInvalidRegularExpression, "invalid regular expression: %v", err)
+	}
+	return regexMatcher{re}, nil
 }

@@ -8,34 +8,10 @@ import (
 )
 
 // OID returns the type OID of an output column type.
-func (t ColType) OID() uint32 {
-	switch t.Meta {
-	case MetaTimestamp:
-		return pgrepr.OID(row.TypeNumeric)
-	case MetaProgress:
-		return pgrepr.OID(row.TypeBool)
-	case MetaDiff:
-		return pgrepr.OID(row.TypeInt8)
-	case MetaState:
-		return pgrepr.OID(row.TypeText)
-	}
-	return pgrepr.OID(t.Rel)
-}
+func (t ColType) OID() uint32 { return pgrepr.OID(t.RelType()) }
 
 // Size returns pg_type.typlen of the type.
-func (t ColType) Size() int16 {
-	switch t.Meta {
-	case MetaTimestamp:
-		return pgrepr.TypeSize(row.TypeNumeric)
-	case MetaProgress:
-		return pgrepr.TypeSize(row.TypeBool)
-	case MetaDiff:
-		return pgrepr.TypeSize(row.TypeInt8)
-	case MetaState:
-		return pgrepr.TypeSize(row.TypeText)
-	}
-	return pgrepr.TypeSize(t.Rel)
-}
+func (t ColType) Size() int16 { return pgrepr.TypeSize(t.RelType()) }
 
 // RelType returns the row.Type that holds the column's datums.
 func (t ColType) RelType() row.Type {

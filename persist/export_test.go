@@ -22,3 +22,9 @@ func PartsFetched(m *Metrics) prometheus.Counter { return m.partsFetched }
 
 // BlobsSwept: see PartsFetched.
 func BlobsSwept(m *Metrics) prometheus.Counter { return m.blobsSwept }
+
+// CASCounters exposes, for tests, m's counters of compare-and-set attempts,
+// the attempts that lost or failed, and the bytes committed.
+func CASCounters(m *Metrics) (attempts, conflicts, errs, bytes prometheus.Counter) {
+	return m.casAttempts, m.casConflicts, m.casErrors, m.casBytes
+}

@@ -1,8 +1,6 @@
 package persist
 
 import (
-	"sync/atomic"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -20,10 +18,6 @@ type Metrics struct {
 	blobsDeleted prometheus.Counter
 	blobsSwept   prometheus.Counter
 	refreshes    prometheus.Counter
-
-	// lastCASBytes is the size of the most recent committed diff, for tests
-	// and benchmarks that show bytes per CAS stay flat.
-	lastCASBytes atomic.Int64
 }
 
 func newMetrics() *Metrics {
@@ -56,9 +50,6 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 	return nil
 }
 
-// LastCASBytes is the size in bytes of the most recently committed diff.
-func (m *Metrics) LastCASBytes() int64 { return m.lastCASBytes.Load() }
-
 func (m *Metrics) casAttempt(bytes int, ok bool, err error) {
 	m.casAttempts.Inc()
 	switch {
@@ -68,6 +59,5 @@ func (m *Metrics) casAttempt(bytes int, ok bool, err error) {
 		m.casConflicts.Inc()
 	default:
 		m.casBytes.Add(float64(bytes))
-		m.lastCASBytes.Store(int64(bytes))
 	}
 }

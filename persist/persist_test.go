@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
 )
@@ -242,32 +244,66 @@ func TestBytesPerCASFlat(t *testing.T) {
 	c := e.client()
 	shard := persist.NewShardID()
 	must(c.CreateShard(ctx, shard, testSchema))(t)
-	var first, last int64
 	readers := 2000
 	if testing.Short() {
 		readers = 500
 	}
+	const window = 100 // readers whose CASes are averaged
+	var first, last casBytes
 	for i := range readers {
+		switch i {
+		case 0:
+			first.start(c.Metrics())
+		case window:
+			first.stop(c.Metrics())
+		case readers - window:
+			last.start(c.Metrics())
+		}
 		r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "storm"}))(t)
 		_ = r // left registered on purpose
-		if i == 0 {
-			first = c.Metrics().LastCASBytes()
-		}
 	}
-	last = c.Metrics().LastCASBytes()
+	last.stop(c.Metrics())
 	s := must(c.State(ctx, shard))(t)
 	if len(s.Readers) != readers {
 		t.Fatalf("%d readers registered, want %d", len(s.Readers), readers)
 	}
-	t.Logf("bytes per CAS: %d with 1 reader, %d with %d readers (state seqno %s, %d rollups)", first, last, readers, s.SeqNo, len(s.Rollups))
-	if last > 2*first {
-		t.Fatalf("bytes per CAS grew from %d to %d", first, last)
+	f, l := first.perCAS(t), last.perCAS(t)
+	t.Logf("bytes per CAS: %.0f for the first %d readers, %.0f for the last %d of %d (state seqno %s, %d rollups)", f, window, l, window, readers, s.SeqNo, len(s.Rollups))
+	if l > 2*f {
+		t.Fatalf("bytes per CAS grew from %.0f to %.0f", f, l)
 	}
 	// A cold process loads the same state from rollup + diffs.
 	s2 := must(e.client().CachedState(ctx, shard))(t)
 	if len(s2.Readers) != readers || s2.SeqNo != s.SeqNo {
 		t.Fatalf("cold load: %d readers at %s, want %d at %s", len(s2.Readers), s2.SeqNo, readers, s.SeqNo)
 	}
+}
+
+// casBytes measures the mean bytes per committed compare-and-set between
+// start and stop, from the client's metrics.
+type casBytes struct {
+	committed, bytes float64 // at start, then the differences at stop
+}
+
+func (b *casBytes) start(m *persist.Metrics) { b.committed, b.bytes = casTotals(m) }
+
+func (b *casBytes) stop(m *persist.Metrics) {
+	committed, bytes := casTotals(m)
+	b.committed, b.bytes = committed-b.committed, bytes-b.bytes
+}
+
+func (b *casBytes) perCAS(t *testing.T) float64 {
+	t.Helper()
+	if b.committed <= 0 {
+		t.Fatalf("no compare-and-set committed in the window")
+	}
+	return b.bytes / b.committed
+}
+
+// casTotals returns how many compare-and-sets committed and their bytes.
+func casTotals(m *persist.Metrics) (committed, bytes float64) {
+	attempts, conflicts, errs, b := persist.CASCounters(m)
+	return testutil.ToFloat64(attempts) - testutil.ToFloat64(conflicts) - testutil.ToFloat64(errs), testutil.ToFloat64(b)
 }
 
 // TestBatchBuilder: a large write built in bounded memory commits all its

@@ -7,23 +7,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/shardtail/shardtail/internal/testsupport/leakcheck"
 	"github.com/shardtail/shardtail/server"
 )
-
-// settleGoroutines waits for the number of goroutines to fall to at most
-// want and returns the last count seen.
-func settleGoroutines(t *testing.T, want int) int {
-	t.Helper()
-	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(10 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return n
-}
 
 // TestServerServesAndCloses starts a server from URLs, runs a statement
 // over pgwire, reads /healthz, closes it, and checks that Close reports no
@@ -65,10 +54,7 @@ func TestServerServesAndCloses(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
 	}
-	if got := settleGoroutines(t, before); got > before {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines after Close, want at most the %d before:\n%s", got, before, buf[:runtime.Stack(buf, true)])
-	}
+	leakcheck.Check(t, before, "after Close")
 }
 
 // TestNewFailureClosesWhatItOpened makes New fail at its last step (the
@@ -81,16 +67,13 @@ func TestNewFailureClosesWhatItOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	before := settleGoroutines(t, runtime.NumGoroutine())
+	before := leakcheck.Settle(runtime.NumGoroutine())
 	s, err := server.New(ctx, server.Config{BlobURL: "mem://", ConsensusURL: "mem://", Listen: first.Addr().String()})
 	if err == nil {
 		s.Close()
 		t.Fatal("New on a taken address succeeded, want an error")
 	}
-	if got := settleGoroutines(t, before); got > before {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines after a failed New, want at most the %d before:\n%s", got, before, buf[:runtime.Stack(buf, true)])
-	}
+	leakcheck.Check(t, before, "after a failed New")
 }
 
 // TestConfigValidate names the missing storage.

@@ -174,6 +174,17 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 	if err != nil {
 		return 0, err
 	}
+	return s.appendFresh(ctx, shard, o, func(upper, ts uint64) error {
+		for i := range updates {
+			updates[i].T = ts
+		}
+		return o.w.CompareAndAppend(ctx, updates, upper, ts+1)
+	})
+}
+
+// appendFresh takes the shard's write lock and, through retryAppend, runs
+// write at a fresh timestamp from the oracle above the shard's upper.
+func (s *Storage) appendFresh(ctx context.Context, shard string, o *ownedShard, write func(upper, ts uint64) error) (uint64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return s.retryAppend(shard, func() (uint64, error) {
@@ -182,10 +193,7 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 		if err != nil {
 			return 0, err
 		}
-		for i := range updates {
-			updates[i].T = ts
-		}
-		return ts, o.w.CompareAndAppend(ctx, updates, upper, ts+1)
+		return ts, write(upper, ts)
 	})
 }
 
@@ -269,17 +277,15 @@ func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *pe
 		b.Abort(ctx)
 		return 0, err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return s.retryAppend(shard, func() (uint64, error) {
-		upper := o.w.Upper()
-		ts, err := s.oracle.WriteTS(ctx, upper)
-		if err != nil {
-			b.Abort(ctx) // nothing of it was committed
-			return 0, err
-		}
-		return ts, b.Append(ctx, ts, upper)
+	var appendErr error // b.Append's last error: any other is the oracle's
+	ts, err := s.appendFresh(ctx, shard, o, func(upper, ts uint64) error {
+		appendErr = b.Append(ctx, ts, upper)
+		return appendErr
 	})
+	if err != nil && err != appendErr {
+		b.Abort(ctx) // the oracle failed: nothing of the batch was committed
+	}
+	return ts, err
 }
 
 // ReadModifyWrite reads the shard's contents at its latest time and appends

@@ -56,9 +56,9 @@ func TestConnectionAdmission(t *testing.T) {
 	defer srv.kill(t)
 	// The log reaches stderr through a pipe, maybe after the ready line.
 	announce := fmt.Sprintf("max_connections=%d", wantMax)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(srv.stderr.String(), announce); {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(srv.log(), announce); {
 		if time.Now().After(deadline) {
-			t.Fatalf("server log does not announce %s:\n%s", announce, srv.stderr.String())
+			t.Fatalf("server log does not announce %s:\n%s", announce, srv.log())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -176,7 +176,7 @@ func TestConnectionAdmission(t *testing.T) {
 			t.Fatalf("subscriber saw %d of %d rows", len(got), n)
 		}
 	}
-	if log := srv.stderr.String(); strings.Contains(log, "too many open files") {
+	if log := srv.log(); strings.Contains(log, "too many open files") {
 		t.Errorf("server ran out of descriptors:\n%s", log)
 	}
 	t.Logf("%d INSERTs during %d refusals", n, refused)

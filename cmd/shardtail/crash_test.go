@@ -1,26 +1,24 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/shardtail/shardtail/catalog"
+	"github.com/shardtail/shardtail/internal/childproc"
 	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob"
@@ -274,10 +272,8 @@ func (m *crashModel) verify(t *testing.T, c *pgx.Conn, iteration int) {
 
 // binaryServer is a `shardtail serve` child process.
 type binaryServer struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *lockedWriter
-	exited chan struct{}
+	proc *childproc.Process
+	addr string
 }
 
 // startBinary starts the server on dataDir with free loopback ports and
@@ -291,54 +287,41 @@ func startBinary(t *testing.T, bin, dataDir string, extra ...string) *binaryServ
 // prelude (e.g. "ulimit -n 400;"), when it is not empty.
 func startBinaryShell(t *testing.T, prelude, bin, dataDir string, extra ...string) *binaryServer {
 	t.Helper()
+	logDir := t.TempDir()
 	for attempt := 0; ; attempt++ {
-		s := &binaryServer{addr: testbin.FreeAddr(t), stderr: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
+		s := &binaryServer{addr: testbin.FreeAddr(t)}
 		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}
 		args = append(args, extra...)
-		s.cmd = exec.Command(bin, args...)
+		path := bin
 		if prelude != "" {
 			// sh execs the server, so the process killed is the server.
-			s.cmd = exec.Command("sh", append([]string{"-c", prelude + ` exec "$0" "$@"`, bin}, args...)...)
+			path, args = "sh", append([]string{"-c", prelude + ` exec "$0" "$@"`, bin}, args...)
 		}
-		s.cmd.Stderr = s.stderr
-		stdout, err := s.cmd.StdoutPipe()
+		proc, err := childproc.Start(path, args, childproc.Options{LogPath: filepath.Join(logDir, fmt.Sprintf("serve-%d.log", attempt))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.cmd.Start(); err != nil {
-			t.Fatal(err)
+		s.proc = proc
+		err = proc.WaitReady(context.Background(), 30*time.Second, func(context.Context) error {
+			if !strings.Contains(proc.Log(), "is ready") {
+				return errors.New("no \"is ready\" in its log")
+			}
+			return nil
+		})
+		if err == nil {
+			return s
 		}
-		ready := make(chan bool, 1)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			ok := false
-			for sc.Scan() {
-				if strings.Contains(sc.Text(), "is ready") && !ok {
-					ok = true
-					ready <- true
-				}
-			}
-			if !ok {
-				ready <- false
-			}
-		}()
-		go func() { s.cmd.Wait(); close(s.exited) }()
-		select {
-		case ok := <-ready:
-			if ok {
-				return s
-			}
-		case <-time.After(30 * time.Second):
-			s.cmd.Process.Kill()
-		}
-		<-s.exited
+		proc.Kill()
 		// A port taken between FreeAddr and listen: try others.
-		if attempt < 3 && strings.Contains(s.stderr.String(), "address already in use") {
+		if attempt < 3 && strings.Contains(proc.Log(), "address already in use") {
 			continue
 		}
-		t.Fatalf("server did not start:\n%s", s.stderr.String())
+		t.Fatalf("server did not start: %v\n%s", err, proc.Log())
 	}
 }
+
+// log is what the server has written to stdout and stderr.
+func (s *binaryServer) log() string { return s.proc.Log() }
 
 func (s *binaryServer) connect(t *testing.T) *pgx.Conn {
 	t.Helper()
@@ -346,7 +329,7 @@ func (s *binaryServer) connect(t *testing.T) *pgx.Conn {
 	defer cancel()
 	c, err := pgx.Connect(ctx, "postgres://materialize@"+s.addr+"/materialize?sslmode=disable")
 	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, s.stderr.String())
+		t.Fatalf("connect: %v\n%s", err, s.log())
 	}
 	return c
 }
@@ -354,33 +337,10 @@ func (s *binaryServer) connect(t *testing.T) *pgx.Conn {
 // kill sends SIGKILL and waits for the process to go.
 func (s *binaryServer) kill(t *testing.T) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		select {
-		case <-s.exited:
-			t.Fatalf("server exited before the kill:\n%s", s.stderr.String())
-		default:
-			t.Fatal(err)
-		}
+	if exited, err := s.proc.Exited(); exited {
+		t.Fatalf("server exited before the kill (%v):\n%s", err, s.log())
 	}
-	<-s.exited
-}
-
-// lockedWriter lets the child's stderr be read while it is written.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
+	s.proc.Kill()
 }
 
 var crashCycles = flag.Int("crash-cycles", 12, "TestCrashLeavesNoGarbage: how many times to kill the server during writes")

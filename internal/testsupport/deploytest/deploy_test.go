@@ -8,17 +8,17 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/shardtail/shardtail/internal/childproc"
 	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
 	"github.com/shardtail/shardtail/internal/testsupport/s3test"
 	"github.com/shardtail/shardtail/internal/testsupport/testbin"
@@ -26,14 +26,15 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m, testbin.Remove) }
 
-// proc is one running shardtail process.
+// proc is one shardtail process, started again on its address by restart.
 type proc struct {
-	name string
-	addr string
-	args []string // after serve's --listen and --http-listen
-	cmd  *exec.Cmd
-	log  *strings.Builder
-	mu   sync.Mutex
+	name   string
+	addr   string
+	args   []string // after serve's --listen and --http-listen
+	logDir string
+	child  *childproc.Process // nil while not running
+	runs   int                // how many times it was started
+	prev   string             // what the runs before a restart wrote
 }
 
 func startProc(t *testing.T, name string, args ...string) *proc {
@@ -44,7 +45,7 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 // startProcAt is startProc listening on addr.
 func startProcAt(t *testing.T, name, addr string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, addr: addr, args: args, log: &strings.Builder{}}
+	p := &proc{name: name, addr: addr, args: args, logDir: t.TempDir()}
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
@@ -60,34 +61,32 @@ func startProcAt(t *testing.T, name, addr string, args ...string) *proc {
 func (p *proc) start(t *testing.T) {
 	t.Helper()
 	args := append([]string{"serve", "--listen", p.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}, p.args...)
-	p.cmd = exec.Command(testbin.Build(t), args...)
-	p.cmd.Stdout = &lockedWriter{p: p}
-	p.cmd.Stderr = &lockedWriter{p: p}
-	if err := p.cmd.Start(); err != nil {
+	p.runs++
+	child, err := childproc.Start(testbin.Build(t), args, childproc.Options{LogPath: filepath.Join(p.logDir, fmt.Sprintf("%s-%d.log", p.name, p.runs))})
+	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := pgconn.Connect(context.Background(), p.url())
-		if err == nil {
-			c.Close(context.Background())
-			return
+	p.child = child
+	err = child.WaitReady(context.Background(), 30*time.Second, func(ctx context.Context) error {
+		c, err := pgconn.Connect(ctx, p.url())
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not start: %v\n%s", p.name, err, p.logText())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return c.Close(ctx)
+	})
+	if err != nil {
+		t.Fatalf("%s did not start: %v\n%s", p.name, err, p.logText())
 	}
 }
 
 // kill ends the process with SIGKILL, as a crash would, and waits for it.
 func (p *proc) kill() {
-	if p.cmd == nil {
+	if p.child == nil {
 		return
 	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.cmd.Wait()
-	p.cmd = nil
+	p.child.Kill()
+	p.prev += p.child.Log()
+	p.child = nil
 }
 
 // restart kills the process and starts it again on the same address with
@@ -95,22 +94,17 @@ func (p *proc) kill() {
 func (p *proc) restart(t *testing.T) {
 	t.Helper()
 	p.kill()
-	fmt.Fprintf(&lockedWriter{p: p}, "--- restarted ---\n")
+	p.prev += "--- restarted ---\n"
 	p.start(t)
 }
 
-type lockedWriter struct{ p *proc }
-
-func (w *lockedWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	return w.p.log.Write(b)
-}
-
+// logText is what the process has written to stdout and stderr, over all
+// its runs.
 func (p *proc) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
+	if p.child == nil {
+		return p.prev
+	}
+	return p.prev + p.child.Log()
 }
 
 func (p *proc) url() string {
@@ -258,7 +252,7 @@ func TestProxyProcesses(t *testing.T) {
 		if i == 20 {
 			// Kill proxy1 mid-stream; its client resumes on proxy2 from the
 			// last progress it saw.
-			proxy1.cmd.Process.Signal(syscall.SIGKILL)
+			proxy1.kill()
 			<-movingDone
 			f, _ := moving.state()
 			resume := fmt.Sprintf("SUBSCRIBE t WITH (SNAPSHOT = false, PROGRESS) AS OF %d", f-1)
