@@ -26,6 +26,14 @@ import (
 // subscription ends (trackedSubscription).
 func (s *Session) execute(ctx context.Context, st sql.Statement, text string, run func(context.Context) (pgwire.Result, error)) (pgwire.Result, error) {
 	s.settle(stmtlog.StatusSuccess, "")
+	if f, ok := st.(*sql.Fetch); ok {
+		if cur := s.cursors[f.Name]; cur != nil && cur.sub != nil {
+			// Counted in the cursor's record (its DECLARE's), not a record
+			// of its own: a client's FETCH loop would add one per poll, and
+			// a fleet of subscribers a flood.
+			return run(ctx)
+		}
+	}
 	app, _ := s.getVar("application_name")
 	e := s.c.stmtlog.Begin(s.sampleRate(), stmtlog.Record{SessionID: s.sid, ConnectionID: s.id, ApplicationName: app,
 		User: s.user, SQL: text, StatementType: statementType(st), MzVersion: s.c.cfg.Version})

@@ -24,12 +24,12 @@ import (
 // logRecord is a row of mz_internal.mz_statement_execution_history.
 type logRecord struct {
 	sql, typ, status, errMsg, reason, path, strategy string
-	detaches, resumes                                int64
+	detaches, resumes, rows                          int64
 }
 
 // logRecords reads the statement log through c.
 func logRecords(ctx context.Context, c *pgx.Conn) ([]logRecord, error) {
-	rows, err := c.Query(ctx, "SELECT sql, statement_type, finished_status, error_message, end_reason, path, execution_strategy, detaches, resumes FROM mz_internal.mz_statement_execution_history",
+	rows, err := c.Query(ctx, "SELECT sql, statement_type, finished_status, error_message, end_reason, path, execution_strategy, detaches, resumes, rows_returned FROM mz_internal.mz_statement_execution_history",
 		pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return nil, err
@@ -42,6 +42,7 @@ func logRecords(ctx context.Context, c *pgx.Conn) ([]logRecord, error) {
 			path: string(v[5]), strategy: string(v[6])}
 		r.detaches, _ = strconv.ParseInt(string(v[7]), 10, 64)
 		r.resumes, _ = strconv.ParseInt(string(v[8]), 10, 64)
+		r.rows, _ = strconv.ParseInt(string(v[9]), 10, 64)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -92,6 +93,8 @@ type endCase struct {
 	// one detach and one resume.
 	status, reason string
 	detached       bool
+	// minRows is the least rows_returned (what the client took).
+	minRows int64
 }
 
 // fetchUntilErr fetches from cursor c until an error or until the row
@@ -126,15 +129,15 @@ func fallBehind(t *testing.T, ctx context.Context, c, w *pgx.Conn, tbl string) s
 }
 
 var endCases = []endCase{
-	{name: "ClientClosed", status: stmtlog.StatusSuccess, reason: subscribe.EndClientClosed,
+	{name: "ClientClosed", status: stmtlog.StatusSuccess, reason: subscribe.EndClientClosed, minRows: 1,
 		run: func(t *testing.T, ctx context.Context, _ logTarget, c, _ *pgx.Conn, tbl string) string {
 			decl := "DECLARE c CURSOR FOR SUBSCRIBE " + tbl
 			execAll(t, c, "BEGIN", decl)
-			fetch(t, ctx, c, "FETCH ALL c WITH (timeout = '0s')")
+			fetch(t, ctx, c, "FETCH ALL c")
 			execAll(t, c, "COMMIT")
 			return decl
 		}},
-	{name: "UpTo", status: stmtlog.StatusSuccess, reason: subscribe.EndUpTo,
+	{name: "UpTo", status: stmtlog.StatusSuccess, reason: subscribe.EndUpTo, minRows: 1,
 		run: func(t *testing.T, ctx context.Context, _ logTarget, c, _ *pgx.Conn, tbl string) string {
 			execAll(t, c, "BEGIN", "DECLARE p CURSOR FOR SUBSCRIBE "+tbl+" WITH (PROGRESS)")
 			rows, err := fetchErr(ctx, c, "FETCH 1 p")
@@ -287,6 +290,9 @@ func TestStatementLogEndReasons(t *testing.T) {
 					}
 					if (got.status == stmtlog.StatusSuccess) != (got.errMsg == "") {
 						t.Errorf("record of %q: status %q with error message %q", got.sql, got.status, got.errMsg)
+					}
+					if got.rows < tc.minRows {
+						t.Errorf("record of %q: rows_returned %d, want at least %d", got.sql, got.rows, tc.minRows)
 					}
 					if tc.detached && (got.detaches == 0 || (tc.status == stmtlog.StatusSuccess && got.resumes == 0)) {
 						t.Errorf("record of %q: got %d detaches, %d resumes; want both counted", got.sql, got.detaches, got.resumes)

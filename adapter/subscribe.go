@@ -612,6 +612,7 @@ func (s *Session) planFetch(st *sql.Fetch) (*plan, error) {
 		if limit := s.maxResultSize(); size > limit {
 			return nil, errResultTooLarge(limit)
 		}
+		cur.exec.AddResult(int64(len(rows)), size)
 		return &fetchResult{fields: cur.sub.fields(formats), msgs: msgs, n: len(rows)}, nil
 	}}, nil
 }

@@ -231,7 +231,7 @@ func (l *Log) Flush(ctx context.Context) error {
 	l.buf, l.inflight = nil, batch
 	l.mu.Unlock()
 	sweep := l.cfg.Sweep && l.cfg.Now().Sub(l.lastSweep) >= l.sweepInterval()
-	err := l.append(ctx, batch, sweep)
+	err := l.appendBatch(ctx, batch, sweep)
 	l.mu.Lock()
 	if err != nil {
 		// Put the batch back ahead of what arrived meanwhile.
@@ -252,11 +252,11 @@ func (l *Log) sweepInterval() time.Duration {
 	return min(max(l.cfg.Retention/24, time.Minute), time.Hour)
 }
 
-// append writes batch (and the retraction of expired records when sweep)
+// appendBatch writes batch (and the retraction of expired records when sweep)
 // at the shard's upper, retrying when another process moved it, and
 // retrying an indeterminate append with the same arguments (the writer
 // recognizes its own commit, so nothing is appended twice).
-func (l *Log) append(ctx context.Context, batch []Record, sweep bool) error {
+func (l *Log) appendBatch(ctx context.Context, batch []Record, sweep bool) error {
 	if len(batch) == 0 && !sweep {
 		return nil
 	}
