@@ -302,6 +302,10 @@ func startBinaryShell(t *testing.T, prelude, bin, dataDir string, extra ...strin
 			t.Fatal(err)
 		}
 		s.proc = proc
+		// Gone before the test's temporary directories are removed (a
+		// test's last server is often never stopped otherwise); a no-op
+		// when the test killed it already.
+		t.Cleanup(proc.Kill)
 		err = proc.WaitReady(context.Background(), 30*time.Second, func(context.Context) error {
 			if !strings.Contains(proc.Log(), "is ready") {
 				return errors.New("no \"is ready\" in its log")
