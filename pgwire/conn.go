@@ -19,9 +19,9 @@ const (
 	// flushThreshold is the send buffer size at which pgwire writes even in
 	// the middle of a batch, bounding the buffer of a connection.
 	flushThreshold = 64 << 10
-	// maxRetainedBuffer is the largest send buffer kept between flushes; a
-	// larger one (after a huge row) is dropped so an idle connection does not
-	// pin it.
+	// maxRetainedBuffer is the largest send buffer kept for reuse (in
+	// sendBufs) after a flush; a larger one (after a huge row) is dropped so
+	// that no one pins it.
 	maxRetainedBuffer = 256 << 10
 	// closeGrace is how long a canceled connection may still write, to deliver
 	// its final error to a client that is not reading.
@@ -362,8 +362,36 @@ func (c *conn) cancelStatement() {
 	}
 }
 
+// sendBufs holds send buffers between flushes: a connection takes one for
+// the messages it is about to write and gives it back once they are written,
+// so that an idle connection (one of thousands of subscribers waiting for a
+// change) holds none, while a streaming one gets the same buffer back flush
+// after flush instead of growing a new one.
+var sendBufs sync.Pool
+
+// takeOut gives the connection a send buffer if it has none.
+func (c *conn) takeOut() {
+	if c.out == nil {
+		if b, ok := sendBufs.Get().(*[]byte); ok {
+			c.out = (*b)[:0]
+		}
+	}
+}
+
+// releaseOut gives the (written) send buffer back to sendBufs, unless it
+// grew past maxRetainedBuffer after a huge row: nothing should keep that.
+func (c *conn) releaseOut() {
+	if cap(c.out) <= maxRetainedBuffer {
+		b := c.out[:0]
+		sendBufs.Put(&b)
+	}
+	c.out = nil
+	c.chargeOut()
+}
+
 // send appends a message to the send buffer.
 func (c *conn) send(msg pgproto3.BackendMessage) {
+	c.takeOut()
 	out, err := msg.Encode(c.out)
 	if err != nil {
 		// Only a message over 1 GiB fails to encode.
@@ -386,6 +414,7 @@ func (c *conn) sendRaw(msg []byte) {
 		}
 		return
 	}
+	c.takeOut()
 	c.out = append(c.out, msg...)
 	c.chargeOut()
 	if len(c.out) >= flushThreshold {
@@ -412,12 +441,7 @@ func (c *conn) flush() error {
 		return nil
 	}
 	c.write(c.out)
-	if cap(c.out) > maxRetainedBuffer {
-		c.out = nil
-		c.chargeOut()
-	} else {
-		c.out = c.out[:0]
-	}
+	c.releaseOut()
 	return c.werr
 }
 
