@@ -33,15 +33,12 @@ type Session struct {
 	c    *Coordinator
 	id   uint32
 	user string
+	// vars are the variables the session SET (or its startup packet did);
+	// system variables not in it follow ALTER SYSTEM.
 	vars map[string]string
-	// overridden marks variables the session SET (system variables not in
-	// it follow ALTER SYSTEM).
-	overridden map[string]bool
-	// savedVars and savedOverridden are the variables at BEGIN, restored by
-	// ROLLBACK.
-	savedVars       map[string]string
-	savedOverridden map[string]bool
-	varsSaved       bool
+	// savedVars are the variables at BEGIN, restored by ROLLBACK.
+	savedVars map[string]string
+	varsSaved bool
 
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
@@ -69,7 +66,7 @@ type pendingWrite struct {
 }
 
 func newSession(c *Coordinator, info pgwire.ConnInfo) *Session {
-	// vars, overridden and cursors stay nil until used: most sessions (idle
+	// vars and cursors stay nil until used: most sessions (idle
 	// subscribers) never set a variable.
 	s := &Session{c: c, id: info.ProcessID, user: info.User, password: info.Password}
 	if s.id == 0 {
@@ -284,14 +281,14 @@ func (s *Session) commit(ctx context.Context) error {
 // rollback discards the transaction, including the SETs made in it.
 func (s *Session) rollback() {
 	if s.varsSaved {
-		s.vars, s.overridden = s.savedVars, s.savedOverridden
+		s.vars = s.savedVars
 	}
 	s.endTx()
 }
 
 func (s *Session) endTx() {
 	s.tx = txIdle
-	s.savedVars, s.savedOverridden, s.varsSaved = nil, nil, false
+	s.savedVars, s.varsSaved = nil, false
 	s.txWrites = nil
 	s.txReads, s.upReads = 0, 0
 	s.txSubscribe, s.upSubscribe = false, false
