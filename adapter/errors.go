@@ -20,6 +20,8 @@ type Error struct {
 
 	detail string // the DETAIL field, or empty
 	hint   string // the HINT field, or empty
+	// historyLost marks an AS OF below the collection's since (HistoryLost).
+	historyLost bool
 }
 
 // pgwire sends an error's optional fields through these methods (it

@@ -295,7 +295,7 @@ func (s *Session) chooseTimestamp(ctx context.Context, it *catalog.Item, state *
 		return max(t, since), nil
 	}
 	if t < since {
-		return 0, errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", t, since)
+		return 0, errAsOfNotValid(t, since)
 	}
 	return t, nil
 }

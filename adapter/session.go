@@ -57,6 +57,9 @@ type Session struct {
 	// password is what the client logged in with, passed on to it.
 	up       *proxy.Conn
 	password string
+	// transport is the client's protocol for the metrics: "" for pgwire,
+	// or what Coordinator.Subscribe was given.
+	transport string
 }
 
 // pendingWrite is a write buffered in a transaction block.

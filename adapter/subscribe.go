@@ -59,7 +59,12 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 				return nil, errorf(codeInternal, "'%s' cannot be subscribed to because it is a system table", name)
 			}
 		}
-		it, err := s.lookup(st.Relation)
+		var it *catalog.Item
+		if st.RelationID != "" {
+			it, err = s.lookupID(st.RelationID)
+		} else {
+			it, err = s.lookup(st.Relation)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -286,6 +291,17 @@ func (p *subscribePlan) upTo(asOf uint64) (*uint64, error) {
 	return &u, nil
 }
 
+// errAsOfNotValid is a read's AS OF below its collection's since: the
+// position is no longer in history (HistoryLost reports it). Its DETAIL is
+// the one a subscribe that lost its position gets, so a resuming client
+// tells both apart from a resumable failure the same way.
+func errAsOfNotValid(asOf, since uint64) *Error {
+	e := errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", asOf, since)
+	e.historyLost = true
+	e.detail = subscribe.DetailHistoryLost
+	return e
+}
+
 func errDropped(name string) *Error {
 	return errorf(codeUndefinedObject, "relation '%s' was dropped", qualified(name))
 }
@@ -300,7 +316,7 @@ func mapPersistErr(err error, relation string) error {
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError
 		if errors.As(err, &se) {
-			return errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", se.AsOf, se.Since)
+			return errAsOfNotValid(se.AsOf, se.Since)
 		}
 	}
 	return storageError(err)

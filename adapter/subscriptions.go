@@ -19,6 +19,7 @@ type subInfo struct {
 	path       string
 	collection string
 	asOf       uint64
+	transport  string
 	sub        subscribe.Subscription
 }
 
@@ -37,6 +38,7 @@ func (t *trackedSubscription) Close() {
 	t.c.mu.Unlock()
 	if ok {
 		t.c.metrics.subscribes.WithLabelValues(t.info.path).Dec()
+		t.c.metrics.byTransport.WithLabelValues(t.info.transport).Dec()
 	}
 }
 
@@ -51,11 +53,16 @@ func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.
 	c.mu.Lock()
 	c.nextSubID++
 	info := &subInfo{id: c.nextSubID, session: s.id, createdAt: time.Now(), objectIDs: ids, path: path,
-		collection: p.relationName(), asOf: asOf, sub: sub}
+		collection: p.relationName(), asOf: asOf, transport: s.transport, sub: sub}
+	if info.transport == "" {
+		info.transport = "pgwire"
+	}
 	c.subs[info.id] = info
 	c.mu.Unlock()
 	c.metrics.subsTotal.WithLabelValues(path).Inc()
 	c.metrics.subscribes.WithLabelValues(path).Inc()
+	c.metrics.byTransportTotal.WithLabelValues(info.transport).Inc()
+	c.metrics.byTransport.WithLabelValues(info.transport).Inc()
 	return &trackedSubscription{Subscription: sub, c: c, info: info}
 }
 

@@ -57,6 +57,9 @@ type ServerOptions struct {
 	// front of the role-all server at this pgwire address; it must share
 	// that server's Blob and Consensus.
 	Upstream string
+	// MemoryBudget, when positive, is --memory-budget in bytes; else the
+	// server's default.
+	MemoryBudget int64
 }
 
 // StartServer starts bin serve and waits until /healthz answers. The child
@@ -93,6 +96,7 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen", s.Addr,
 		"--http-listen", fmt.Sprintf("127.0.0.1:%d", hp),
+		"--feed-listen", "", // several servers run at once
 		"--subscribe-persist-fast-path=" + strconv.FormatBool(opt.FastPath)}
 	if opt.Blob != "" {
 		args = append(args, "--blob", opt.Blob)
@@ -102,6 +106,9 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 	}
 	if opt.Upstream != "" {
 		args = append(args, "--upstream", opt.Upstream)
+	}
+	if opt.MemoryBudget > 0 {
+		args = append(args, "--memory-budget", strconv.FormatInt(opt.MemoryBudget, 10))
 	}
 	// In a process group of its own (a Ctrl-C at the terminal reaches
 	// only the bench, which then stops the server in order), and killed

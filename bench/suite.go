@@ -32,7 +32,7 @@ const (
 )
 
 // scenarioLetters are every scenario, in run order.
-const scenarioLetters = "abcdef"
+const scenarioLetters = "abcdefg"
 
 // SuiteConfig configures `shardtail bench`. Zero fields take the full
 // run's defaults (or the quick run's, with Quick).
@@ -41,7 +41,8 @@ type SuiteConfig struct {
 	ServerBin string
 	// Quick runs a small version for smoke checks.
 	Quick bool
-	// Scenarios to run, letters a-f; empty: all.
+	// Scenarios to run, letters a-g; empty: all. ParseScenarios reads
+	// names too.
 	Scenarios string
 	// Postgres runs the peer when its binaries are installed.
 	Postgres bool
@@ -82,6 +83,11 @@ type SuiteConfig struct {
 	// TailStorage is what (f)'s processes share: StorageS3 or
 	// StorageFile.
 	TailStorage string
+	// BudgetReaders and BudgetStalled fast-path subscribers spread over
+	// BudgetCollections tables while BudgetWriteBytes are written, on a
+	// server with --memory-budget BudgetBytes (g).
+	BudgetReaders, BudgetStalled, BudgetCollections int
+	BudgetWriteBytes, BudgetBytes                   int64
 	// Timeout bounds each client (connect; statement to snapshot).
 	Timeout time.Duration
 	// MaxServerRSS aborts a storm whose server grows past it (a shared
@@ -121,6 +127,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 			SlowClients: 20, SlowStalled: 2, SlowRate: 1000, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 			IdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
+			BudgetReaders: 64, BudgetStalled: 32, BudgetCollections: 8, BudgetWriteBytes: 64 << 20, BudgetBytes: 32 << 20,
 			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 		}
 	}
@@ -132,6 +139,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 		IdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
+		BudgetReaders: 1000, BudgetStalled: 500, BudgetCollections: 8, BudgetWriteBytes: 2e9, BudgetBytes: 256 << 20,
 		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 	}
 }
@@ -154,7 +162,7 @@ func (c *SuiteConfig) Validate() error {
 	}
 	for _, r := range c.Scenarios {
 		if !strings.ContainsRune(scenarioLetters, r) {
-			return fmt.Errorf("%w: scenario %q (want letters a-f)", ErrConfig, r)
+			return fmt.Errorf("%w: scenario %q (want letters a-g)", ErrConfig, r)
 		}
 	}
 	if c.runs(ScenarioTail) {
@@ -167,7 +175,34 @@ func (c *SuiteConfig) Validate() error {
 			return fmt.Errorf("%w: TailStorage %q (want %s or %s)", ErrConfig, c.TailStorage, StorageS3, StorageFile)
 		}
 	}
+	if c.runs(ScenarioBudget) {
+		switch {
+		case c.BudgetCollections < 1 || c.BudgetReaders < 1 || c.BudgetStalled < 0 || c.BudgetWriteBytes <= 0:
+			return fmt.Errorf("%w: (g) needs collections, readers and bytes to write", ErrConfig)
+		case c.BudgetBytes <= 0:
+			return fmt.Errorf("%w: (g) needs a memory budget", ErrConfig)
+		}
+	}
 	return nil
+}
+
+// ParseScenarios reads --scenarios: letters a-g, or comma-separated
+// letters and names ("budget" is g).
+func ParseScenarios(s string) (string, error) {
+	var out strings.Builder
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if l, ok := scenarioNames[f]; ok {
+			f = l
+		}
+		for _, r := range f {
+			if !strings.ContainsRune(scenarioLetters, r) {
+				return "", fmt.Errorf("%w: scenario %q (want letters a-g or budget)", ErrConfig, f)
+			}
+		}
+		out.WriteString(f)
+	}
+	return out.String(), nil
 }
 
 func (c *SuiteConfig) runs(s string) bool {
@@ -177,8 +212,9 @@ func (c *SuiteConfig) runs(s string) bool {
 // Results is everything one `shardtail bench` measured: (a)-(e) by path,
 // and (f).
 type Results struct {
-	Paths map[string]*PathResults `json:"paths"`
-	Tail  *TailResults            `json:"tail,omitempty"`
+	Paths  map[string]*PathResults `json:"paths"`
+	Tail   *TailResults            `json:"tail,omitempty"`
+	Budget *BudgetScenario         `json:"budget,omitempty"`
 }
 
 // PathResults is one path's measurements. Nil fields were not run.
@@ -362,6 +398,9 @@ func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
 			tr.problem("%v", err)
 			cfg.Status.Logf("(f): %v", err)
 		}
+	}
+	if cfg.runs(ScenarioBudget) {
+		res.Budget = runBudgetScenario(ctx, &cfg)
 	}
 	return res, ctx.Err()
 }

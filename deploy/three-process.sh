@@ -12,14 +12,14 @@ set -euo pipefail
 BIN=${BIN:-./bin/shardtail}
 
 "$BIN" serve --blob "$BLOB" --consensus "$CONSENSUS" \
-    --listen 127.0.0.1:7000 --http-listen 127.0.0.1:7100 &
+    --listen 127.0.0.1:7000 --http-listen 127.0.0.1:7100 --feed-listen 127.0.0.1:7200 &
 sleep 1
 # Peers: a CancelRequest that the load balancer sends to the other tail is
 # forwarded to the one running the statement.
 PEERS=1=127.0.0.1:7001,2=127.0.0.1:7002
 for i in 1 2; do
   "$BIN" serve --blob "$BLOB" --consensus "$CONSENSUS" --upstream 127.0.0.1:7000 \
-      --listen 127.0.0.1:700$i --http-listen 127.0.0.1:710$i \
+      --listen 127.0.0.1:700$i --http-listen 127.0.0.1:710$i --feed-listen 127.0.0.1:720$i \
       --peer-id $i --peers "$PEERS" &
 done
 wait

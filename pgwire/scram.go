@@ -114,6 +114,17 @@ func parseSCRAMVerifier(v string) (scramSecret, error) {
 	return s, nil
 }
 
+// VerifyPassword reports whether a cleartext password matches a verifier
+// made by NewSCRAMVerifier (or PostgreSQL): how a transport that receives
+// passwords in clear (the HTTP feed's Basic auth, over TLS) checks them
+// against the roles' verifiers, as AuthCleartext does. An unusable
+// verifier matches no password; an empty password matches none either
+// (PostgreSQL's "empty password returned by client").
+func VerifyPassword(verifier, password string) bool {
+	secret, err := parseSCRAMVerifier(verifier)
+	return err == nil && password != "" && secret.verifyPassword(password)
+}
+
 // verifyPassword reports whether a cleartext password matches the secret.
 func (s scramSecret) verifyPassword(password string) bool {
 	clientKey := hmacSHA256(saltedPassword(password, s.salt, s.iterations), "Client Key")

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 )
@@ -46,6 +47,13 @@ type Config struct {
 	// HTTPListen is the address of /metrics, /healthz and /debug/pprof;
 	// "" means no HTTP server.
 	HTTPListen string
+	// FeedListen is the address of the HTTP change feed (package feed);
+	// "" means none (the command's --feed-listen default is
+	// feed.DefaultListen).
+	FeedListen string
+	// Feed configures the feed. New fills in its Budget, Registerer, Log,
+	// its TLSConfig from PGWire's and Trust from PGWire.Auth.
+	Feed feed.Config
 	// Registry receives the metrics of persist, the adapter and pgwire,
 	// and is what /metrics serves; nil means a new, empty one.
 	Registry *prometheus.Registry

@@ -1,7 +1,8 @@
 // Package server wires one shardtail process from a Config: the shared
 // storage (blob and consensus, opened from URLs or given), the persist
-// client, the coordinator (package adapter), the pgwire server and the
-// HTTP server of /metrics, /healthz and /debug/pprof. It is the one place
+// client, the coordinator (package adapter), the pgwire server, the
+// HTTP server of /metrics, /healthz and /debug/pprof, and the HTTP change
+// feed (package feed). It is the one place
 // that knows the order these start and stop in; `shardtail serve` turns
 // flags into a Config, and the test harness (internal/testserver) turns
 // test options into one.
@@ -23,8 +24,9 @@
 // Start order: storage, persist client (its metrics registered), the
 // coordinator (catalog, oracle, owned shards, dataflows, tick), the pgwire
 // server (wired back to the coordinator for pg_cancel_backend), the
-// listeners. Close stops them in the reverse order: connections first
-// (clients get FATAL 57P01), then the HTTP server, the coordinator, the
+// listeners (the HTTP change feed of package feed among them). Close stops
+// them in the reverse order: connections first (clients get FATAL 57P01),
+// then the HTTP server, the feed's streams, the coordinator, the
 // persist client, and the storage New opened itself. Storage given opened
 // in Config stays open, so a test can restart a server on the same data.
 // When New fails part way it closes what it had started.

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/blob"
@@ -34,6 +35,7 @@ type Server struct {
 	registry *prometheus.Registry
 	budget   *membudget.Budget
 	http     *http.Server // nil without Config.HTTPListen
+	feed     *feed.Server // nil without Config.FeedListen
 	addr     net.Addr
 	httpAddr net.Addr
 
@@ -128,9 +130,36 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.http = &http.Server{Handler: s.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go s.http.Serve(hln) // returns when Close closes s.http
 	}
+	if cfg.FeedListen != "" {
+		if err := s.startFeed(); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	s.addr = ln.Addr()
 	go func() { s.served <- s.pgwire.Serve(context.Background(), ln) }()
 	return s, nil
+}
+
+// startFeed starts the HTTP change feed on Config.FeedListen, with
+// pgwire's TLS and authentication method.
+func (s *Server) startFeed() error {
+	fcfg := s.cfg.Feed
+	fcfg.Budget, fcfg.Registerer, fcfg.Log = s.budget, s.registry, s.log
+	if fcfg.TLSConfig == nil {
+		fcfg.TLSConfig = s.cfg.PGWire.TLSConfig
+	}
+	fcfg.Trust = fcfg.Trust || s.cfg.PGWire.Auth == pgwire.AuthTrust
+	h, err := feed.NewHandler(s.coord, fcfg)
+	if err != nil {
+		return err
+	}
+	fln, err := net.Listen("tcp", s.cfg.FeedListen)
+	if err != nil {
+		return fmt.Errorf("feed listen %s: %w", s.cfg.FeedListen, err)
+	}
+	s.feed = feed.Serve(h, fln)
+	return nil
 }
 
 // httpHandler serves /metrics, /healthz and the profiles.
@@ -200,6 +229,10 @@ func (s *Server) closeAll() error {
 	if s.http != nil {
 		errs = append(errs, s.http.Close())
 	}
+	if s.feed != nil {
+		// Before the coordinator: the streams' subscriptions are its.
+		errs = append(errs, s.feed.Close())
+	}
 	if s.coord != nil {
 		errs = append(errs, s.coord.Close())
 	}
@@ -214,6 +247,14 @@ func (s *Server) Addr() net.Addr { return s.addr }
 
 // HTTPAddr is the HTTP address, or nil without Config.HTTPListen.
 func (s *Server) HTTPAddr() net.Addr { return s.httpAddr }
+
+// FeedAddr is the HTTP feed's address, or nil without Config.FeedListen.
+func (s *Server) FeedAddr() net.Addr {
+	if s.feed == nil {
+		return nil
+	}
+	return s.feed.Addr()
+}
 
 // Coordinator returns the coordinator (for tests and tools).
 func (s *Server) Coordinator() *adapter.Coordinator { return s.coord }

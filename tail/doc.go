@@ -68,12 +68,17 @@
 // With Config.Budget (--memory-budget, package membudget) the manager
 // charges the budget with each listen batch once, however many hold it:
 // under tail_window while the window holds it, under tail_queues once
-// only subscriber queues do, and with the timestamps subscribers hold back
-// to order (ordered). After each publish, if the process is over budget,
-// enforce shrinks every window to its newest batch and, if that is not
-// enough, detaches attached subscribers largest queue first until the
-// total fits. Those resume like any detached subscriber, so the budget
-// costs a stalled client a catch-up from the shard, never a row.
+// only subscriber queues do; with the snapshot shares' retained pieces
+// (tail_snapshot) and with the timestamps subscribers hold back to order
+// (ordered). It registers two stages of the budget's policy, which
+// Budget.Enforce runs after each publish if the process is over budget:
+// shrink (every window to its newest batch; every share to the pieces a
+// subscriber of it has yet to take; finished shares kept for late joiners
+// forgotten) and, if that is not enough, detachLargest (attached
+// subscribers, largest queue first, until the total fits). Detached
+// subscribers resume like any other, so the budget costs a stalled client
+// a catch-up from the shard, never a row. Over budget, a share also drops
+// taken pieces at once instead of keeping them for late joiners.
 //
 // # The caller's duties
 //

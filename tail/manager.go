@@ -36,9 +36,11 @@ type Config struct {
 	// subscribers that join it late; a smaller snapshot is kept whole.
 	ShareRetainBytes int64
 	// Budget is the process's memory budget (--memory-budget), charged
-	// with the windows, the batches only queues hold and the timestamps
-	// held back to be ordered; over it, the manager shrinks the windows
-	// and then detaches the largest queues (see enforce). nil: no budget.
+	// with the windows, the batches only queues hold, the snapshot shares'
+	// pieces and the timestamps held back to be ordered; over it, the
+	// manager shrinks the windows and shares and then detaches the largest
+	// queues (its stages of the budget's policy, see enforce). nil: no
+	// budget.
 	Budget *membudget.Budget
 }
 
@@ -82,9 +84,9 @@ type Manager struct {
 	closed   bool                  // mu: Close began; no new tails
 
 	// The budget's holders (nil without Config.Budget).
-	memWindow, memQueues, memOrdered *membudget.Holder
-	// enforcing serializes enforce: tails publishing at once need one pass.
-	enforcing sync.Mutex
+	memWindow, memQueues, memSnapshot, memOrdered *membudget.Holder
+	// removeStages unregisters the manager's stages of the budget's policy.
+	removeStages []func()
 }
 
 // tailStart is a shared tail being created: closed done publishes t or err.
@@ -100,9 +102,14 @@ func NewManager(p *persist.Client, cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{persist: p, cfg: cfg.withDefaults(), metrics: newMetrics(), log: slog.Default(),
 		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}, starting: map[string]*tailStart{},
-		memWindow:  cfg.Budget.Holder(membudget.HolderWindow),
-		memQueues:  cfg.Budget.Holder(membudget.HolderQueues),
-		memOrdered: cfg.Budget.Holder(membudget.HolderOrdered)}
+		memWindow:   cfg.Budget.Holder(membudget.HolderWindow),
+		memQueues:   cfg.Budget.Holder(membudget.HolderQueues),
+		memSnapshot: cfg.Budget.Holder(membudget.HolderSnapshot),
+		memOrdered:  cfg.Budget.Holder(membudget.HolderOrdered)}
+	m.removeStages = []func(){
+		cfg.Budget.AddStage(membudget.StageShrink, m.shrink),
+		cfg.Budget.AddStage(membudget.StageDetach, m.detachLargest),
+	}
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -229,6 +236,9 @@ func (m *Manager) retireIdle(now time.Time) int {
 // Close retires every tail and waits for the manager's goroutines.
 // Subscribers must be closed first; Subscribe fails with ErrClosed after.
 func (m *Manager) Close() {
+	for _, remove := range m.removeStages {
+		remove()
+	}
 	m.mu.Lock()
 	m.closed = true
 	tails := m.tails

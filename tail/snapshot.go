@@ -32,7 +32,10 @@ type share struct {
 	done    bool                // mu: the cursor is exhausted
 	err     error               // mu
 	reading bool                // mu: a subscriber is reading the next piece
-	ready   chan struct{}       // mu: closed when a piece arrives or reading ends
+	// released is set once the share let go of its pieces for good (no
+	// reader, no longer kept for late joiners): none may join it.
+	released bool          // mu
+	ready    chan struct{} // mu: closed when a piece arrives or reading ends
 	// opened is closed once cur (or err) is set: subscribers that find
 	// the share while its cursor opens wait for it.
 	opened chan struct{}
@@ -58,7 +61,7 @@ func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
 func (sh *share) join(s *Subscriber) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.base > 0 || sh.err != nil || (sh.cur == nil && !sh.done) {
+	if sh.base > 0 || sh.released || sh.err != nil || (sh.cur == nil && !sh.done) {
 		return false
 	}
 	sh.readers[s] = 0
@@ -100,25 +103,54 @@ func closeReader(r *persist.Reader) {
 }
 
 // trim drops pieces every reader has taken, once the retained pieces pass
-// the share's byte bound: below it the whole snapshot stays, so that
-// subscribers arriving later at the same AS OF still share it. sh.mu must
-// be held.
+// the share's byte bound or the process is over its memory budget: below
+// the bound the whole snapshot stays, so that subscribers arriving later
+// at the same AS OF still share it. sh.mu must be held.
 func (sh *share) trim() {
-	if sh.bytes <= sh.t.m.cfg.ShareRetainBytes {
+	if sh.bytes <= sh.t.m.cfg.ShareRetainBytes && !sh.t.m.cfg.Budget.Over() {
 		return
 	}
+	sh.dropTaken()
+}
+
+// dropTaken drops the pieces every reader has taken. sh.mu must be held.
+func (sh *share) dropTaken() {
 	low := sh.base + len(sh.pieces)
 	for _, n := range sh.readers {
 		low = min(low, n)
 	}
+	sh.dropTo(low)
+}
+
+// dropTo drops the pieces numbered below low. sh.mu must be held.
+func (sh *share) dropTo(low int) {
 	if drop := low - sh.base; drop > 0 {
+		var n int64
 		for _, p := range sh.pieces[:drop] {
-			sh.bytes -= p.bytes
+			n += p.bytes
 		}
+		sh.addBytes(-n)
 		clear(sh.pieces[:drop])
 		sh.pieces = sh.pieces[drop:]
 		sh.base = low
 	}
+}
+
+// addBytes counts n more bytes of retained pieces (negative: fewer), in
+// the share and in the budget's snapshot holder. sh.mu must be held.
+func (sh *share) addBytes(n int64) {
+	sh.bytes += n
+	sh.t.m.memSnapshot.Add(n)
+}
+
+// release lets go of every piece of a share that has no reader and is no
+// longer kept for late joiners, and returns its private reader for the
+// caller to close (see closeCursor). sh.mu must be held; the share must
+// not be reading.
+func (sh *share) release() *persist.Reader {
+	sh.released = true
+	sh.dropTo(sh.base + len(sh.pieces))
+	return sh.closeCursor()
 }
 
 // idle reports whether no subscriber reads the share. sh.mu must not be held.
@@ -188,7 +220,7 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 				p.bytes += u.Size()
 			}
 			sh.pieces = append(sh.pieces, p)
-			sh.bytes += p.bytes
+			sh.addBytes(p.bytes)
 			sh.t.m.metrics.snapshotPieces.Inc()
 			sh.t.m.metrics.snapshotBytes.Add(float64(p.bytes))
 		}

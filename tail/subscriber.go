@@ -325,7 +325,7 @@ func (s *Subscriber) mapErr(err error) error {
 		s.t.mu.Lock()
 		lost := s.lost
 		s.t.mu.Unlock()
-		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes}
+		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes, HistoryLost: true}
 	}
 	return subscribe.Dropped(err)
 }

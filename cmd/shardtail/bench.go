@@ -50,7 +50,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a small run (N=64, 100,000 rows) for smoke checks")
 	out := fs.String("out", "", "directory for the report (default bench/results; with --quick a temporary directory)")
 	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
-	scenarios := fs.String("scenarios", "", "scenarios to run, letters a-f (default all)")
+	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-g, or comma-separated letters and names (budget: g) (default all)")
 	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048; quick 64)")
 	tailClients := fs.String("tail-clients", "", "storm sizes for (f), comma-separated (default 256,1024,2048; quick 64)")
 	tailDataflow := fs.Int("tail-dataflow-clients", -1, "size of (f)'s dataflow-path storms; 0: none (default 256; quick 32)")
@@ -62,6 +62,12 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	idle := fs.Int("idle-clients", 0, "idle subscribers for (e) (default 10,000; quick 200)")
 	bigRows := fs.Int("big-rows", 0, "rows of the large view for (b) (default 1,000,000; quick 100,000)")
 	runs := fs.Int("runs", 0, fmt.Sprintf("runs of each measurement; the report shows the median and min–max (default %d; quick %d)", bench.DefaultRuns, bench.DefaultQuickRuns))
+	budgetReaders := fs.Int("budget-readers", 0, "reading subscribers of (g) (default 1,000; quick 64)")
+	budgetStalled := fs.Int("budget-stalled", -1, "stalled subscribers of (g) (default 500; quick 32)")
+	budgetCollections := fs.Int("budget-collections", 0, "tables (g) spreads its subscribers and writes over (default 8)")
+	var budgetWrite, budgetBytes sizeFlag
+	fs.Var(&budgetWrite, "budget-write", "bytes (g) writes, e.g. 2GB or 256MiB (default 2GB; quick 64MiB)")
+	fs.Var(&budgetBytes, "budget", "(g)'s server's --memory-budget (default 256MiB; quick 32MiB)")
 	render := fs.String("render", "", "run nothing: re-render the report (markdown, plots) from this latest.json into its directory (or --out)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,9 +89,26 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		}
 	}
 	cfg := bench.DefaultSuite(*quick)
-	cfg.Scenarios = *scenarios
-	cfg.Postgres = !*noPostgres
 	var err error
+	if cfg.Scenarios, err = bench.ParseScenarios(*scenarios); err != nil {
+		return err
+	}
+	cfg.Postgres = !*noPostgres
+	if *budgetReaders > 0 {
+		cfg.BudgetReaders = *budgetReaders
+	}
+	if *budgetStalled >= 0 {
+		cfg.BudgetStalled = *budgetStalled
+	}
+	if *budgetCollections > 0 {
+		cfg.BudgetCollections = *budgetCollections
+	}
+	if budgetWrite > 0 {
+		cfg.BudgetWriteBytes = int64(budgetWrite)
+	}
+	if budgetBytes > 0 {
+		cfg.BudgetBytes = int64(budgetBytes)
+	}
 	if cfg.StormMode, err = bench.ParseMode(*mode); err != nil {
 		return err
 	}

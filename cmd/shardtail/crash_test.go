@@ -289,7 +289,7 @@ func startBinaryShell(t *testing.T, prelude, bin, dataDir string, extra ...strin
 	logDir := t.TempDir()
 	for attempt := 0; ; attempt++ {
 		s := &binaryServer{addr: testbin.FreeAddr(t)}
-		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}
+		args := []string{"serve", "--data-dir", dataDir, "--listen", s.addr, "--http-listen", testbin.FreeAddr(t), "--feed-listen", "", "--tick", "100ms"}
 		args = append(args, extra...)
 		path := bin
 		if prelude != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
@@ -30,6 +31,9 @@ import (
 type serveConfig struct {
 	Listen          string
 	HTTPListen      string
+	FeedListen      string
+	FeedCORS        string
+	FeedMaxConns    int
 	DataDir         string
 	Blob            string
 	Consensus       string
@@ -61,8 +65,9 @@ func (f *sizeFlag) Set(s string) error {
 const serveUsage = `Usage: shardtail serve [flags]
 
 Runs the server. With no flags it uses the embedded default: ./shardtail-data
-holding file blobs and a SQLite consensus, pgwire on 127.0.0.1:6875 and HTTP
-(/metrics, /healthz) on 127.0.0.1:6876. Every flag can also be set by the
+holding file blobs and a SQLite consensus, pgwire on 127.0.0.1:6875, HTTP
+(/metrics, /healthz) on 127.0.0.1:6876 and the HTTP change feed on
+127.0.0.1:6877 (curl -N http://127.0.0.1:6877/v1/subscribe/<collection>). Every flag can also be set by the
 environment variable SHARDTAIL_<NAME>, e.g. SHARDTAIL_DATA_DIR.
 
 Example (shared storage):
@@ -79,6 +84,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.Usage = func() { fmt.Fprint(m.Stderr, serveUsage); fs.PrintDefaults() }
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:6875", "pgwire address")
 	fs.StringVar(&cfg.HTTPListen, "http-listen", "127.0.0.1:6876", "HTTP address for /metrics and /healthz")
+	fs.StringVar(&cfg.FeedListen, "feed-listen", feed.DefaultListen, "HTTP change feed address (Server-Sent Events and NDJSON: GET /v1/subscribe/<collection>); empty disables it")
+	fs.StringVar(&cfg.FeedCORS, "feed-cors-origins", "", "comma-separated origins whose pages may read the feed with the browser's credentials, or * for any page without them")
+	fs.IntVar(&cfg.FeedMaxConns, "feed-max-connections", feed.DefaultMaxConnections, "most feed streams at once; past it a request gets 503")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./shardtail-data", "directory of the embedded default storage")
 	fs.StringVar(&cfg.Blob, "blob", "", "blob store URL: file://DIR, s3://BUCKET/PREFIX?endpoint=...&region=..., mem:// (default file://<data-dir>/blob)")
 	fs.StringVar(&cfg.Consensus, "consensus", "", "consensus URL: sqlite://FILE, postgres://..., mem:// (default sqlite://<data-dir>/consensus.db)")
@@ -157,6 +165,9 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The budget bounds what the holders hold; the runtime's soft limit
+	// keeps garbage from doubling it.
+	runtimeLimit := membudget.ApplyRuntimeLimit(int64(cfg.MemoryBudget))
 	srv, err := server.New(ctx, server.Config{
 		BlobURL:      cfg.Blob,
 		ConsensusURL: cfg.Consensus,
@@ -173,6 +184,8 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		MemoryBudget: int64(cfg.MemoryBudget),
 		Listen:       cfg.Listen,
 		HTTPListen:   cfg.HTTPListen,
+		FeedListen:   cfg.FeedListen,
+		Feed:         feed.Config{CORSOrigins: splitList(cfg.FeedCORS), MaxConnections: cfg.FeedMaxConns},
 		Registry:     reg,
 		Log:          log,
 	})
@@ -185,7 +198,11 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if a := srv.HTTPAddr(); a != nil {
 		httpAddr = a.String()
 	}
-	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns, "memory_budget", cfg.MemoryBudget.String())
+	feedAddr := "off"
+	if a := srv.FeedAddr(); a != nil {
+		feedAddr = a.String()
+	}
+	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "feed", feedAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns, "memory_budget", cfg.MemoryBudget.String(), "go_memory_limit", membudget.FormatSize(runtimeLimit))
 	fmt.Fprintf(m.Stdout, "shardtail %s is ready. Connect with:\n  psql -h %s -p %s -U materialize materialize\n", Version, host, port)
 
 	err = srv.Wait(ctx)
@@ -193,6 +210,17 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		log.Info("shutting down")
 	}
 	return errors.Join(err, srv.Close())
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // parsePeers parses --peers: ID=HOST:PORT, comma-separated.

@@ -60,7 +60,7 @@ func startProcAt(t *testing.T, name, addr string, args ...string) *proc {
 // connections.
 func (p *proc) start(t *testing.T) {
 	t.Helper()
-	args := append([]string{"serve", "--listen", p.addr, "--http-listen", testbin.FreeAddr(t), "--tick", "100ms"}, p.args...)
+	args := append([]string{"serve", "--listen", p.addr, "--http-listen", testbin.FreeAddr(t), "--feed-listen", "", "--tick", "100ms"}, p.args...)
 	p.runs++
 	child, err := childproc.Start(testbin.Build(t), args, childproc.Options{LogPath: filepath.Join(p.logDir, fmt.Sprintf("%s-%d.log", p.name, p.runs))})
 	if err != nil {

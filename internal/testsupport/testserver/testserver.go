@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/persist"
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
@@ -41,6 +42,10 @@ type Options struct {
 	// restarts a server where clients expect it (a tail's upstream) by
 	// starting a new one on the stopped one's Addr and storage.
 	Listen string
+	// FeedListen is the HTTP feed's address ("127.0.0.1:0" for a free
+	// port); "" means no feed. Feed configures it.
+	FeedListen string
+	Feed       feed.Config
 }
 
 // Server is a running test server.
@@ -49,7 +54,9 @@ type Server struct {
 	Persist     *persist.Client
 	Registry    *prometheus.Registry
 	Addr        string
-	srv         *server.Server
+	// FeedAddr is the HTTP feed's address, "" without Options.FeedListen.
+	FeedAddr string
+	srv      *server.Server
 }
 
 // Start starts a server and stops it when the test ends.
@@ -78,17 +85,22 @@ func Start(t testing.TB, opts Options) *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := server.New(ctx, server.Config{
-		Blob:      opts.Blob,
-		Consensus: opts.Consensus,
-		Persist:   opts.Persist,
-		Adapter:   acfg,
-		PGWire:    opts.PGWire,
-		Listen:    opts.Listen,
+		Blob:       opts.Blob,
+		Consensus:  opts.Consensus,
+		Persist:    opts.Persist,
+		Adapter:    acfg,
+		PGWire:     opts.PGWire,
+		Listen:     opts.Listen,
+		FeedListen: opts.FeedListen,
+		Feed:       opts.Feed,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{Coordinator: srv.Coordinator(), Persist: srv.Persist(), Registry: srv.Registry(), Addr: srv.Addr().String(), srv: srv}
+	if a := srv.FeedAddr(); a != nil {
+		s.FeedAddr = a.String()
+	}
 	t.Cleanup(s.Stop)
 	return s
 }

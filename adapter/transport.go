@@ -1,0 +1,105 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/subscribe"
+)
+
+// Subscription is a SUBSCRIBE started by Coordinator.Subscribe for a
+// transport other than pgwire (the HTTP feed). It was planned, checked,
+// routed and started exactly as the same statement sent over pgwire by
+// the same role, in a session of its own that it closes with it.
+type Subscription struct {
+	s   *Session
+	p   *subscribePlan
+	sub subscribe.Subscription
+}
+
+// Subscribe plans and starts st for role user as a pgwire session of that
+// role would: privileges, the fast-path rule, timestamps, budgets and
+// mz_internal.mz_subscriptions are the same. The role's CONNECTION LIMIT
+// counts the subscription as a connection. transport names the client's
+// protocol for the metrics ("sse", "ndjson"). A tail process serves only
+// the subscribes it would serve itself over pgwire (the fast path); others
+// fail with 0A000, since there is no upstream HTTP feed to pass them to.
+func (c *Coordinator) Subscribe(ctx context.Context, user, transport string, st *sql.Subscribe) (*Subscription, error) {
+	ps, err := c.OpenSession(ctx, pgwire.ConnInfo{User: user})
+	if err != nil {
+		return nil, err
+	}
+	s := ps.(*Session)
+	s.transport = transport
+	sub, err := s.startSubscribe(ctx, st)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return sub, nil
+}
+
+func (s *Session) startSubscribe(ctx context.Context, st *sql.Subscribe) (*Subscription, error) {
+	if s.c.isProxy() && s.route(ctx, st) != routeLocal {
+		return nil, errorf(codeFeatureNotSupp, "a tail process serves only subscribes of its fast path over HTTP; use its upstream for this one")
+	}
+	p, err := s.planSubscribeStmt(st)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := p.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Subscription{s: s, p: p, sub: sub}, nil
+}
+
+// Columns returns the output columns, mz_timestamp first.
+func (f *Subscription) Columns() []formatter.Column { return f.p.opts.Columns() }
+
+// Options returns the output shape.
+func (f *Subscription) Options() *formatter.Options { return f.p.opts }
+
+// Next is subscribe.Subscription's Next with errors as a pgwire client
+// would see them (*Error with its SQLSTATE, *subscribe.BufferError), and
+// io.EOF at UP TO.
+func (f *Subscription) Next(ctx context.Context, max int) ([]formatter.Row, error) {
+	rows, err := f.sub.Next(ctx, max)
+	if err != nil {
+		return nil, f.p.mapErr(err)
+	}
+	return rows, nil
+}
+
+// Close ends the subscription and its session.
+func (f *Subscription) Close() {
+	f.sub.Close()
+	f.s.Close()
+}
+
+// HistoryLost reports whether err means the subscribe's position is no
+// longer retained, so that it cannot resume where it was: an AS OF below
+// the collection's since, or a client fell behind past what the shard
+// retains (*subscribe.BufferError, 53200). The client must start over
+// with a new snapshot.
+func HistoryLost(err error) bool {
+	var be *subscribe.BufferError
+	var e *Error
+	return errors.As(err, &be) || (errors.As(err, &e) && e.historyLost)
+}
+
+// Readable returns the names of the collections user may SUBSCRIBE to, in
+// the order they were created.
+func (c *Coordinator) Readable(user string) []string {
+	cs := c.catalog.State()
+	var out []string
+	for _, it := range cs.SortedItems() {
+		if hasPrivilege(cs, user, it, "SELECT") && checkOwnerReads(cs, it, map[uint64]bool{}) == nil {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+package feed_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/feed"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
+	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
+	"github.com/shardtail/shardtail/pgwire"
+)
+
+// status sends a GET with Basic credentials (user "" for none) and
+// returns the status and the error body's SQLSTATE.
+func status(t *testing.T, ctx context.Context, client *http.Client, url, user, password string, headers ...string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Code string }
+	if resp.Header.Get("Content-Type") == "application/json" {
+		json.NewDecoder(resp.Body).Decode(&body)
+	}
+	return resp.StatusCode, body.Code, resp.Header
+}
+
+// TestAuth: HTTP Basic is checked against the roles' SCRAM verifiers,
+// privileges are SUBSCRIBE's, and errors name the SQLSTATE: 401 for a
+// wrong or missing password, 403 without SELECT.
+func TestAuth(t *testing.T) {
+	for _, require := range []bool{false, true} {
+		name := "DefaultTrusted"
+		if require {
+			name = "RequirePassword"
+		}
+		t.Run(name, func(t *testing.T) {
+			// Set up as the default role on a trusting server (the only
+			// way to give the first roles passwords), then serve the same
+			// storage with the setting under test.
+			blob, cons := blobmem.New(), consmem.New()
+			boot := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons})
+			execAll(t, connect(t, boot), "CREATE TABLE t (a int)", "CREATE ROLE alice LOGIN PASSWORD 'secret'",
+				"CREATE ROLE bob LOGIN PASSWORD 'pw'", "GRANT SELECT ON t TO alice", "CREATE TABLE u (a int)")
+			boot.Stop()
+			srv := start(t, testserver.Options{Blob: blob, Consensus: cons, Adapter: func(c *adapter.Config) { c.RequirePassword = require }})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			url := "http://" + srv.FeedAddr + "/v1/subscribe/t?live=false"
+			wantNoCreds := 200
+			if require {
+				wantNoCreds = 401 // the default role has no password
+			}
+			for _, tc := range []struct {
+				name, user, password string
+				status               int
+				code                 string
+			}{
+				{"NoCredentials", "", "", wantNoCreds, map[bool]string{false: "", true: "28P01"}[require]},
+				{"RightPassword", "alice", "secret", 200, ""},
+				{"WrongPassword", "alice", "nope", 401, "28P01"},
+				{"UnknownRole", "mallory", "secret", 401, "28P01"},
+				{"NoPrivilege", "bob", "pw", 403, "42501"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					got, code, h := status(t, ctx, http.DefaultClient, url, tc.user, tc.password)
+					if got != tc.status || code != tc.code {
+						t.Errorf("status %d code %q, want %d %q", got, code, tc.status, tc.code)
+					}
+					if got == 401 && h.Get("WWW-Authenticate") == "" {
+						t.Errorf("401 without WWW-Authenticate")
+					}
+				})
+			}
+			t.Run("Index", func(t *testing.T) {
+				// GET / lists what the role may read: t for alice, not u.
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+srv.FeedAddr+"/", nil)
+				req.SetBasicAuth("alice", "secret")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !strings.Contains(string(b), `href="/ui/t"`) || strings.Contains(string(b), `/ui/u"`) {
+					t.Errorf("index for alice:\n%s\nwant t and not u", b)
+				}
+			})
+		})
+	}
+}
+
+// TestLimitsAndCORS: past MaxConnections a request gets 503 (53300); only
+// the configured origins get CORS headers, preflights included.
+func TestLimitsAndCORS(t *testing.T) {
+	srv := start(t, testserver.Options{Feed: feed.Config{MaxConnections: 1, CORSOrigins: []string{"http://page.test"}}})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	url := "http://" + srv.FeedAddr + "/v1/subscribe/t"
+	first := get(t, ctx, url)
+	if first.StatusCode != 200 {
+		t.Fatalf("first stream: %d", first.StatusCode)
+	}
+	if got, code, _ := status(t, ctx, http.DefaultClient, url, "", ""); got != 503 || code != "53300" {
+		t.Errorf("second stream: %d %q, want 503 53300", got, code)
+	}
+	first.Body.Close()
+
+	_, _, h := status(t, ctx, http.DefaultClient, url+"?live=false", "", "", "Origin", "http://page.test")
+	if h.Get("Access-Control-Allow-Origin") != "http://page.test" {
+		t.Errorf("allowed origin: headers %v", h)
+	}
+	if h.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Errorf("listed origin without credentials: headers %v", h)
+	}
+	_, _, h = status(t, ctx, http.DefaultClient, url+"?live=false", "", "", "Origin", "http://evil.test")
+	if h.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("other origin got Access-Control-Allow-Origin %q", h.Get("Access-Control-Allow-Origin"))
+	}
+	req, _ := http.NewRequestWithContext(ctx, "OPTIONS", url, nil)
+	req.Header.Set("Origin", "http://page.test")
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	req.Header.Set("Access-Control-Request-Headers", "last-event-id")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Headers") == "" {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestHTTP2OverTLS: with a TLS certificate the feed speaks HTTP/2, and
+// several streams share one connection.
+func TestHTTP2OverTLS(t *testing.T) {
+	cfg, pool := selfSignedTLS(t)
+	srv := start(t, testserver.Options{PGWire: pgwire.Config{TLSConfig: cfg}})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (7)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conns := 0
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool},
+		ForceAttemptHTTP2: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conns++
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}}
+	defer client.CloseIdleConnections()
+	var bodies []io.Closer
+	for i := 0; i < 3; i++ {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+srv.FeedAddr+"/v1/subscribe/t", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, resp.Body)
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("protocol %s, want HTTP/2", resp.Proto)
+		}
+		m := model{}
+		waitFor(t, newSSEReader(resp.Body), m, func(ev event) bool { return ev.Name == "progress" })
+		wantModel(t, m, `{"a":7} x1`)
+	}
+	if conns != 1 {
+		t.Errorf("%d connections for 3 open streams, want 1", conns)
+	}
+	for _, b := range bodies {
+		b.Close()
+	}
+}
+
+// selfSignedTLS returns a server config with a certificate for 127.0.0.1
+// and the pool that trusts it.
+func selfSignedTLS(t *testing.T) (*tls.Config, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "shardtail feed test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
+}

@@ -1,0 +1,89 @@
+package feed
+
+import (
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardtail/shardtail/membudget"
+)
+
+// Defaults of Config's zero fields.
+const (
+	// DefaultListen is `shardtail serve`'s --feed-listen.
+	DefaultListen = "127.0.0.1:6877"
+	// DefaultHeartbeat is how often an idle stream sends a comment, so
+	// that proxies and load balancers do not time it out.
+	DefaultHeartbeat = 15 * time.Second
+	// DefaultRetry is the reconnect delay SSE's retry: hint asks browsers
+	// for.
+	DefaultRetry = time.Second
+	// DefaultWriteTimeout is how long a client may take to accept one
+	// batch before its connection is closed.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultMaxConnections is the most streams at once.
+	DefaultMaxConnections = 10000
+)
+
+// Config configures the feed. The zero value serves with the defaults
+// above, checking passwords.
+type Config struct {
+	// Trust accepts every existing role without a password, as pgwire's
+	// AuthTrust does. Otherwise a role with a password must give it with
+	// HTTP Basic; one without (the embedded default) needs none.
+	Trust bool
+	// CORSOrigins are the origins whose pages may read the feed, with the
+	// browser's credentials; "*" lets any page read it without them. nil
+	// allows none but the feed's own.
+	CORSOrigins []string
+	// MaxConnections is the most streams at once; past it a request gets
+	// 503 with SQLSTATE 53300.
+	MaxConnections int
+	// Heartbeat, Retry and WriteTimeout: see the defaults.
+	Heartbeat    time.Duration
+	Retry        time.Duration
+	WriteTimeout time.Duration
+	// TLSConfig, when set, serves HTTPS, and HTTP/2 with it.
+	TLSConfig *tls.Config
+	// Budget is the process's memory budget; the feed's buffers are its
+	// holder membudget.HolderFeed.
+	Budget *membudget.Budget
+	// Registerer receives the feed's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Log receives the feed's log lines; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Validate reports the first field that is wrong, and why.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxConnections < 0:
+		return errors.New("feed config: MaxConnections must not be negative (0 is the default)")
+	case c.Heartbeat < 0, c.Retry < 0, c.WriteTimeout < 0:
+		return errors.New("feed config: Heartbeat, Retry and WriteTimeout must not be negative (0 is the default)")
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.Retry == 0 {
+		c.Retry = DefaultRetry
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return c
+}

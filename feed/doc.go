@@ -1,0 +1,113 @@
+// Package feed serves SUBSCRIBE over HTTP: Server-Sent Events for
+// browsers (new EventSource(url)), NDJSON for programs, and a one-shot
+// JSON snapshot, on their own port (`shardtail serve --feed-listen`,
+// default 127.0.0.1:6877).
+//
+// # Endpoints
+//
+//	GET /v1/subscribe/{collection}   the stream (parameters below)
+//	GET /v1/subscribe?collection=a&collection=b
+//	                                 several collections at one consistent cut
+//	GET /                            the collections the role may read
+//	GET /ui/{collection}             a live table of one (HTML + feed.js)
+//
+// The query parameters mirror SUBSCRIBE's options: snapshot=true|false,
+// envelope=upsert|debezium with key=col,..., columns=a,b, where=<SQL
+// predicate> (parsed with the SQL parser; a filter only), as_of=, up_to=,
+// after= (a resume point, as Last-Event-ID), live=false (the snapshot
+// alone). A request becomes the statement a pgwire client would send,
+//
+//	SUBSCRIBE (SELECT a, b FROM coll WHERE pred) ENVELOPE ... WITH (SNAPSHOT = ..., PROGRESS) AS OF ... UP TO ...
+//
+// (or SUBSCRIBE coll without columns and where), and is planned, checked,
+// routed to the fast or dataflow path and accounted by the adapter
+// exactly as that statement would be (adapter.Coordinator.Subscribe), in
+// a session of the request's role. PROGRESS is always on: its progress
+// rows are the stream's progress events.
+//
+// A stream of several collections opens one subscription per collection
+// at one AS OF (the request's, the resume point's, or the latest time any
+// of them would start at alone, the others restarted at it), holds each
+// collection's rows until every collection's frontier passes them, and
+// announces progress at the least frontier: a progress event at F closes
+// every collection below F. Its rows name their collection
+// ("mz_collection":"a"); it takes no shape parameters. A collection far
+// ahead of a lagging one is held in the stream's memory (holder "feed").
+//
+// # Events
+//
+// Server-Sent Events (text/event-stream):
+//
+//	retry: 1000
+//
+//	event: rows
+//	data: [{"mz_timestamp":"1700000000123","mz_diff":1,"id":"42","name":"x"}]
+//
+//	event: progress
+//	id: 1700000000124
+//	data: {"frontier":"1700000000124"}
+//
+//	event: reset     data: {"code":"53200","error":"..."}  the position is gone
+//	event: error     data: {"code":"42704","error":"..."}  the stream failed
+//	event: end       data: {"frontier":"..."}              UP TO reached
+//	: heartbeat                                            every 15 s when idle
+//
+// A row is a JSON object: mz_timestamp as a string, mz_diff as a number
+// (or mz_state and the envelope's columns), and each column as
+// pgrepr.AppendJSONValue encodes it (int8 and numeric as strings, NaN and
+// infinities as null, timestamps as Postgres text). Rows are JSON-encoded
+// once per output shape and the bytes shared by every subscriber of it
+// (formatter.Wire over the fast path's shared rows), as pgwire's DataRows
+// are.
+//
+// Only progress events carry an id, and a progress event at F means every
+// row below F was sent. A client applies rows when the progress event
+// that closes them arrives and drops rows not yet closed when the
+// connection breaks; the browser then reconnects with Last-Event-ID: F
+// and the stream goes on exactly after F, as AS OF F-1 WITH (SNAPSHOT =
+// false), rows below F dropped: no gap and no duplicate. The progress
+// event at AS OF itself is not sent, since the snapshot's rows are at AS
+// OF: a resume from it would skip them. When F-1 is no longer in the
+// collection's history (below since), or the client fell behind past
+// what the shard retains, the stream sends event: reset and ends: the
+// client drops its state and reconnects without Last-Event-ID. A stream
+// that reached UP TO sends event: end; a reconnect after it gets 204,
+// which stops an EventSource.
+//
+// NDJSON (Accept: application/x-ndjson) sends the same as one JSON value
+// per line: row objects (they have mz_timestamp), {"frontier":"F"},
+// {"reset":true,"code":...,"error":...} and {"code":...,"error":...}.
+// ?live=false answers with the snapshot as one JSON array and its
+// frontier in the Shardtail-Frontier header; ?after=<it> streams the
+// rest.
+//
+// # Authentication and limits
+//
+// HTTP Basic, checked against the role's SCRAM verifier (the catalog's,
+// as pgwire checks it), over TLS when the server has --tls-cert (HTTP/2
+// then, so that a page holds many streams on one connection). A request
+// without credentials is the default role, which needs no password unless
+// the server requires them. Privileges are those of SUBSCRIBE. Errors
+// before streaming are JSON bodies naming the SQLSTATE with a fitting
+// status (401, 403, 404, 400, 503). Past Config.MaxConnections streams a
+// request gets 503 (53300). Config.CORSOrigins lists the origins whose
+// pages may read the feed.
+//
+// # Backpressure and memory
+//
+// A stream writes each batch and flushes it; a slow client blocks only its
+// own handler, while the subscription's own budget (detach and resume on
+// the fast path, 53200 on the dataflow path, event: reset when history is
+// lost) applies unchanged. A write that takes longer than
+// Config.WriteTimeout closes the connection. The streams' buffers are the
+// memory budget's holder "feed".
+//
+// The canonical use, from package server:
+//
+//	h, err := feed.NewHandler(coord, feed.Config{Budget: budget, Registerer: reg})
+//	if err != nil {
+//		return err
+//	}
+//	srv := feed.Serve(h, ln) // serving when it returns
+//	defer srv.Close()        // before the coordinator closes
+package feed

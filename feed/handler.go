@@ -1,0 +1,316 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/pgwire"
+)
+
+// FrontierHeader carries the frontier of a ?live=false snapshot: every
+// update below it is in the document; stream ?after=<it> for the rest.
+const FrontierHeader = "Shardtail-Frontier"
+
+// defaultRole is who a request without credentials is: the server's
+// default superuser, which logs in without a password unless the server
+// requires passwords (as over pgwire).
+const defaultRole = "materialize"
+
+// Handler serves the feed's endpoints (see the package doc). Close ends
+// every stream and waits for their handlers.
+type Handler struct {
+	coord   *adapter.Coordinator
+	cfg     Config
+	mux     *http.ServeMux
+	mem     *membudget.Holder
+	metrics *metrics
+
+	active atomic.Int64
+	// ctx ends every stream when Close cancels it; wg counts the handlers
+	// of running requests, entered under mu while not closed (a WaitGroup
+	// must not grow from zero while Close waits on it).
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool // mu
+	wg     sync.WaitGroup
+}
+
+// NewHandler returns the feed of coord's collections.
+func NewHandler(coord *adapter.Coordinator, cfg Config) (*Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{coord: coord, cfg: cfg.withDefaults(), mux: http.NewServeMux(), metrics: m,
+		mem: cfg.Budget.Holder(membudget.HolderFeed)}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.mux.HandleFunc("GET /v1/subscribe/{collection}", h.serveSubscribe)
+	h.mux.HandleFunc("GET /v1/subscribe", h.serveSubscribe)
+	h.mux.HandleFunc("GET /{$}", h.serveIndex)
+	h.mux.HandleFunc("GET /ui/{collection}", h.serveUI)
+	h.mux.HandleFunc("GET /ui/feed.js", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, uiFiles, "ui/feed.js")
+	})
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.enter() {
+		writeError(w, &errorBody{status: http.StatusServiceUnavailable, Code: "57P01", Msg: "terminating connection due to administrator command"})
+		return
+	}
+	defer h.wg.Done()
+	if !h.cors(w, r) {
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// Close ends every stream and waits for their handlers to return. The
+// coordinator must be closed after it, so that no subscription outlives
+// its coordinator.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}
+
+// enter counts a request in, unless the handler is closed.
+func (h *Handler) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Add(1)
+	return true
+}
+
+// cors applies Config.CORSOrigins. It answers a preflight itself and
+// returns false then.
+func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	listed := slices.Contains(h.cfg.CORSOrigins, origin)
+	allowed := origin != "" && (listed || slices.Contains(h.cfg.CORSOrigins, "*"))
+	switch {
+	case allowed && listed:
+		// A listed origin's pages may send the browser's credentials.
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Set("Access-Control-Allow-Credentials", "true")
+		w.Header().Add("Vary", "Origin")
+	case allowed:
+		// "*": any page, but without the browser's credentials, so that
+		// a page elsewhere cannot read what a logged-in user may.
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+	}
+	if allowed {
+		w.Header().Set("Access-Control-Expose-Headers", FrontierHeader)
+	}
+	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		if allowed {
+			w.Header().Set("Access-Control-Allow-Methods", "GET")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Last-Event-ID, Accept")
+			w.Header().Set("Access-Control-Max-Age", "600")
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return false
+	}
+	return true
+}
+
+// authenticate returns the request's role: HTTP Basic, checked against
+// the role's SCRAM verifier when it has a password (Role says so) and the
+// feed does not trust, or the default role without credentials.
+func (h *Handler) authenticate(r *http.Request) (string, error) {
+	user, password, basic := r.BasicAuth()
+	if !basic {
+		user = defaultRole
+	}
+	role, err := h.coord.Role(r.Context(), user)
+	unknown := errors.Is(err, pgwire.ErrUnknownRole)
+	if err != nil && !unknown {
+		return "", err
+	}
+	if h.cfg.Trust || (!unknown && !role.PasswordRequired) {
+		if unknown {
+			return "", pgwire.Errorf("28000", "role \"%s\" does not exist", user)
+		}
+		return user, nil
+	}
+	// The same answer for an unknown role and a wrong password: the
+	// client learns nothing about which roles exist.
+	if !basic || unknown || !pgwire.VerifyPassword(role.Verifier, password) {
+		return "", pgwire.Errorf("28P01", "password authentication failed for user \"%s\"", user)
+	}
+	return user, nil
+}
+
+// serveSubscribe serves GET /v1/subscribe/{collection}.
+func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
+	req, err := parseRequest(r, r.PathValue("collection"))
+	tr := transportSSE
+	if req != nil {
+		tr = req.transport
+	}
+	status := http.StatusOK
+	defer func() { h.metrics.requests.WithLabelValues(tr.String(), strconv.Itoa(status)).Inc() }()
+	fail := func(err error) {
+		e := toErrorBody(err)
+		if e.status == http.StatusInternalServerError {
+			h.cfg.Log.Warn("feed: subscribe", "collection", r.PathValue("collection"), "err", err)
+		}
+		status = e.status
+		writeError(w, e)
+	}
+	if err != nil {
+		fail(err)
+		return
+	}
+	if n := h.active.Add(1); n > int64(h.cfg.MaxConnections) {
+		h.active.Add(-1)
+		fail(fmt.Errorf("%w: %d at once", ErrTooManyConnections, h.cfg.MaxConnections))
+		return
+	}
+	defer h.active.Add(-1)
+	user, err := h.authenticate(r)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if req.after != nil && req.upTo != nil && *req.after >= *req.upTo {
+		// Resumed after completion (a browser reconnecting after the end
+		// event): 204 tells an EventSource to stop.
+		status = http.StatusNoContent
+		w.WriteHeader(status)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(h.ctx, cancel)()
+
+	var f framing = sseFraming{retry: h.cfg.Retry}
+	if tr == transportNDJSON {
+		f = ndjsonFraming{}
+	}
+	s := &stream{h: h, w: w, rc: http.NewResponseController(w), f: f, pos: newPosition(req.after)}
+	if req.upTo != nil {
+		s.upTo = *req.upTo
+	}
+	defer func() { h.metrics.bytes.WithLabelValues(tr.String()).Add(float64(s.sent)) }()
+	if req.collections != nil {
+		err = s.openSources(ctx, user, tr, req)
+		defer s.closeSources()
+	} else {
+		err = s.open(ctx, user, tr, req)
+	}
+	if err != nil {
+		if adapter.HistoryLost(err) && tr != transportSnapshot {
+			// The resume point is gone: tell the client to start over,
+			// in a response an EventSource accepts.
+			h.metrics.resets.Inc()
+			startStream(w, f)
+			w.Write(f.reset(nil, toErrorBody(err)))
+			return
+		}
+		fail(err)
+		return
+	}
+	h.metrics.streams.WithLabelValues(tr.String()).Inc()
+	defer h.metrics.streams.WithLabelValues(tr.String()).Dec()
+	switch {
+	case req.collections != nil && tr == transportSnapshot:
+		err = s.runMerged(ctx, true)
+	case req.collections != nil:
+		startStream(w, f)
+		s.runMerged(ctx, false)
+	case tr == transportSnapshot:
+		defer s.sub.Close()
+		err = s.snapshot(ctx)
+	default:
+		defer s.sub.Close()
+		startStream(w, f)
+		s.run(ctx)
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+// open starts the subscription of a one-collection stream.
+func (s *stream) open(ctx context.Context, user string, tr transport, req *request) error {
+	st, err := req.statement()
+	if err != nil {
+		return err
+	}
+	if s.sub, err = s.h.coord.Subscribe(ctx, user, tr.String(), st); err != nil {
+		return err
+	}
+	s.wire = newJSONWire(s.sub.Columns(), "")
+	return nil
+}
+
+// finishSnapshot answers ?live=false with the array in buf, closed at
+// frontier.
+func (s *stream) finishSnapshot(frontier uint64) {
+	s.buf = append(s.buf, "]\n"...)
+	s.w.Header().Set("Content-Type", "application/json")
+	s.w.Header().Set(FrontierHeader, strconv.FormatUint(frontier, 10))
+	s.charge(false)
+	n, _ := s.w.Write(s.buf)
+	s.sent += int64(n)
+}
+
+// startStream sends a stream's headers.
+func startStream(w http.ResponseWriter, f framing) {
+	w.Header().Set("Content-Type", f.contentType())
+	w.Header().Set("Cache-Control", "no-store")
+	// Proxies that buffer (nginx) would hold the events back.
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+}
+
+// snapshot answers ?live=false: the rows up to the first frontier after AS
+// OF, as one JSON array, with that frontier in FrontierHeader.
+func (s *stream) snapshot(ctx context.Context) error {
+	defer s.charge(true)
+	s.buf = append(s.buf, '[')
+	first := true
+	var steps []step
+	for {
+		rows, err := s.sub.Next(ctx, 0)
+		if err != nil {
+			return err
+		}
+		steps = s.pos.split(rows, steps[:0])
+		for _, st := range steps {
+			if st.rows == nil {
+				s.finishSnapshot(st.progress)
+				return nil
+			}
+			for _, m := range formatter.Messages(s.wire, st.rows, &s.enc) {
+				if !first {
+					s.buf = append(s.buf, ',')
+				}
+				first = false
+				s.buf = append(s.buf, m...)
+			}
+		}
+		s.charge(false)
+	}
+}

@@ -1,0 +1,29 @@
+package feed
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/row"
+)
+
+// TestJSONEncodedOncePerShape: rows the fast path shares between the
+// subscribers of a shape (formatter.Shared) are JSON-encoded once; every
+// subscriber's stream gets the same bytes.
+func TestJSONEncodedOncePerShape(t *testing.T) {
+	opts := &formatter.Options{Progress: true, Relation: row.Schema{Columns: []row.Column{{Name: "a", Type: row.TypeInt8}, {Name: "b", Type: row.TypeText}}}}
+	rows := formatter.Shared(opts.Data(7, []row.Update{{Row: row.Row{int64(1), "x"}, Diff: 1}, {Row: row.Row{int64(2), nil}, Diff: -2}}))
+	var buf1, buf2 []byte
+	first := formatter.Messages(newJSONWire(opts.Columns(), ""), rows, &buf1)
+	second := formatter.Messages(newJSONWire(opts.Columns(), ""), rows, &buf2) // another subscriber
+	want := []string{`{"mz_timestamp":"7","mz_diff":1,"a":"1","b":"x"}`, `{"mz_timestamp":"7","mz_diff":-2,"a":"2","b":null}`}
+	for i := range want {
+		if string(first[i]) != want[i] || string(second[i]) != want[i] {
+			t.Errorf("row %d: %s and %s, want %s", i, first[i], second[i], want[i])
+		}
+		if unsafe.SliceData(first[i]) != unsafe.SliceData(second[i]) {
+			t.Errorf("row %d encoded twice for two subscribers of one shape", i)
+		}
+	}
+}

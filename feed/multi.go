@@ -1,0 +1,261 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/formatter"
+)
+
+// source is one collection of a stream of several (GET
+// /v1/subscribe?collection=a&collection=b). Its rows wait in rows until
+// every collection's frontier passes them: a progress event at F closes
+// all of them below F, one consistent cut.
+type source struct {
+	name string
+	sub  *adapter.Subscription
+	wire *jsonWire
+	// rows are data rows received and not yet sent, in time order.
+	rows []formatter.Row
+	// frontier is the collection's last progress row; done is set at UP
+	// TO.
+	frontier uint64
+	done     bool
+}
+
+// batch is what a source's reader hands the stream.
+type batch struct {
+	src  *source
+	rows []formatter.Row
+	err  error
+}
+
+// openSources starts one subscription per collection, all at one AS OF:
+// the request's (as_of, or after-1 on a resume), or else the latest of
+// the times each collection would start at alone, those below it
+// restarted at it.
+func (s *stream) openSources(ctx context.Context, user string, tr transport, req *request) error {
+	start := func(name string, r request) (*source, error) {
+		r.collection = name
+		st, err := r.statement()
+		if err != nil {
+			return nil, err
+		}
+		sub, err := s.h.coord.Subscribe(ctx, user, tr.String(), st)
+		if err != nil {
+			return nil, err
+		}
+		// The first row of every subscribe is a progress row at its AS OF.
+		for {
+			rows, err := sub.Next(ctx, 0)
+			if err != nil {
+				sub.Close()
+				return nil, err
+			}
+			if len(rows) > 0 {
+				// The rest waits to be ingested when the stream runs.
+				return &source{name: name, sub: sub, wire: newJSONWire(sub.Columns(), name),
+					frontier: rows[0].Time, rows: rows[1:]}, nil
+			}
+		}
+	}
+	var asOf uint64
+	for _, name := range req.collections {
+		src, err := start(name, *req)
+		if err != nil {
+			return err
+		}
+		s.srcs = append(s.srcs, src)
+		asOf = max(asOf, src.frontier)
+	}
+	if req.asOf == nil && req.after == nil {
+		// Each chose its own latest time: restart those behind at the
+		// latest, which they can read (it is above their since).
+		r := *req
+		r.asOf = &asOf
+		for i, src := range s.srcs {
+			if src.frontier == asOf {
+				continue
+			}
+			src.sub.Close()
+			src.sub = nil
+			again, err := start(src.name, r)
+			if err != nil {
+				return err
+			}
+			s.srcs[i] = again
+		}
+	}
+	if !s.pos.known {
+		s.pos.closed, s.pos.known = asOf, true
+	}
+	return nil
+}
+
+// closeSources ends every collection's subscription.
+func (s *stream) closeSources() {
+	for _, src := range s.srcs {
+		if src.sub != nil {
+			src.sub.Close()
+		}
+	}
+}
+
+// runMerged streams the collections aligned, as run streams one; with
+// snapshot it answers ?live=false instead and returns an error that came
+// before the response.
+func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
+	defer s.charge(true)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: the readers return
+	defer cancel()
+	batches := make(chan batch)
+	for _, src := range s.srcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				rows, err := src.sub.Next(ctx, 0)
+				select {
+				case batches <- batch{src: src, rows: rows, err: err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+		pending := src.rows
+		src.rows = nil
+		s.ingest(src, pending)
+	}
+	if snapshot {
+		s.buf = append(s.buf, '[')
+	} else {
+		s.buf = s.f.open(s.buf)
+		if !s.write() {
+			return nil
+		}
+	}
+	at := s.pos.closed // a snapshot ends at the first frontier above it
+	heartbeat := time.NewTicker(s.h.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		if !s.emitMerged(snapshot) {
+			return nil
+		}
+		if snapshot && s.pos.closed > at {
+			s.finishSnapshot(s.pos.closed)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-heartbeat.C:
+			if !snapshot {
+				s.buf = s.f.heartbeat(s.buf)
+				if !s.write() {
+					return nil
+				}
+			}
+		case b := <-batches:
+			switch {
+			case b.err == nil:
+				s.ingest(b.src, b.rows)
+			case errors.Is(b.err, io.EOF):
+				b.src.done, b.src.frontier = true, s.upTo
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case snapshot:
+				return b.err
+			case adapter.HistoryLost(b.err):
+				s.h.metrics.resets.Inc()
+				s.buf = s.f.reset(s.buf, toErrorBody(b.err))
+				s.write()
+				return nil
+			default:
+				s.buf = s.f.fail(s.buf, toErrorBody(b.err))
+				s.write()
+				return nil
+			}
+		}
+	}
+}
+
+// ingest takes a batch of one collection: its data rows wait, its
+// progress moves its frontier.
+func (s *stream) ingest(src *source, rows []formatter.Row) {
+	for _, r := range rows {
+		switch {
+		case r.Progressed:
+			src.frontier = max(src.frontier, r.Time)
+		case r.Time >= s.pos.minRow:
+			src.rows = append(src.rows, r)
+		}
+	}
+}
+
+// emitMerged sends the rows below the collections' common frontier and a
+// progress event at it, when it moved; at UP TO everything and the end.
+// It returns false when the stream is over.
+func (s *stream) emitMerged(snapshot bool) bool {
+	frontier, done := uint64(0), true
+	for i, src := range s.srcs {
+		if i == 0 || src.frontier < frontier {
+			frontier = src.frontier
+		}
+		done = done && src.done
+	}
+	if frontier <= s.pos.closed && !done {
+		return true
+	}
+	first := len(s.buf) == 1 // snapshot: just "["
+	var msgs [][]byte
+	for _, src := range s.srcs {
+		n := 0
+		for n < len(src.rows) && src.rows[n].Time < frontier {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		for _, m := range formatter.Messages(src.wire, src.rows[:n], &s.enc) {
+			if snapshot {
+				if !first {
+					s.buf = append(s.buf, ',')
+				}
+				first = false
+				s.buf = append(s.buf, m...)
+			} else {
+				msgs = append(msgs, m) // copied into buf below, before enc is reused
+			}
+		}
+		if !snapshot {
+			s.buf = s.f.rows(s.buf, msgs)
+			msgs = msgs[:0]
+		}
+		src.rows = src.rows[n:]
+	}
+	if frontier > s.pos.closed {
+		s.pos.closed = frontier
+		if !snapshot {
+			s.buf = s.f.progress(s.buf, frontier)
+		}
+	}
+	if snapshot {
+		s.charge(false)
+		return true
+	}
+	if done {
+		s.buf = s.f.end(s.buf, s.upTo)
+		s.write()
+		return false
+	}
+	return s.write()
+}

@@ -1,0 +1,180 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/formatter"
+)
+
+// position is what a stream has told its client so far, and so what it
+// must not tell again: the rules that make a resume exact.
+type position struct {
+	// resumed is set for a stream that continues after a frontier the
+	// client has seen.
+	resumed bool
+	// closed is the last frontier the client saw (or, before the first
+	// progress row arrived on a fresh stream, nothing: known is false).
+	// Progress events go out only above it. On a fresh stream it starts at
+	// AS OF, whose progress row comes before the snapshot: a client that
+	// resumed from it would skip the snapshot.
+	closed uint64
+	known  bool
+	// minRow drops rows below it: on a resume, AS OF after-1 WITH
+	// (SNAPSHOT = false) yields none below after, and this keeps it so.
+	minRow uint64
+}
+
+// newPosition is the position of a fresh stream, or of one resuming after
+// frontier after when it is set.
+func newPosition(after *uint64) position {
+	if after == nil {
+		return position{}
+	}
+	return position{resumed: true, closed: *after, known: true, minRow: *after}
+}
+
+// step is one piece of a batch as the client sees it.
+type step struct {
+	rows     []formatter.Row // data rows, when progress is 0
+	progress uint64          // a frontier to announce
+}
+
+// split cuts a batch of output rows into runs of data rows and the
+// progress events to announce, applying the position's rules.
+func (p *position) split(rows []formatter.Row, out []step) []step {
+	start := -1 // first data row of the current run
+	flush := func(end int) {
+		if start >= 0 {
+			out = append(out, step{rows: rows[start:end]})
+			start = -1
+		}
+	}
+	for i, r := range rows {
+		switch {
+		case r.Progressed:
+			flush(i)
+			if !p.known {
+				// The first progress row is at AS OF.
+				p.closed, p.known = r.Time, true
+				continue
+			}
+			if r.Time > p.closed {
+				p.closed = r.Time
+				out = append(out, step{progress: r.Time})
+			}
+		case r.Time < p.minRow:
+			flush(i)
+		case start < 0:
+			start = i
+		}
+	}
+	flush(len(rows))
+	return out
+}
+
+// stream is one subscribe streaming to one HTTP client.
+type stream struct {
+	h    *Handler
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	f    framing
+	sub  *adapter.Subscription // one collection
+	wire *jsonWire
+	srcs []*source // several collections (sub is nil)
+	pos  position
+	upTo uint64 // UP TO, when the subscribe has one
+	buf  []byte // framed bytes not yet written
+	enc  []byte // formatter.Messages's scratch
+	// charged is what buf and enc's capacity is charged to the feed's
+	// memory holder.
+	charged int64
+	sent    int64
+}
+
+// run streams until the subscription ends, the client leaves or ctx ends.
+// It reports nothing: errors after the response began are framed.
+func (s *stream) run(ctx context.Context) {
+	defer s.charge(true)
+	s.buf = s.f.open(s.buf)
+	if !s.write() {
+		return
+	}
+	var steps []step
+	for {
+		wait, cancel := context.WithTimeout(ctx, s.h.cfg.Heartbeat)
+		rows, err := s.sub.Next(wait, 0)
+		cancel()
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			s.buf = s.f.heartbeat(s.buf)
+			if !s.write() {
+				return
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			// UP TO: every row below it was sent. Its progress event
+			// first, so that a client that does not know the end event
+			// reconnects from it (and gets 204).
+			s.buf = s.f.progress(s.buf, s.upTo)
+			s.buf = s.f.end(s.buf, s.upTo)
+			s.write()
+			return
+		case adapter.HistoryLost(err):
+			s.h.metrics.resets.Inc()
+			s.buf = s.f.reset(s.buf, toErrorBody(err))
+			s.write()
+			return
+		default:
+			s.buf = s.f.fail(s.buf, toErrorBody(err))
+			s.write()
+			return
+		}
+		steps = s.pos.split(rows, steps[:0])
+		for _, st := range steps {
+			if st.rows == nil {
+				s.buf = s.f.progress(s.buf, st.progress)
+				continue
+			}
+			s.buf = s.f.rows(s.buf, formatter.Messages(s.wire, st.rows, &s.enc))
+		}
+		if len(s.buf) > 0 && !s.write() {
+			return
+		}
+	}
+}
+
+// write sends buf to the client and flushes it; false means the client is
+// gone (or did not take the bytes within Config.WriteTimeout).
+func (s *stream) write() bool {
+	s.charge(false)
+	// A client that stopped reading must not hold the handler forever:
+	// its subscription is detached by the fast path's budget meanwhile,
+	// but the connection would stay.
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
+	n, err := s.w.Write(s.buf)
+	s.sent += int64(n)
+	s.buf = s.buf[:0]
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	return err == nil
+}
+
+// charge brings the memory holder to the buffers' capacity (to zero when
+// done).
+func (s *stream) charge(done bool) {
+	n := int64(cap(s.buf) + cap(s.enc))
+	if done {
+		n = 0
+	}
+	s.h.mem.Add(n - s.charged)
+	s.charged = n
+}
