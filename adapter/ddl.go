@@ -124,13 +124,17 @@ func (c *Coordinator) createCollection(ctx context.Context, it *catalog.Item) (*
 	if err := checkNewName(c.catalog.State(), it.Name); err != nil {
 		return nil, err
 	}
-	if it.RetainMs == 0 {
-		it.RetainMs = catalog.DefaultRetainMs
-	}
 	if it.Kind != catalog.KindView {
 		it.Shard = persist.NewShardID()
 		if _, err := c.persist.CreateShard(ctx, it.Shard, it.Schema); err != nil {
 			return nil, fmt.Errorf("create shard: %w", err)
+		}
+		if it.Kind == catalog.KindTable {
+			// Registered before the catalog names it: no reader, in any
+			// process, meets the table unregistered.
+			if err := c.storage.Register(ctx, it.Shard); err != nil {
+				return nil, fmt.Errorf("register table shard: %w", err)
+			}
 		}
 	}
 	cs, err := c.catalog.Update(ctx, func(cs *catalog.State) error {
@@ -368,10 +372,10 @@ func (s *Session) planAlter(st *sql.AlterObject) (*plan, error) {
 }
 
 // retainHistory is the RETAIN HISTORY window, in milliseconds, that the
-// options of a CREATE ... WITH or an ALTER ... SET (where) set, and 0 (the
-// default window) when they set none.
+// options of a CREATE ... WITH or an ALTER ... SET (where) set, and the
+// default window when they set none.
 func retainHistory(opts []sql.Option, where string) (int64, error) {
-	var ms int64
+	ms := int64(catalog.DefaultRetainMs)
 	for _, o := range opts {
 		if o.Name != "RETAIN HISTORY" {
 			return 0, errorf(codeFeatureNotSupp, "%s (%s) not supported", where, o.Name)
@@ -384,8 +388,8 @@ func retainHistory(opts []sql.Option, where string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if ms = d.Milliseconds(); ms <= 0 {
-			return 0, errorf(codeInvalidParamValue, "RETAIN HISTORY must be a positive interval")
+		if ms = d.Milliseconds(); ms < 0 {
+			return 0, errorf(codeInvalidParamValue, "RETAIN HISTORY must not be negative")
 		}
 	}
 	return ms, nil

@@ -264,7 +264,7 @@ func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item) (uint
 	// A linearizable read of the shard's frontiers: every write acknowledged
 	// before this statement is below the upper. Concurrent subscribes in
 	// this process share one consensus read.
-	state, err := s.c.persist.State(ctx, src.Shard)
+	state, err := s.c.persist.ReadState(ctx, src.Shard)
 	if err != nil {
 		return 0, nil, mapPersistErr(err, p.relationName())
 	}
