@@ -46,11 +46,11 @@ func (s *Session) startSubscribe(ctx context.Context, st *sql.Subscribe) (*Subsc
 	if s.c.isProxy() && s.route(ctx, st) != routeLocal {
 		return nil, errorf(codeFeatureNotSupp, "a tail process serves only subscribes of its fast path over HTTP; use its upstream for this one")
 	}
-	p, err := s.planSubscribeStmt(st)
+	p, err := s.planSubscribeStmt(st, nil)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := p.start(ctx)
+	sub, err := p.start(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,10 @@ type StormConfig struct {
 	// Relations, when set instead, spreads the clients over several
 	// collections: client i subscribes to Relations[i%len(Relations)].
 	Relations []string
+	// RelationFor, when set, is what client i subscribes to instead of
+	// Relation (a query per client: (h)'s shapes); Relation then only
+	// names the storm.
+	RelationFor func(i int) string
 	// FastPath, when "on" or "off", is sent on each connection before the
 	// barrier as SET enable_subscribe_persist_fast_path; "" or "default"
 	// leaves the server's setting.
@@ -762,8 +766,11 @@ func (c *stormClient) snapshot(cfg *StormConfig) error {
 	c.sent = time.Now()
 	c.conn.SetDeadline(c.sent.Add(cfg.Timeout))
 	rel := cfg.Relation
-	if n := len(cfg.Relations); n > 0 {
-		rel = cfg.Relations[c.i%n]
+	switch {
+	case cfg.RelationFor != nil:
+		rel = cfg.RelationFor(c.i)
+	case len(cfg.Relations) > 0:
+		rel = cfg.Relations[c.i%len(cfg.Relations)]
 	}
 	switch cfg.Mode {
 	case ModeCopy:

@@ -32,7 +32,7 @@ const (
 )
 
 // scenarioLetters are every scenario, in run order.
-const scenarioLetters = "abcdefg"
+const scenarioLetters = "abcdefgh"
 
 // SuiteConfig configures `shardtail bench`. Zero fields take the full
 // run's defaults (or the quick run's, with Quick).
@@ -41,7 +41,7 @@ type SuiteConfig struct {
 	ServerBin string
 	// Quick runs a small version for smoke checks.
 	Quick bool
-	// Scenarios to run, letters a-g; empty: all. ParseScenarios reads
+	// Scenarios to run, letters a-h; empty: all. ParseScenarios reads
 	// names too.
 	Scenarios string
 	// Postgres runs the peer when its binaries are installed.
@@ -88,6 +88,10 @@ type SuiteConfig struct {
 	// server with --memory-budget BudgetBytes (g).
 	BudgetReaders, BudgetStalled, BudgetCollections int
 	BudgetWriteBytes, BudgetBytes                   int64
+	// ShapesClients is the size of (h)'s storms; ShapesUsers and
+	// ShapesSmallUsers the subscribers of its two live runs, under a
+	// writer of ShapesRate rows/s for LiveDuration.
+	ShapesClients, ShapesUsers, ShapesSmallUsers, ShapesRate int
 	// Timeout bounds each client (connect; statement to snapshot).
 	Timeout time.Duration
 	// MaxServerRSS aborts a storm whose server grows past it (a shared
@@ -128,6 +132,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 			IdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
 			BudgetReaders: 64, BudgetStalled: 32, BudgetCollections: 8, BudgetWriteBytes: 64 << 20, BudgetBytes: 32 << 20,
+			ShapesClients: 64, ShapesUsers: 200, ShapesSmallUsers: 20, ShapesRate: 100,
 			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 		}
 	}
@@ -140,6 +145,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 		IdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
 		BudgetReaders: 1000, BudgetStalled: 500, BudgetCollections: 8, BudgetWriteBytes: 2e9, BudgetBytes: 256 << 20,
+		ShapesClients: 2048, ShapesUsers: 10_000, ShapesSmallUsers: 100, ShapesRate: 1000,
 		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 	}
 }
@@ -162,8 +168,11 @@ func (c *SuiteConfig) Validate() error {
 	}
 	for _, r := range c.Scenarios {
 		if !strings.ContainsRune(scenarioLetters, r) {
-			return fmt.Errorf("%w: scenario %q (want letters a-g)", ErrConfig, r)
+			return fmt.Errorf("%w: scenario %q (want letters a-h)", ErrConfig, r)
 		}
+	}
+	if c.runs(ScenarioShapes) && (c.ShapesClients < 1 || c.ShapesUsers < 1 || c.ShapesSmallUsers < 1 || c.ShapesRate < 1) {
+		return fmt.Errorf("%w: ShapesClients, ShapesUsers, ShapesSmallUsers and ShapesRate must be positive", ErrConfig)
 	}
 	if c.runs(ScenarioTail) {
 		switch {
@@ -186,7 +195,7 @@ func (c *SuiteConfig) Validate() error {
 	return nil
 }
 
-// ParseScenarios reads --scenarios: letters a-g, or comma-separated
+// ParseScenarios reads --scenarios: letters a-h, or comma-separated
 // letters and names ("budget" is g).
 func ParseScenarios(s string) (string, error) {
 	var out strings.Builder
@@ -197,7 +206,7 @@ func ParseScenarios(s string) (string, error) {
 		}
 		for _, r := range f {
 			if !strings.ContainsRune(scenarioLetters, r) {
-				return "", fmt.Errorf("%w: scenario %q (want letters a-g or budget)", ErrConfig, f)
+				return "", fmt.Errorf("%w: scenario %q (want letters a-h, budget or shapes)", ErrConfig, f)
 			}
 		}
 		out.WriteString(f)
@@ -248,6 +257,8 @@ type PathResults struct {
 	// every run.
 	Memory     *MemoryResult   `json:"memory,omitempty"`
 	MemoryRuns []*MemoryResult `json:"memory_runs,omitempty"`
+	// Shapes (h).
+	Shapes *ShapesResult `json:"shapes,omitempty"`
 	// Problems are failures observed on this path: scenario errors, a
 	// server that exited.
 	Problems []string `json:"problems,omitempty"`
@@ -503,6 +514,8 @@ func loadDataSet(ctx context.Context, cfg *SuiteConfig, url, name, who string, t
 		table, view, rows = tableBig, viewBig, cfg.BigRows
 	case tableLive:
 		return execSQL(ctx, url, "CREATE TABLE "+tableLive+" (id bigint, payload text)")
+	case tableShaped:
+		return execSQL(ctx, url, "CREATE TABLE "+tableShaped+" (user_id bigint, id bigint, payload text)")
 	case tableIdle:
 		table, rows = tableIdle, 10
 	default:
@@ -745,6 +758,17 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		}
 		pr.Memory = medianRun(pr.MemoryRuns, func(m *MemoryResult) float64 { return m.PerClientKB })
 	}
+	if cfg.runs(ScenarioShapes) {
+		err := step("(h)", tableShaped, func(srv *Server) error {
+			if _, err := ss.ensure(ctx, viewSmall); err != nil {
+				return err
+			}
+			return runShapes(ctx, cfg, srv, pr, label)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -926,6 +950,60 @@ func fetch10(ctx context.Context, url, rel string, postgres bool, timeout time.D
 	}
 }
 
+// writeLive is the live writer: for duration, every writerTick, one
+// INSERT into table of the rows due at lr.Rate rows/s, numbered from 0;
+// each row is what prefix appends for its id, then a payload of
+// lr.PayloadBytes starting with the write's wall clock (Unix ns). It counts
+// the rows written and each INSERT's latency (ms) into lr and lats, then
+// lets the subscribers drain for liveDrain.
+func writeLive(ctx context.Context, url, table string, duration time.Duration, lr *LiveResult, lats *[]float64, prefix func(sql []byte, id int64) []byte) error {
+	c, err := connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	start := time.Now()
+	t := time.NewTicker(writerTick)
+	defer t.Stop()
+	var id int64
+	var sql []byte
+	pad := payload(nil, 0, lr.PayloadBytes)
+	for time.Since(start) < duration && ctx.Err() == nil {
+		<-t.C
+		due := int64(time.Since(start).Seconds() * float64(lr.Rate))
+		if due <= id {
+			continue
+		}
+		now := time.Now()
+		ns := now.UnixNano()
+		sql = append(sql[:0], "INSERT INTO "+table+" VALUES "...)
+		for ; id < due; id++ {
+			if sql[len(sql)-1] == ')' {
+				sql = append(sql, ',')
+			}
+			sql = append(sql, '(')
+			sql = prefix(sql, id)
+			sql = fmt.Appendf(sql, "'%d-", ns)
+			sql = append(sql, pad[:max(0, lr.PayloadBytes-21)]...)
+			sql = append(sql, "')"...)
+		}
+		if _, err := c.Exec(ctx, string(sql)).ReadAll(); err != nil {
+			lr.WriteErrors++
+			if lr.WriterError == "" {
+				lr.WriterError = err.Error()
+			}
+			if c.IsClosed() {
+				return err
+			}
+			continue
+		}
+		*lats = append(*lats, float64(time.Since(now).Microseconds())/1000)
+		lr.Written = id
+	}
+	sleepCtx(ctx, liveDrain)
+	return nil
+}
+
 // writerTick is how often the live writer sends an INSERT of the rows due.
 const writerTick = 10 * time.Millisecond
 
@@ -939,49 +1017,9 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, n, stalled, rat
 	lr := &LiveResult{Rate: rate, PayloadBytes: payloadBytes}
 	var lats []float64
 	writer := func(ctx context.Context) error {
-		c, err := connect(ctx, srv.URL)
-		if err != nil {
-			return err
-		}
-		defer c.Close(context.Background())
-		start := time.Now()
-		t := time.NewTicker(writerTick)
-		defer t.Stop()
-		var id int64
-		var sql []byte
-		pad := payload(nil, 0, payloadBytes)
-		for time.Since(start) < cfg.LiveDuration && ctx.Err() == nil {
-			<-t.C
-			due := int64(time.Since(start).Seconds() * float64(rate))
-			if due <= id {
-				continue
-			}
-			now := time.Now()
-			ns := now.UnixNano()
-			sql = append(sql[:0], "INSERT INTO "+tableLive+" VALUES "...)
-			for ; id < due; id++ {
-				if sql[len(sql)-1] == ')' {
-					sql = append(sql, ',')
-				}
-				sql = fmt.Appendf(sql, "(%d,'%d-", id, ns)
-				sql = append(sql, pad[:max(0, payloadBytes-21)]...)
-				sql = append(sql, "')"...)
-			}
-			if _, err := c.Exec(ctx, string(sql)).ReadAll(); err != nil {
-				lr.WriteErrors++
-				if lr.WriterError == "" {
-					lr.WriterError = err.Error()
-				}
-				if c.IsClosed() {
-					return err
-				}
-				continue
-			}
-			lats = append(lats, float64(time.Since(now).Microseconds())/1000)
-			lr.Written = id
-		}
-		sleepCtx(ctx, liveDrain)
-		return nil
+		return writeLive(ctx, srv.URL, tableLive, cfg.LiveDuration, lr, &lats, func(sql []byte, id int64) []byte {
+			return fmt.Appendf(sql, "%d,", id)
+		})
 	}
 	sc := StormConfig{
 		URL: srv.URL, Clients: n, Mode: ModeCopy, Relation: tableLive, Timeout: cfg.Timeout,

@@ -272,6 +272,14 @@ type Metrics struct {
 	shares         prometheus.Counter
 	retired        prometheus.Counter
 	storageRetries prometheus.Counter
+	// Shapes (subscribe.Shape): distinct shapes per collection, MFP
+	// evaluations (one per shape per batch or snapshot piece), and the rows
+	// they evaluated, of which rowsRouted were found through an index.
+	shapes        *prometheus.GaugeVec
+	shapeEvals    prometheus.Counter
+	rowsEvaluated prometheus.Counter
+	rowsRouted    prometheus.Counter
+	pushesSkipped prometheus.Counter
 }
 
 func newMetrics() *Metrics {
@@ -297,13 +305,20 @@ func newMetrics() *Metrics {
 		shares:         c("snapshot_cursors_total", "Shared snapshot cursors opened."),
 		retired:        c("retired_total", "Shared tails retired after idling."),
 		storageRetries: c("storage_retries_total", "Listen reads of shared tails retried after a storage error."),
+		shapes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "shardtail", Subsystem: "tail", Name: "shapes",
+			Help: "Distinct shapes (map/filter/project of a subscribe) served by a collection's shared tail, by shard."}, []string{"shard"}),
+		shapeEvals:    c("shape_evaluations_total", "Evaluations of a shape's MFP over a listen batch or snapshot piece (once per shape, however many subscribe to it)."),
+		rowsEvaluated: c("shape_rows_evaluated_total", "Rows a shape's MFP was evaluated on."),
+		rowsRouted:    c("shape_rows_routed_total", "Rows routed to a shape through its equality index (evaluated only for the shapes they match); included in shape_rows_evaluated_total."),
+		pushesSkipped: c("shape_pushes_skipped_total", "Listen batches not queued for a subscriber because its shape's index routed no row of them to it."),
 	}
 }
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.budgetDetaches, m.budgetShrinks, m.resumes, m.catchUps,
-		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired, m.storageRetries} {
+		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired, m.storageRetries,
+		m.shapes, m.shapeEvals, m.rowsEvaluated, m.rowsRouted, m.pushesSkipped} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

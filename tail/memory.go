@@ -110,7 +110,7 @@ func (m *Manager) detachLargest() {
 		t := q.s.t
 		t.mu.Lock()
 		if q.s.attached {
-			q.s.detach(q.s.queued)
+			q.s.detach(q.s.queued, q.s.t.frontier)
 			m.metrics.budgetDetaches.Inc()
 		}
 		t.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // share is one consolidating snapshot cursor at one AS OF, shared by every
@@ -39,20 +40,43 @@ type share struct {
 	// opened is closed once cur (or err) is set: subscribers that find
 	// the share while its cursor opens wait for it.
 	opened chan struct{}
+	// finals is the snapshot per shape, consolidated whole.
+	finals shapeCache[*shapeSnapshot]
 }
 
 // piece is one chunk of a snapshot: final rows at AS OF.
 type piece struct {
-	updates []row.Update
-	bytes   int64
-	shapes  shapeCache[[]formatter.Row]
+	decoded
+	bytes  int64
+	shapes shapeCache[[]formatter.Row]
 }
 
 // rows returns the piece formatted for opts as data rows at asOf (the
-// share's), computing it once per shape.
+// share's), computing it once per output shape.
 func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
-	return p.shapes.get(opts, func() []formatter.Row {
+	return p.shapes.get(outputKey(nil, opts), func() []formatter.Row {
 		return formatter.Shared(opts.Data(asOf, p.updates))
+	})
+}
+
+// shapeSnapshot is the share's snapshot mapped through one shape and
+// consolidated whole (rows of different pieces may map to one row), and
+// its data rows per output shape.
+type shapeSnapshot struct {
+	updates []row.Update
+	rows    shapeCache[[]formatter.Row]
+}
+
+// final returns the snapshot mapped through sh, consolidating parts (the
+// pieces mapped through sh, in order) on the first call for the shape:
+// every subscriber of a shape at one AS OF shares one evaluation.
+func (sh *share) final(shape *subscribe.Shape, parts [][]row.Update) *shapeSnapshot {
+	return sh.finals.get(shape.Key, func() *shapeSnapshot {
+		var all []row.Update
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return &shapeSnapshot{updates: row.Consolidate(all)}
 	})
 }
 
@@ -215,7 +239,7 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		case err != nil:
 			sh.err = err
 		default:
-			p := &piece{updates: chunk}
+			p := &piece{decoded: decoded{updates: chunk}}
 			for _, u := range chunk {
 				p.bytes += u.Size()
 			}

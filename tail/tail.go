@@ -37,9 +37,16 @@ type SharedTail struct {
 	frontier uint64
 	// start is the listen's AS OF + 1: nothing below it ever entered the
 	// window.
-	start  uint64
-	subs   map[*Subscriber]struct{}
-	shares map[uint64]*share
+	start uint64
+	subs  map[*Subscriber]struct{}
+	// every holds the subscribers every batch is pushed to; the others
+	// are in their shape's routed set (see addSubscriber).
+	every map[*Subscriber]struct{}
+	// shapes are the distinct shapes of subs by key; indexed routes a
+	// column's value to the shapes whose index equality it satisfies.
+	shapes  map[string]*shapeSubs
+	indexed map[int]map[row.Datum]map[*shapeSubs]struct{}
+	shares  map[uint64]*share
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
 	snapFloor uint64
@@ -70,7 +77,8 @@ func (m *Manager) newSharedTail(ctx context.Context, shard string, asOf uint64) 
 	tctx, stop := context.WithCancel(m.ctx)
 	t := &SharedTail{m: m, shard: shard, ctx: tctx, stop: stop, done: make(chan struct{}),
 		listenReader: lr, snapReader: sr, frontier: asOf + 1, start: asOf + 1,
-		subs: map[*Subscriber]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
+		subs: map[*Subscriber]struct{}{}, every: map[*Subscriber]struct{}{}, shapes: map[string]*shapeSubs{},
+		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
 	m.metrics.tails.Inc()
 	go t.run(l, asOf)
 	return t, nil
@@ -178,8 +186,18 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	t.hold(b, true, 0)
 	t.frontier = frontier
 	t.trimWindow()
-	for s := range t.subs {
+	for s := range t.every {
 		s.push(b)
+	}
+	if len(t.indexed) > 0 {
+		pushed := 0
+		for ss := range t.routedShapes(b) {
+			for s := range ss.routed {
+				s.push(b)
+			}
+			pushed += len(ss.routed)
+		}
+		t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
 	}
 	close(t.changed)
 	t.changed = make(chan struct{})
@@ -420,4 +438,5 @@ func (t *SharedTail) close() {
 	t.listenReader.Close()
 	t.snapReader.Close()
 	t.m.metrics.tails.Dec()
+	t.m.metrics.shapes.DeleteLabelValues(t.shard)
 }

@@ -26,6 +26,9 @@ directories and loopback ports, loads the same rows, and runs:
   (c) live fan-out latency under a steady writer
   (d) slow-client isolation: 10% of the clients stop reading
   (e) server memory per idle subscriber (10,000 subscribers)
+  (h) shapes: 2,048 clients on 64 filters of the view next to the bare
+      storm; 10,000 subscribers each of its own user_id (and 100) under a
+      writer of 1,000 rows/s
 and, when PostgreSQL is installed, the same storms (SELECT *) and the same
 large read (COPY ... TO STDOUT) on a throwaway PostgreSQL. Then
   (f) the storms of (a) through a tail process ("serve --upstream"), next to
@@ -50,7 +53,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a small run (N=64, 100,000 rows) for smoke checks")
 	out := fs.String("out", "", "directory for the report (default bench/results; with --quick a temporary directory)")
 	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
-	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-g, or comma-separated letters and names (budget: g) (default all)")
+	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-h, or comma-separated letters and names (budget: g, shapes: h) (default all)")
 	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048; quick 64)")
 	tailClients := fs.String("tail-clients", "", "storm sizes for (f), comma-separated (default 256,1024,2048; quick 64)")
 	tailDataflow := fs.Int("tail-dataflow-clients", -1, "size of (f)'s dataflow-path storms; 0: none (default 256; quick 32)")
@@ -60,6 +63,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	noPostgres := fs.Bool("no-postgres", false, "skip the PostgreSQL peer")
 	timeout := fs.Duration("timeout", 0, "per-client timeout (default 3m; quick 1m)")
 	idle := fs.Int("idle-clients", 0, "idle subscribers for (e) (default 10,000; quick 200)")
+	shapesClients := fs.Int("shapes-clients", 0, "storm size of (h) (default 2,048; quick 64)")
+	shapesUsers := fs.Int("shapes-users", 0, "routed subscribers of (h)'s large live run (default 10,000; quick 200)")
 	bigRows := fs.Int("big-rows", 0, "rows of the large view for (b) (default 1,000,000; quick 100,000)")
 	runs := fs.Int("runs", 0, fmt.Sprintf("runs of each measurement; the report shows the median and min–max (default %d; quick %d)", bench.DefaultRuns, bench.DefaultQuickRuns))
 	budgetReaders := fs.Int("budget-readers", 0, "reading subscribers of (g) (default 1,000; quick 64)")
@@ -134,6 +139,12 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	}
 	if *bigRows > 0 {
 		cfg.BigRows = *bigRows
+	}
+	if *shapesClients > 0 {
+		cfg.ShapesClients = *shapesClients
+	}
+	if *shapesUsers > 0 {
+		cfg.ShapesUsers = *shapesUsers
 	}
 	if *runs > 0 {
 		cfg.Runs, cfg.Repeat = *runs, *runs
