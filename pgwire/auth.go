@@ -37,7 +37,7 @@ func (c *conn) authenticate(user string, deadline time.Time) error {
 	secret, verr := parseSCRAMVerifier(role.Verifier)
 	if unknown || verr != nil {
 		if !unknown {
-			c.log.Warn("pgwire: authentication failed", "user", user, "err", fmt.Errorf("%w: %v", errNoVerifier, verr))
+			c.logger().Warn("pgwire: authentication failed", "user", user, "err", fmt.Errorf("%w: %v", errNoVerifier, verr))
 		}
 		secret = c.srv.mockSecret(user)
 	}
