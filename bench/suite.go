@@ -29,10 +29,12 @@ const (
 	ScenarioSlow   = "d" // slow-client isolation
 	ScenarioMemory = "e" // RSS per idle subscriber
 	ScenarioTail   = "f" // the storm through a tail process
+	ScenarioFeed   = "g" // the HTTP change feed's storms and idle streams
 )
 
-// scenarioLetters are every scenario, in run order.
-const scenarioLetters = "abcdef"
+// scenarioLetters are every scenario. (g) runs on each path after (e),
+// before (f).
+const scenarioLetters = "abcdefg"
 
 // SuiteConfig configures `shardtail bench`. Zero fields take the full
 // run's defaults (or the quick run's, with Quick).
@@ -41,7 +43,7 @@ type SuiteConfig struct {
 	ServerBin string
 	// Quick runs a small version for smoke checks.
 	Quick bool
-	// Scenarios to run, letters a-f; empty: all.
+	// Scenarios to run, letters a-g; empty: all.
 	Scenarios string
 	// Postgres runs the peer when its binaries are installed.
 	Postgres bool
@@ -82,6 +84,10 @@ type SuiteConfig struct {
 	// TailStorage is what (f)'s processes share: StorageS3 or
 	// StorageFile.
 	TailStorage string
+	// FeedClients are the size of (g)'s storms, after FeedChanges rows
+	// of the storms' view were updated; FeedIdleClients the idle SSE
+	// streams of its memory probe.
+	FeedClients, FeedChanges, FeedIdleClients int
 	// Timeout bounds each client (connect; statement to snapshot).
 	Timeout time.Duration
 	// MaxServerRSS aborts a storm whose server grows past it (a shared
@@ -120,6 +126,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 			LiveClients: 32, LiveRate: 50, LiveDuration: 3 * time.Second,
 			SlowClients: 20, SlowStalled: 2, SlowRate: 1000, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 			IdleClients: 200,
+			FeedClients: 64, FeedChanges: 1000, FeedIdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
 			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 		}
@@ -131,6 +138,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 		LiveClients: 1024, LiveRate: 100, LiveDuration: 15 * time.Second,
 		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 		IdleClients: 10_000,
+		FeedClients: 2048, FeedChanges: 1000, FeedIdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
 		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 	}
@@ -154,8 +162,11 @@ func (c *SuiteConfig) Validate() error {
 	}
 	for _, r := range c.Scenarios {
 		if !strings.ContainsRune(scenarioLetters, r) {
-			return fmt.Errorf("%w: scenario %q (want letters a-f)", ErrConfig, r)
+			return fmt.Errorf("%w: scenario %q (want letters a-g)", ErrConfig, r)
 		}
+	}
+	if c.runs(ScenarioFeed) && (c.FeedClients < 1 || c.FeedChanges < 1 || c.FeedChanges > c.SmallRows || c.FeedIdleClients < 0) {
+		return fmt.Errorf("%w: FeedClients and FeedChanges must be positive, FeedChanges at most SmallRows, FeedIdleClients not negative", ErrConfig)
 	}
 	if c.runs(ScenarioTail) {
 		switch {
@@ -212,6 +223,8 @@ type PathResults struct {
 	// every run.
 	Memory     *MemoryResult   `json:"memory,omitempty"`
 	MemoryRuns []*MemoryResult `json:"memory_runs,omitempty"`
+	// Feed (g): the HTTP change feed next to pgwire.
+	Feed *FeedResult `json:"feed,omitempty"`
 	// Problems are failures observed on this path: scenario errors, a
 	// server that exited.
 	Problems []string `json:"problems,omitempty"`
@@ -425,7 +438,7 @@ func (s *serverSession) ensure(ctx context.Context, data ...string) (*Server, er
 	}
 	if s.srv == nil {
 		s.cfg.Status.Set(s.pr.Path+": starting server", nil)
-		srv, err := StartServer(ctx, s.cfg.ServerBin, ServerOptions{FastPath: s.fast})
+		srv, err := StartServer(ctx, s.cfg.ServerBin, ServerOptions{FastPath: s.fast, Feed: s.cfg.runs(ScenarioFeed)})
 		if err != nil {
 			return nil, err
 		}
@@ -705,6 +718,21 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			}
 		}
 		pr.Memory = medianRun(pr.MemoryRuns, func(m *MemoryResult) float64 { return m.PerClientKB })
+	}
+	if cfg.runs(ScenarioFeed) {
+		// A fresh server, as for (e): its idle streams' RSS is measured.
+		ss.close()
+		err := step("(g)", viewSmall, func(srv *Server) error {
+			if _, err := ss.ensure(ctx, tableIdle); err != nil {
+				return err
+			}
+			fr, err := runFeed(ctx, cfg, srv, label("(g) the HTTP feed"))
+			pr.Feed = fr
+			return err
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
