@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -366,4 +367,52 @@ func TestTailProcess(t *testing.T) {
 	execAll(t, c, "INSERT INTO t VALUES (2)")
 	waitFor(t, r, m, func(ev event) bool { return ev.Name == "progress" && len(m) == 2 })
 	wantModel(t, m, `{"a":1} x1`, `{"a":2} x1`)
+}
+
+// TestLargeSnapshot: a snapshot far over one write (its rows written from
+// the shared encoding, not copied per stream) arrives whole and well
+// framed over SSE, NDJSON and live=false, to two streams at once.
+func TestLargeSnapshot(t *testing.T) {
+	const n = 3000
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("(%d, 'row %d')", i+1, i+1)
+	}
+	execAll(t, c, "CREATE TABLE t (a int, b text)", "INSERT INTO t VALUES "+strings.Join(values, ", "))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe/t"
+	want := model{}
+	for i := 1; i <= n; i++ {
+		want[fmt.Sprintf(`{"a":%d,"b":"row %d"}`, i, i)] = 1
+	}
+	for i := range 2 {
+		m := model{}
+		waitFor(t, newSSEReader(get(t, ctx, base).Body), m, func(ev event) bool { return ev.Name == "progress" })
+		if got, want := m.String(), want.String(); got != want {
+			t.Fatalf("SSE stream %d: %d rows, want %d", i, len(m), n)
+		}
+	}
+	m := model{}
+	lines := bufioLines(get(t, ctx, base, "Accept", "application/x-ndjson").Body)
+	for line := range lines {
+		if strings.HasPrefix(line, `{"frontier"`) {
+			break
+		}
+		m.apply(t, "["+line+"]")
+	}
+	if got, want := m.String(), want.String(); got != want {
+		t.Fatalf("NDJSON: %d rows, want %d", len(m), n)
+	}
+	body, err := io.ReadAll(get(t, ctx, base+"?live=false").Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = model{}
+	m.apply(t, string(body))
+	if got, want := m.String(), want.String(); got != want {
+		t.Fatalf("live=false: %d rows, want %d", len(m), n)
+	}
 }

@@ -261,13 +261,17 @@ func (s *stream) open(ctx context.Context, user string, tr transport, req *reque
 	if s.sub, err = s.h.coord.Subscribe(ctx, user, tr.String(), st); err != nil {
 		return err
 	}
-	s.wire = newJSONWire(s.sub.Columns(), "")
+	s.wire = newJSONWire(s.sub.Columns(), "", s.f.sep())
 	return nil
 }
 
 // finishSnapshot answers ?live=false with the array in buf, closed at
 // frontier.
 func (s *stream) finishSnapshot(frontier uint64) {
+	// Every object is followed by a comma: the last one's is the end.
+	if s.buf[len(s.buf)-1] == ',' {
+		s.buf = s.buf[:len(s.buf)-1]
+	}
 	s.buf = append(s.buf, "]\n"...)
 	s.w.Header().Set("Content-Type", "application/json")
 	s.w.Header().Set(FrontierHeader, strconv.FormatUint(frontier, 10))
@@ -290,7 +294,6 @@ func startStream(w http.ResponseWriter, f framing) {
 func (s *stream) snapshot(ctx context.Context) error {
 	defer s.charge(true)
 	s.buf = append(s.buf, '[')
-	first := true
 	var steps []step
 	for {
 		rows, err := s.sub.Next(ctx, 0)
@@ -303,12 +306,8 @@ func (s *stream) snapshot(ctx context.Context) error {
 				s.finishSnapshot(st.progress)
 				return nil
 			}
-			for _, m := range formatter.Messages(s.wire, st.rows, &s.enc) {
-				if !first {
-					s.buf = append(s.buf, ',')
-				}
-				first = false
-				s.buf = append(s.buf, m...)
+			for _, r := range formatter.Runs(s.wire, st.rows, &s.enc) {
+				s.buf = append(s.buf, r...)
 			}
 		}
 		s.charge(false)

@@ -58,7 +58,7 @@ func (s *stream) openSources(ctx context.Context, user string, tr transport, req
 			}
 			if len(rows) > 0 {
 				// The rest waits to be ingested when the stream runs.
-				return &source{name: name, sub: sub, wire: newJSONWire(sub.Columns(), name),
+				return &source{name: name, sub: sub, wire: newJSONWire(sub.Columns(), name, s.f.sep()),
 					frontier: rows[0].Time, rows: rows[1:]}, nil
 			}
 		}
@@ -215,8 +215,6 @@ func (s *stream) emitMerged(snapshot bool) bool {
 	if frontier <= s.pos.closed && !done {
 		return true
 	}
-	first := len(s.buf) == 1 // snapshot: just "["
-	var msgs [][]byte
 	for _, src := range s.srcs {
 		n := 0
 		for n < len(src.rows) && src.rows[n].Time < frontier {
@@ -225,20 +223,14 @@ func (s *stream) emitMerged(snapshot bool) bool {
 		if n == 0 {
 			continue
 		}
-		for _, m := range formatter.Messages(src.wire, src.rows[:n], &s.enc) {
-			if snapshot {
-				if !first {
-					s.buf = append(s.buf, ',')
-				}
-				first = false
-				s.buf = append(s.buf, m...)
-			} else {
-				msgs = append(msgs, m) // copied into buf below, before enc is reused
+		runs := formatter.Runs(src.wire, src.rows[:n], &s.enc)
+		switch {
+		case snapshot:
+			for _, r := range runs {
+				s.buf = append(s.buf, r...)
 			}
-		}
-		if !snapshot {
-			s.buf = s.f.rows(s.buf, msgs)
-			msgs = msgs[:0]
+		case !s.rows(runs):
+			return false
 		}
 		src.rows = src.rows[n:]
 	}
