@@ -13,9 +13,12 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/feed"
@@ -227,4 +230,68 @@ func selfSignedTLS(t *testing.T) (*tls.Config, *x509.CertPool) {
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
+}
+
+// TestAuthThrottleShared: failed HTTP Basic logins are throttled by
+// address with the same throttle as pgwire's: after pgwire's free
+// failures, a burst of wrong feed passwords from the same address waits,
+// and the part of it that would wait too long gets 429 (28000) at once.
+// With a throttle of the feed's own, the burst's first five would be free
+// and none would get 429.
+func TestAuthThrottleShared(t *testing.T) {
+	blob, cons := blobmem.New(), consmem.New()
+	boot := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons})
+	execAll(t, connect(t, boot), "CREATE TABLE t (a int)", "CREATE ROLE alice LOGIN PASSWORD 'secret'", "GRANT SELECT ON t TO alice")
+	boot.Stop()
+	srv := start(t, testserver.Options{Blob: blob, Consensus: cons, Adapter: func(c *adapter.Config) { c.RequirePassword = true }})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range pgwire.DefaultAuthThrottleFree {
+		c, err := pgconn.Connect(ctx, "postgres://alice:wrong@"+srv.Addr+"/materialize?sslmode=disable")
+		if err == nil {
+			c.Close(ctx)
+			t.Fatal("pgwire login with a wrong password succeeded")
+		}
+	}
+	// Delays 100 ms, 200 ms, ... 5 s queue up: the seventh attempt would
+	// wait past the feed's 10 s and is refused at once.
+	burst, cut := context.WithCancel(ctx)
+	defer cut()
+	url := "http://" + srv.FeedAddr + "/v1/subscribe/t?live=false"
+	type answer struct {
+		status int
+		code   string
+	}
+	answers := make(chan answer, 8)
+	for range 8 {
+		go func() {
+			req, _ := http.NewRequestWithContext(burst, "GET", url, nil)
+			req.SetBasicAuth("alice", "wrong")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{} // cancelled while waiting
+				return
+			}
+			defer resp.Body.Close()
+			var body struct{ Code string }
+			json.NewDecoder(resp.Body).Decode(&body)
+			answers <- answer{resp.StatusCode, body.Code}
+		}()
+	}
+	var got []answer
+	for range 8 {
+		a := <-answers
+		got = append(got, a)
+		if a.status == http.StatusTooManyRequests {
+			cut() // the rest need not wait out their delays
+		}
+	}
+	if !slices.Contains(got, answer{http.StatusTooManyRequests, "28000"}) {
+		t.Errorf("answers %v, want a 429 with 28000 among them", got)
+	}
+	for _, a := range got {
+		if a.status == http.StatusOK {
+			t.Errorf("answers %v: a wrong password was accepted", got)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/pgwire"
 )
 
 // Defaults of Config's zero fields.
@@ -55,6 +56,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Log receives the feed's log lines; nil means slog.Default().
 	Log *slog.Logger
+	// Throttle slows password guessing from one address, as pgwire's
+	// AuthThrottle does; the server passes pgwire's own, so that an
+	// address guesses no faster over both. nil: a throttle of the feed's
+	// own, with pgwire's defaults.
+	Throttle *pgwire.Throttle
 }
 
 // Validate reports the first field that is wrong, and why.
@@ -84,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.Throttle == nil {
+		c.Throttle = pgwire.NewThrottle(pgwire.AuthThrottle{}, c.Log)
 	}
 	return c
 }

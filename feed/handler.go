@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/formatter"
@@ -134,6 +135,16 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// authThrottleWait is the longest a password attempt waits for the
+// throttle; one that would wait longer gets 429 at once.
+const authThrottleWait = 10 * time.Second
+
+// errPasswordFailed is the answer to a missing or wrong password, and to
+// an unknown role.
+func errPasswordFailed(user string) error {
+	return pgwire.Errorf("28P01", "password authentication failed for user \"%s\"", user)
+}
+
 // authenticate returns the request's role: HTTP Basic, checked against
 // the role's SCRAM verifier when it has a password (Role says so) and the
 // feed does not trust, or the default role without credentials.
@@ -153,10 +164,21 @@ func (h *Handler) authenticate(r *http.Request) (string, error) {
 		}
 		return user, nil
 	}
+	if !basic {
+		return "", errPasswordFailed(user)
+	}
+	// Password attempts are throttled by address, as over pgwire (with
+	// which the server shares the throttle).
+	end, err := h.cfg.Throttle.Attempt(r.Context(), pgwire.ThrottleKey(r.RemoteAddr), time.Now().Add(authThrottleWait))
+	if err != nil {
+		return "", err
+	}
 	// The same answer for an unknown role and a wrong password: the
 	// client learns nothing about which roles exist.
-	if !basic || unknown || !pgwire.VerifyPassword(role.Verifier, password) {
-		return "", pgwire.Errorf("28P01", "password authentication failed for user \"%s\"", user)
+	ok := !unknown && pgwire.VerifyPassword(role.Verifier, password)
+	end(!ok)
+	if !ok {
+		return "", errPasswordFailed(user)
 	}
 	return user, nil
 }
