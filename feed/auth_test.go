@@ -2,15 +2,9 @@ package feed_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"slices"
@@ -22,6 +16,7 @@ import (
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/feed"
+	"github.com/shardtail/shardtail/internal/testsupport/testcert"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
@@ -162,7 +157,7 @@ func TestLimitsAndCORS(t *testing.T) {
 // TestHTTP2OverTLS: with a TLS certificate the feed speaks HTTP/2, and
 // several streams share one connection.
 func TestHTTP2OverTLS(t *testing.T) {
-	cfg, pool := selfSignedTLS(t)
+	cfg, pool := testcert.SelfSigned(t)
 	srv := start(t, testserver.Options{PGWire: pgwire.Config{TLSConfig: cfg}})
 	c := connect(t, srv)
 	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (7)")
@@ -199,37 +194,6 @@ func TestHTTP2OverTLS(t *testing.T) {
 	for _, b := range bodies {
 		b.Close()
 	}
-}
-
-// selfSignedTLS returns a server config with a certificate for 127.0.0.1
-// and the pool that trusts it.
-func selfSignedTLS(t *testing.T) (*tls.Config, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "shardtail feed test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		IsCA:         true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
 }
 
 // TestAuthThrottleShared: failed HTTP Basic logins are throttled by
