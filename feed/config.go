@@ -27,6 +27,10 @@ const (
 	DefaultWriteTimeout = 30 * time.Second
 	// DefaultMaxConnections is the most streams at once.
 	DefaultMaxConnections = 10000
+	// DefaultMaxSnapshotBytes bounds a ?live=false answer, which is held
+	// whole until its frontier is known: subscribe_max_buffered_bytes's
+	// default, what a subscriber may have queued.
+	DefaultMaxSnapshotBytes = 128 << 20
 )
 
 // Config configures the feed. The zero value serves with the defaults
@@ -43,6 +47,11 @@ type Config struct {
 	// MaxConnections is the most streams at once; past it a request gets
 	// 503 with SQLSTATE 53300.
 	MaxConnections int
+	// MaxSnapshotBytes bounds the JSON of a ?live=false answer, held
+	// whole until its frontier (a header) is known: past it, or when the
+	// memory budget is over its limit while it grows, the request gets
+	// 503 with SQLSTATE 53200, and the client streams instead.
+	MaxSnapshotBytes int64
 	// Heartbeat, Retry and WriteTimeout: see the defaults.
 	Heartbeat    time.Duration
 	Retry        time.Duration
@@ -66,8 +75,8 @@ type Config struct {
 // Validate reports the first field that is wrong, and why.
 func (c *Config) Validate() error {
 	switch {
-	case c.MaxConnections < 0:
-		return errors.New("feed config: MaxConnections must not be negative (0 is the default)")
+	case c.MaxConnections < 0, c.MaxSnapshotBytes < 0:
+		return errors.New("feed config: MaxConnections and MaxSnapshotBytes must not be negative (0 is the default)")
 	case c.Heartbeat < 0, c.Retry < 0, c.WriteTimeout < 0:
 		return errors.New("feed config: Heartbeat, Retry and WriteTimeout must not be negative (0 is the default)")
 	}
@@ -78,6 +87,9 @@ func (c *Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxSnapshotBytes == 0 {
+		c.MaxSnapshotBytes = DefaultMaxSnapshotBytes
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = DefaultHeartbeat

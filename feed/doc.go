@@ -81,7 +81,10 @@
 // {"reset":true,"code":...,"error":...} and {"code":...,"error":...}.
 // ?live=false answers with the snapshot as one JSON array and its
 // frontier in the Shardtail-Frontier header; ?after=<it> streams the
-// rest.
+// rest. Since the header comes first, the answer is held whole: past
+// Config.MaxSnapshotBytes (128 MiB), or growing while the memory budget is
+// over its limit, it fails with 503 (53200) and the client streams
+// instead.
 //
 // # Authentication and limits
 //

@@ -416,3 +416,33 @@ func TestLargeSnapshot(t *testing.T) {
 		t.Fatalf("live=false: %d rows, want %d", len(m), n)
 	}
 }
+
+// TestSnapshotBound: a ?live=false answer, held whole until its frontier
+// is known, fails with 503 (53200) past Config.MaxSnapshotBytes, for one
+// collection and for several, and is answered below it.
+func TestSnapshotBound(t *testing.T) {
+	srv := start(t, testserver.Options{Feed: feed.Config{MaxSnapshotBytes: 4 << 10}})
+	c := connect(t, srv)
+	values := make([]string, 200)
+	for i := range values {
+		values[i] = fmt.Sprintf("(%d, '%s')", i, strings.Repeat("x", 40))
+	}
+	execAll(t, c, "CREATE TABLE big (a int, b text)", "INSERT INTO big VALUES "+strings.Join(values, ", "),
+		"CREATE TABLE small (a int)", "INSERT INTO small VALUES (1)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe"
+	for _, tc := range []struct {
+		url    string
+		status int
+		code   string
+	}{
+		{base + "/big?live=false", 503, "53200"},
+		{base + "?collection=big&collection=small&live=false", 503, "53200"},
+		{base + "/small?live=false", 200, ""},
+	} {
+		if got, code, _ := status(t, ctx, http.DefaultClient, tc.url, "", ""); got != tc.status || code != tc.code {
+			t.Errorf("%s: status %d code %q, want %d %q", tc.url, got, code, tc.status, tc.code)
+		}
+	}
+}

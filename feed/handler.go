@@ -302,6 +302,20 @@ func (s *stream) finishSnapshot(frontier uint64) {
 	s.sent += int64(n)
 }
 
+// chargeSnapshot charges a ?live=false answer's buffer and fails it once
+// it passes Config.MaxSnapshotBytes, or grows while the memory budget is
+// over its limit: it is held whole, and a stream would not be.
+func (s *stream) chargeSnapshot() error {
+	s.charge(false)
+	if int64(len(s.buf)) > s.h.cfg.MaxSnapshotBytes {
+		return fmt.Errorf("%w: over %d bytes", ErrSnapshotTooLarge, s.h.cfg.MaxSnapshotBytes)
+	}
+	if s.h.cfg.Budget.Over() {
+		return fmt.Errorf("%w: the server's memory budget is over its limit", ErrSnapshotTooLarge)
+	}
+	return nil
+}
+
 // startStream sends a stream's headers.
 func startStream(w http.ResponseWriter, f framing) {
 	w.Header().Set("Content-Type", f.contentType())
@@ -332,6 +346,8 @@ func (s *stream) snapshot(ctx context.Context) error {
 				s.buf = append(s.buf, r...)
 			}
 		}
-		s.charge(false)
+		if err := s.chargeSnapshot(); err != nil {
+			return err
+		}
 	}
 }

@@ -148,7 +148,7 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 	defer heartbeat.Stop()
 	for {
 		if !s.emitMerged(snapshot) {
-			return nil
+			return s.snapErr
 		}
 		if snapshot && s.pos.closed > at {
 			s.finishSnapshot(s.pos.closed)
@@ -241,7 +241,9 @@ func (s *stream) emitMerged(snapshot bool) bool {
 		}
 	}
 	if snapshot {
-		s.charge(false)
+		if s.snapErr = s.chargeSnapshot(); s.snapErr != nil {
+			return false
+		}
 		return true
 	}
 	if done {

@@ -94,6 +94,9 @@ type stream struct {
 	// memory holder.
 	charged int64
 	sent    int64
+	// snapErr ends a ?live=false answer of several collections that grew
+	// too large (chargeSnapshot).
+	snapErr error
 }
 
 // run streams until the subscription ends, the client leaves or ctx ends.
