@@ -31,6 +31,10 @@ const (
 	// whole until its frontier is known: subscribe_max_buffered_bytes's
 	// default, what a subscriber may have queued.
 	DefaultMaxSnapshotBytes = 128 << 20
+	// DefaultMaxHeldBytes bounds the rows a stream of several collections
+	// holds for a collection ahead of a lagging one: as
+	// subscribe_max_buffered_bytes's default bounds a subscriber's queue.
+	DefaultMaxHeldBytes = 128 << 20
 )
 
 // Config configures the feed. The zero value serves with the defaults
@@ -52,6 +56,11 @@ type Config struct {
 	// memory budget is over its limit while it grows, the request gets
 	// 503 with SQLSTATE 53200, and the client streams instead.
 	MaxSnapshotBytes int64
+	// MaxHeldBytes bounds the rows a stream of several collections holds
+	// until every collection's frontier passes them: past it, the stream
+	// ends with event: reset (53200), as a subscriber past its budget on
+	// the dataflow path does (a ?live=false answer gets 503).
+	MaxHeldBytes int64
 	// Heartbeat, Retry and WriteTimeout: see the defaults.
 	Heartbeat    time.Duration
 	Retry        time.Duration
@@ -75,8 +84,8 @@ type Config struct {
 // Validate reports the first field that is wrong, and why.
 func (c *Config) Validate() error {
 	switch {
-	case c.MaxConnections < 0, c.MaxSnapshotBytes < 0:
-		return errors.New("feed config: MaxConnections and MaxSnapshotBytes must not be negative (0 is the default)")
+	case c.MaxConnections < 0, c.MaxSnapshotBytes < 0, c.MaxHeldBytes < 0:
+		return errors.New("feed config: MaxConnections, MaxSnapshotBytes and MaxHeldBytes must not be negative (0 is the default)")
 	case c.Heartbeat < 0, c.Retry < 0, c.WriteTimeout < 0:
 		return errors.New("feed config: Heartbeat, Retry and WriteTimeout must not be negative (0 is the default)")
 	}
@@ -90,6 +99,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSnapshotBytes == 0 {
 		c.MaxSnapshotBytes = DefaultMaxSnapshotBytes
+	}
+	if c.MaxHeldBytes == 0 {
+		c.MaxHeldBytes = DefaultMaxHeldBytes
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = DefaultHeartbeat

@@ -32,7 +32,10 @@
 // announces progress at the least frontier: a progress event at F closes
 // every collection below F. Its rows name their collection
 // ("mz_collection":"a"); it takes no shape parameters. A collection far
-// ahead of a lagging one is held in the stream's memory (holder "feed").
+// ahead of a lagging one is held in the stream's memory (holder "feed"),
+// up to Config.MaxHeldBytes (128 MiB, as subscribe_max_buffered_bytes):
+// past it the stream ends with event: reset (53200), a ?live=false answer
+// with 503.
 //
 // # Events
 //

@@ -94,6 +94,10 @@ type stream struct {
 	// memory holder.
 	charged int64
 	sent    int64
+	// held is the rows a stream of several collections holds until every
+	// collection's frontier passes them (formatter.Row.Size), charged with
+	// the buffers and bounded by Config.MaxHeldBytes.
+	held int64
 	// snapErr ends a ?live=false answer of several collections that grew
 	// too large (chargeSnapshot).
 	snapErr error
@@ -206,7 +210,7 @@ func (s *stream) send(b []byte) bool {
 // charge brings the memory holder to the buffers' capacity (to zero when
 // done).
 func (s *stream) charge(done bool) {
-	n := int64(cap(s.buf) + cap(s.enc))
+	n := int64(cap(s.buf)+cap(s.enc)) + s.held
 	if done {
 		n = 0
 	}
