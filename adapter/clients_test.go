@@ -927,13 +927,15 @@ func TestAlterRetainHistory(t *testing.T) {
 	ctx := context.Background()
 	mustExec(t, c,
 		"CREATE TABLE kept (a int8)", "CREATE TABLE compacted (a int8)",
+		"CREATE TABLE created (a int8) WITH (RETAIN HISTORY FOR '1h')",
 		"CREATE MATERIALIZED VIEW mk AS SELECT a FROM kept",
+		"CREATE MATERIALIZED VIEW mc WITH (RETAIN HISTORY FOR '1h') AS SELECT a FROM created",
 		"CREATE SOURCE sk FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1h')",
 		"ALTER TABLE kept SET (RETAIN HISTORY FOR '1h')",
 		"ALTER MATERIALIZED VIEW mk SET (RETAIN HISTORY FOR '1h')",
 		"ALTER SOURCE sk SET (RETAIN HISTORY FOR '1h')",
 		"ALTER TABLE IF EXISTS nope SET (RETAIN HISTORY FOR '1h')",
-		"INSERT INTO kept VALUES (1)", "INSERT INTO compacted VALUES (1)",
+		"INSERT INTO kept VALUES (1)", "INSERT INTO compacted VALUES (1)", "INSERT INTO created VALUES (1)",
 	)
 	_, err := c.Exec(ctx, "ALTER TABLE nope SET (RETAIN HISTORY FOR '1h')")
 	wantCode(t, err, "42P01", "ALTER of an unknown table")
@@ -960,8 +962,10 @@ func TestAlterRetainHistory(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("default RETAIN HISTORY never compacted: %v", err)
 	}
-	if err := asOf("kept"); err != nil {
-		t.Errorf("AS OF %d on a table with RETAIN HISTORY FOR '1h': %v", then, err)
+	for _, kept := range []string{"kept", "created", "mc"} {
+		if err := asOf(kept); err != nil {
+			t.Errorf("AS OF %d on %s, which retains history for 1h: %v", then, kept, err)
+		}
 	}
 	mustExec(t, c, "ALTER TABLE kept RESET (RETAIN HISTORY)")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/txnwal"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/storage"
 	"github.com/shardtail/shardtail/tail"
@@ -54,6 +55,10 @@ type Config struct {
 	// finalizer (tests drive it with FinalizeDropped, which then does not
 	// wait for readers).
 	FinalizeGrace time.Duration
+	// AfterTxnCommit, when set, runs after a table write's commit to the
+	// txns shard and before it is applied to the tables: crash tests kill
+	// the process there. nil in production.
+	AfterTxnCommit func()
 }
 
 // Coordinator is the SQL server behind pgwire: it owns the catalog, the
@@ -66,6 +71,10 @@ type Coordinator struct {
 	catalog *catalog.Catalog
 	oracle  *catalog.Oracle
 	storage *storage.Storage
+	// txns is the txns shard: tables' writes commit there, and every
+	// reader of a table (both SUBSCRIBE paths, SELECT, views) reads
+	// through it (see package persist/txnwal).
+	txns *txnwal.Txns
 	// finalizer deletes the data of dropped collections (role `all`).
 	finalizer *storage.Finalizer
 	tails     *tail.Manager
@@ -131,13 +140,19 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 	if err != nil {
 		return nil, err
 	}
+	txns, err := txnwal.Open(ctx, cfg.Persist, txnwal.Config{AfterCommit: cfg.AfterTxnCommit})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Persist.SetTxnReads(txns)
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Coordinator{
 		cfg:       cfg,
 		persist:   cfg.Persist,
 		catalog:   cat,
 		oracle:    oracle,
-		storage:   storage.New(cfg.Persist, oracle),
+		txns:      txns,
+		storage:   storage.New(cfg.Persist, oracle, txns),
 		finalizer: storage.NewFinalizer(cfg.Persist, cfg.FinalizeGrace),
 		tails:     tail.NewManager(cfg.Persist, cfg.Tail),
 		metrics:   met,
@@ -157,6 +172,9 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 	}()
 	if cfg.Registerer != nil {
 		if err := c.tails.Metrics().Register(cfg.Registerer); err != nil {
+			return nil, err
+		}
+		if err := txns.Metrics().Register(cfg.Registerer); err != nil {
 			return nil, err
 		}
 	}
@@ -198,6 +216,11 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
+	}
+	// A crash between a commit and its applies left it recorded only in
+	// the txns shard: complete it before serving (readers would anyway).
+	if err := c.txns.Recover(ctx); err != nil {
+		return fmt.Errorf("recover table commits: %w", err)
 	}
 	for _, it := range c.catalog.State().SortedItems() {
 		if err := c.startItem(ctx, it); err != nil {
@@ -251,7 +274,7 @@ func (c *Coordinator) isProxy() bool { return c.cfg.Upstream != "" }
 func (c *Coordinator) startItem(ctx context.Context, it *catalog.Item) error {
 	switch it.Kind {
 	case catalog.KindTable:
-		return c.storage.Own(ctx, it.Shard, it.RetainMs, true)
+		return c.storage.OwnTable(ctx, it.Shard, it.RetainMs)
 	case catalog.KindSource:
 		if err := c.storage.Own(ctx, it.Shard, it.RetainMs, true); err != nil {
 			return err
@@ -294,8 +317,14 @@ func (c *Coordinator) Close() error {
 	}
 	c.wg.Wait()
 	c.tails.Close()
-	return c.storage.Close()
+	err := c.storage.Close()
+	c.txns.Close()
+	return err
 }
+
+// Tick runs one tick of the storage now: tests that turn the background
+// tick off (Config.Tick < 0) drive it.
+func (c *Coordinator) Tick(ctx context.Context) { c.storage.Tick(ctx) }
 
 // Catalog returns the catalog (for tests and tools).
 func (c *Coordinator) Catalog() *catalog.Catalog { return c.catalog }

@@ -156,11 +156,15 @@ func (s *Session) planCreateSource(st *sql.CreateSource) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	retain, err := retainHistory(st.With, "CREATE SOURCE ... WITH")
+	if err != nil {
+		return nil, err
+	}
 	return s.ddlPlan("CREATE SOURCE", func(ctx context.Context) ([][]byte, error) {
 		if _, ok := s.c.catalog.State().Items[name]; ok && st.IfNotExists {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
-		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: catalog.KindSource, Schema: g.Schema(), SQL: st.String(), Owner: s.user})
+		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: catalog.KindSource, Schema: g.Schema(), SQL: st.String(), Owner: s.user, RetainMs: retain})
 		return nil, err
 	}), nil
 }

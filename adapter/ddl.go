@@ -82,11 +82,15 @@ func (s *Session) planCreateTable(st *sql.CreateTable) (*plan, error) {
 		}
 		schema.Columns = append(schema.Columns, row.Column{Name: c.Name, Type: t, Nullable: !c.NotNull})
 	}
+	retain, err := retainHistory(st.With, "CREATE TABLE ... WITH")
+	if err != nil {
+		return nil, err
+	}
 	return s.ddlPlan("CREATE TABLE", func(ctx context.Context) ([][]byte, error) {
 		if _, ok := s.c.catalog.State().Items[name]; ok && st.IfNotExists {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
-		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: catalog.KindTable, Schema: schema, Owner: s.user})
+		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: catalog.KindTable, Schema: schema, Owner: s.user, RetainMs: retain})
 		return nil, err
 	}), nil
 }
@@ -120,13 +124,17 @@ func (c *Coordinator) createCollection(ctx context.Context, it *catalog.Item) (*
 	if err := checkNewName(c.catalog.State(), it.Name); err != nil {
 		return nil, err
 	}
-	if it.RetainMs == 0 {
-		it.RetainMs = catalog.DefaultRetainMs
-	}
 	if it.Kind != catalog.KindView {
 		it.Shard = persist.NewShardID()
 		if _, err := c.persist.CreateShard(ctx, it.Shard, it.Schema); err != nil {
 			return nil, fmt.Errorf("create shard: %w", err)
+		}
+		if it.Kind == catalog.KindTable {
+			// Registered before the catalog names it: no reader, in any
+			// process, meets the table unregistered.
+			if err := c.storage.Register(ctx, it.Shard); err != nil {
+				return nil, fmt.Errorf("register table shard: %w", err)
+			}
 		}
 	}
 	cs, err := c.catalog.Update(ctx, func(cs *catalog.State) error {
@@ -181,6 +189,10 @@ func (s *Session) planCreateView(st *sql.CreateView) (*plan, error) {
 			return nil, errorf(codeFeatureNotSupp, "materialized views that read no collection are not supported yet")
 		}
 	}
+	retain, err := retainHistory(st.With, tag+" ... WITH")
+	if err != nil {
+		return nil, err
+	}
 	// A view of a constant (VALUES) depends on no collection.
 	var deps []uint64
 	if q.from != nil {
@@ -191,7 +203,7 @@ func (s *Session) planCreateView(st *sql.CreateView) (*plan, error) {
 			return [][]byte{notice("42P07", fmt.Sprintf("catalog item '%s' already exists, skipping", name), "")}, nil
 		}
 		_, err := s.c.createCollection(ctx, &catalog.Item{Name: name, Kind: kind, Schema: schema, SQL: st.String(),
-			DependsOn: deps, Owner: s.user})
+			DependsOn: deps, Owner: s.user, RetainMs: retain})
 		return nil, err
 	}), nil
 }
@@ -306,24 +318,19 @@ func (c *Coordinator) dropItems(ctx context.Context, items []*catalog.Item) erro
 
 func (s *Session) planAlter(st *sql.AlterObject) (*plan, error) {
 	var retain *int64
-	for _, o := range st.Options {
-		if o.Name != "RETAIN HISTORY" {
-			return nil, errorf(codeFeatureNotSupp, "ALTER ... SET (%s) not supported", o.Name)
-		}
-		if st.Reset {
+	if st.Reset {
+		for _, o := range st.Options {
+			if o.Name != "RETAIN HISTORY" {
+				return nil, errorf(codeFeatureNotSupp, "ALTER ... RESET (%s) not supported", o.Name)
+			}
 			ms := int64(catalog.DefaultRetainMs)
 			retain = &ms
-			continue
 		}
-		text, ok := sql.ValueText(o.Value)
-		if !ok {
-			return nil, errorf(codeInvalidParamValue, "RETAIN HISTORY requires an interval")
-		}
-		d, err := parseInterval(text)
+	} else if len(st.Options) > 0 {
+		ms, err := retainHistory(st.Options, "ALTER ... SET")
 		if err != nil {
 			return nil, err
 		}
-		ms := d.Milliseconds()
 		retain = &ms
 	}
 	tag := "ALTER " + st.Kind.String()
@@ -362,6 +369,30 @@ func (s *Session) planAlter(st *sql.AlterObject) (*plan, error) {
 		}
 		return nil, nil
 	}), nil
+}
+
+// retainHistory is the RETAIN HISTORY window, in milliseconds, that the
+// options of a CREATE ... WITH or an ALTER ... SET (where) set, and the
+// default window when they set none.
+func retainHistory(opts []sql.Option, where string) (int64, error) {
+	ms := int64(catalog.DefaultRetainMs)
+	for _, o := range opts {
+		if o.Name != "RETAIN HISTORY" {
+			return 0, errorf(codeFeatureNotSupp, "%s (%s) not supported", where, o.Name)
+		}
+		text, ok := sql.ValueText(o.Value)
+		if !ok {
+			return 0, errorf(codeInvalidParamValue, "RETAIN HISTORY requires an interval")
+		}
+		d, err := parseInterval(text)
+		if err != nil {
+			return 0, err
+		}
+		if ms = d.Milliseconds(); ms < 0 {
+			return 0, errorf(codeInvalidParamValue, "RETAIN HISTORY must not be negative")
+		}
+	}
+	return ms, nil
 }
 
 // parseInterval parses an interval literal as RETAIN HISTORY and TIMEOUT

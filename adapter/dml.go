@@ -411,7 +411,7 @@ func (s *Session) planCopy(st *sql.Copy) (*plan, error) {
 	}
 	switch q := st.Query.(type) {
 	case *sql.Subscribe:
-		p, err := s.planSubscribeStmt(q)
+		p, err := s.planSubscribeStmt(q, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -419,7 +419,7 @@ func (s *Session) planCopy(st *sql.Copy) (*plan, error) {
 			if err := s.noteRead(true); err != nil {
 				return nil, err
 			}
-			sub, err := p.start(ctx)
+			sub, err := p.start(ctx, nil)
 			if err != nil {
 				return nil, err
 			}

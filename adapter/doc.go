@@ -25,9 +25,14 @@
 // # Where a subscribe leaves the coordinator
 //
 // subscribePlan.start chooses the timestamps, then the path with
-// takesFastPath (the one eligibility rule, which routing applies too): a
-// bare table, source or materialized view with the flag on goes to the
-// Coordinator's tail.Manager; anything else starts a dataflow.Subscribe.
+// takesFastPath (the one eligibility rule, which routing applies too): with
+// the flag on, a table, source or materialized view, bare or through a
+// map/filter/project (a query or view over one, nested), goes to the
+// Coordinator's tail.Manager, the MFP bound to the statement's parameters
+// as the request's subscribe.Shape (mfp.shape: a canonical key, and the
+// leading equality the tail routes rows by); a query that reads no
+// collection or now() starts a dataflow.Subscribe, as everything does with
+// the flag off.
 // Both take one subscribe.Request and return a subscribe.Subscription,
 // registered for mz_internal.mz_subscriptions. From then on the coordinator
 // is off the data path: the session's goroutine pulls rows from the

@@ -13,6 +13,7 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // This file is the adapter's one dependency on package expr: compiling
@@ -121,6 +122,35 @@ func (m *mfp) bind(params []row.Datum) *mfp {
 		n.stages[i] = st.Bind(ctx)
 	}
 	return &n
+}
+
+// usesNow reports whether a stage reads the query's timestamp (now()).
+func (m *mfp) usesNow() bool {
+	for _, st := range m.stages {
+		if st.UsesNow() {
+			return true
+		}
+	}
+	return false
+}
+
+// shape is the bound m as the fast path shares it: its canonical key (the
+// stages' keys, parameters' values included) and the leading equality of
+// its filter, through which the SharedTail routes rows to it.
+func (m *mfp) shape() *subscribe.Shape {
+	// Stages that pass rows unchanged (SELECT * over a view) are left
+	// out, so that a query and a view of the same filter share a shape.
+	var keys []string
+	for _, st := range m.stages {
+		if !st.Identity() {
+			keys = append(keys, st.ShapeKey())
+		}
+	}
+	sh := &subscribe.Shape{Key: strings.Join(keys, "\n|\n"), MFP: m}
+	if eq, ok := expr.LeadingEquality(m.stages); ok {
+		sh.Index = &subscribe.Index{Col: eq.Col, Values: eq.Values, Nulls: eq.Nulls}
+	}
+	return sh
 }
 
 // identity reports whether Apply returns every row unchanged.

@@ -3,6 +3,7 @@ package adapter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,30 @@ func TestSubscribeTimestampOverMemoryBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDataflowSubscribeEndedByMemoryBudget: a dataflow-path subscribe whose
+// unread results pass the process's memory budget, with nothing on the
+// fast path to shed, is ended with 53200 and a message naming the budget;
+// the server goes on serving.
+func TestDataflowSubscribeEndedByMemoryBudget(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: membudget.New(128 << 10)}})
+	reader, writer := connect(t, s), connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	execAll(t, writer, "CREATE TABLE t (a int NOT NULL, b text)")
+	execAll(t, reader, "SET enable_subscribe_persist_fast_path = off", "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t WITH (PROGRESS)")
+	if _, err := fetchErr(ctx, reader, "FETCH 1 c"); err != nil { // the subscribe runs
+		t.Fatal(err)
+	}
+	insertSeries(t, writer, "t", 20000) // about 1 MiB of rows, unread
+	var err error
+	for err == nil && ctx.Err() == nil {
+		_, err = fetchErr(ctx, reader, "FETCH ALL c")
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "53200" || !strings.Contains(pe.Message, "memory budget of 128KiB (--memory-budget)") {
+		t.Fatalf("got %v, want 53200 naming the memory budget of 128KiB", err)
+	}
+	execAll(t, writer, "INSERT INTO t VALUES (1, 'after')") // the server goes on
 }

@@ -146,9 +146,9 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 	case *sql.Select:
 		return s.planSelect(ctx, st, paramOIDs)
 	case *sql.Subscribe:
-		return s.planSubscribe(st)
+		return s.planSubscribe(st, paramOIDs)
 	case *sql.DeclareCursor:
-		return s.planDeclare(st)
+		return s.planDeclare(st, paramOIDs)
 	case *sql.Fetch:
 		return s.planFetch(st)
 	case *sql.CloseCursor:

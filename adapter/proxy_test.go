@@ -160,9 +160,9 @@ func (p *proxyPair) subscribes(t testing.TB) []string {
 
 // TestProxyCancel: a CancelRequest, or pg_cancel_backend from another
 // session on the same proxy, ends a long-running statement wherever it runs
-// (proxied to the upstream: a dataflow-path SUBSCRIBE, a SUBSCRIBE of a
-// query, a FETCH from a proxied cursor; on the proxy: a fast-path SUBSCRIBE
-// and a FETCH from its cursor) with 57014; the statement ends on the side
+// (proxied to the upstream: a dataflow-path SUBSCRIBE, a FETCH from a
+// proxied cursor; on the proxy: a fast-path SUBSCRIBE, one of a query (a
+// shape) and a FETCH from its cursor) with 57014; the statement ends on the side
 // that ran it, and the session stays usable for proxied and local
 // statements, twice in a row.
 func TestProxyCancel(t *testing.T) {
@@ -183,8 +183,8 @@ func TestProxyCancel(t *testing.T) {
 	}
 	stmts := []statement{
 		{name: "DataflowPath", setup: []string{"SET enable_subscribe_persist_fast_path = false"}, query: "SUBSCRIBE t", streams: true, where: "up:dataflow"},
-		{name: "SubscribeQuery", query: "SUBSCRIBE (SELECT a FROM t)", streams: true, where: "up:dataflow"},
-		{name: "ProxiedCursor", setup: []string{"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE (SELECT a FROM t)", "FETCH ALL c"},
+		{name: "SubscribeQuery", query: "SUBSCRIBE (SELECT a FROM t WHERE a > 0)", streams: true, where: "proxy:fast"},
+		{name: "ProxiedCursor", setup: []string{"SET enable_subscribe_persist_fast_path = false", "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE (SELECT a FROM t)", "FETCH ALL c"},
 			query: "FETCH ALL c WITH (timeout = '120s')", after: []string{"ROLLBACK"}, where: "up:dataflow"},
 		{name: "FastPath", query: "SUBSCRIBE t", streams: true, where: "proxy:fast"},
 		{name: "FastPathCursor", setup: []string{"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t", "FETCH ALL c"},
@@ -840,6 +840,14 @@ func TestProxySuspendedPortal(t *testing.T) {
 					case *pgproto3.ReadyForQuery:
 						return row, complete, err
 					}
+				}
+			}
+			if tc.subscribe {
+				// A subscribe the proxy passes upstream: one of a query
+				// over a table would be a shape the proxy serves.
+				fe.Send(&pgproto3.Query{String: "SET enable_subscribe_persist_fast_path = false"})
+				if _, _, err := untilReady("SET"); err != nil {
+					t.Fatal(err)
 				}
 			}
 			// In a block, so that the portal outlives each Sync, as JDBC

@@ -271,7 +271,7 @@ func (s *Session) latestTime(ctx context.Context, it *catalog.Item, state *persi
 // in between — on a loaded machine the reader's registration can take
 // longer than the collection's RETAIN HISTORY window.
 func (s *Session) readTimestamp(ctx context.Context, it *catalog.Item, asOf *sql.AsOf, held uint64) (uint64, error) {
-	state, err := s.c.persist.State(ctx, it.Shard)
+	state, err := s.c.persist.ReadState(ctx, it.Shard)
 	if err != nil {
 		return 0, mapPersistErr(err, it.Name)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 
-	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
@@ -97,13 +96,15 @@ func (s *Session) route(ctx context.Context, st sql.Statement) route {
 }
 
 // fastPathEligible reports whether a SUBSCRIBE takes the fast path here
-// (the rule is takesFastPath, which start applies too).
+// (the rule is takesFastPath, which start applies too). One that does not
+// plan here (an unknown relation, a missing privilege) is not: the
+// upstream reports its error.
 func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
-	var it *catalog.Item
-	if st.Query == nil {
-		it, _ = s.lookup(st.Relation)
+	if !s.fastPath() {
+		return false
 	}
-	return takesFastPath(st, it, s.fastPath())
+	p, err := s.planSubscribeStmt(st, nil)
+	return err == nil && takesFastPath(p, true)
 }
 
 // runProxied runs one statement in a proxy process.
@@ -272,7 +273,7 @@ func (s *Session) proxyCopy(ctx context.Context, st *sql.Copy, text string) (pgw
 			}
 			cols = q.schema().Columns
 		} else if sub, ok := st.Query.(*sql.Subscribe); ok {
-			p, err := s.planSubscribeStmt(sub)
+			p, err := s.planSubscribeStmt(sub, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -31,7 +31,9 @@ type subscribePlan struct {
 }
 
 // planSubscribeStmt resolves a SUBSCRIBE's relation and output shape.
-func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
+// paramOIDs are the client's parameter types (extended protocol), nil for
+// none.
+func (s *Session) planSubscribeStmt(st *sql.Subscribe, paramOIDs []uint32) (*subscribePlan, error) {
 	p := &subscribePlan{s: s, st: st, snap: true, opts: &formatter.Options{}}
 	for _, o := range st.Options {
 		b, err := o.Bool()
@@ -49,7 +51,7 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 	}
 	var err error
 	if st.Query != nil {
-		if p.q, err = s.planQuery(st.Query, nil); err != nil {
+		if p.q, err = s.planQuery(st.Query, paramOIDs); err != nil {
 			return nil, err
 		}
 		p.source = p.q.input
@@ -59,7 +61,12 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 				return nil, errorf(codeInternal, "'%s' cannot be subscribed to because it is a system table", name)
 			}
 		}
-		it, err := s.lookup(st.Relation)
+		var it *catalog.Item
+		if st.RelationID != "" {
+			it, err = s.lookupID(st.RelationID)
+		} else {
+			it, err = s.lookup(st.Relation)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -123,6 +130,14 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe) (*subscribePlan, error) {
 	return p, nil
 }
 
+// paramOIDs are the parameter types the subscribe's query inferred.
+func (p *subscribePlan) paramOIDs() []uint32 {
+	if p.q == nil {
+		return nil
+	}
+	return p.q.params
+}
+
 // fields describes the subscribe's output columns.
 func (p *subscribePlan) fields(formats []int16) []pgwire.Field {
 	cols := p.opts.Columns()
@@ -145,12 +160,13 @@ func (p *subscribePlan) relationName() string {
 	return ""
 }
 
-// start chooses the timestamps and starts the subscription on the fast path
-// when eligible, else on the dataflow path.
-func (p *subscribePlan) start(ctx context.Context) (subscribe.Subscription, error) {
+// start chooses the timestamps and starts the subscription with the
+// parameter values params on the fast path when eligible, else on the
+// dataflow path.
+func (p *subscribePlan) start(ctx context.Context, params []row.Datum) (subscribe.Subscription, error) {
 	s := p.s
 	if p.q != nil && p.q.values != nil {
-		return p.startConstant()
+		return p.startConstant(params)
 	}
 	src := s.c.catalog.State().ItemByID(p.source.ID)
 	if src == nil {
@@ -161,8 +177,15 @@ func (p *subscribePlan) start(ctx context.Context) (subscribe.Subscription, erro
 		return nil, err
 	}
 	req := p.request(src, asOf, upTo)
-	if !takesFastPath(p.st, p.item, s.fastPath()) {
-		return s.c.trackSubscribe(s, p, src, "dataflow", asOf, p.startDataflow(req, nil)), nil
+	var bound *mfp
+	if p.q != nil {
+		bound = p.q.mfp.bind(params)
+	}
+	if !takesFastPath(p, s.fastPath()) {
+		return s.c.trackSubscribe(s, p, src, "dataflow", asOf, p.startDataflow(req, bound, nil)), nil
+	}
+	if bound != nil && !bound.identity() {
+		req.Shape = bound.shape()
 	}
 	ts, err := s.c.tails.Subscribe(ctx, req)
 	if err != nil {
@@ -173,12 +196,19 @@ func (p *subscribePlan) start(ctx context.Context) (subscribe.Subscription, erro
 
 // takesFastPath is the fast-path eligibility rule, the one place both
 // routing (which SUBSCRIBEs a tail process serves itself) and start (which
-// path serves it) decide it: a SUBSCRIBE of a bare table, source or
-// materialized view it, not a query or a view, with
-// enable_subscribe_persist_fast_path on. it is nil when the relation is
-// unknown.
-func takesFastPath(st *sql.Subscribe, it *catalog.Item, flag bool) bool {
-	return flag && st.Query == nil && it != nil && it.Kind != catalog.KindView
+// path serves it) decide it, with enable_subscribe_persist_fast_path on:
+// a SUBSCRIBE of a table, source or materialized view, bare or through a
+// map/filter/project (a query, a view of one, nested: a shape the
+// collection's SharedTail evaluates once for all its subscribers). Every
+// query that plans is one MFP over one input (joins, aggregates and
+// DISTINCT do not plan yet); what stays on the dataflow path is a query
+// that reads no collection (VALUES) and one that reads now(), whose value
+// would make every subscribe a shape of its own.
+func takesFastPath(p *subscribePlan, flag bool) bool {
+	if !flag || p.source == nil {
+		return false
+	}
+	return p.q == nil || (p.q.values == nil && !p.q.mfp.usesNow())
 }
 
 // request is the subscription contract's request for reading src (nil for
@@ -212,7 +242,7 @@ func (p *subscribePlan) budget() int64 { return p.s.c.cfg.Tail.Budget.Limit() }
 // constant input. Its rows hold from the beginning of time, so every AS
 // OF is valid (there is no since); without one it reads now, like a
 // collection's latest complete time.
-func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
+func (p *subscribePlan) startConstant(params []row.Datum) (subscribe.Subscription, error) {
 	s := p.s
 	if p.item != nil && s.c.catalog.State().ItemByID(p.item.ID) == nil {
 		return nil, errDropped(p.relationName())
@@ -229,21 +259,22 @@ func (p *subscribePlan) startConstant() (subscribe.Subscription, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := p.q.values.updates(nil, asOf)
+	rows, err := p.q.values.updates(params, asOf)
 	if err != nil {
 		return nil, err
 	}
-	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(p.request(nil, asOf, upTo), rows)), nil
+	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(p.request(nil, asOf, upTo), p.q.mfp.bind(params), rows)), nil
 }
 
-// startDataflow starts the private pipeline of the dataflow path for req,
-// reading constant instead of a shard when req.Shard is "".
-func (p *subscribePlan) startDataflow(req subscribe.Request, constant []row.Update) *dataflow.Subscribe {
+// startDataflow starts the private pipeline of the dataflow path for req
+// through the bound MFP m (nil for a bare collection), reading constant
+// instead of a shard when req.Shard is "".
+func (p *subscribePlan) startDataflow(req subscribe.Request, m *mfp, constant []row.Update) *dataflow.Subscribe {
 	cfg := dataflow.SubscribeConfig{Request: req, Persist: p.s.c.persist, Constant: constant, Purpose: "subscribe",
 		// The same rate as the fast path's listen reader.
 		DowngradeInterval: p.s.c.cfg.Tail.DowngradeInterval, Budget: p.s.c.cfg.Tail.Budget}
-	if p.q != nil {
-		cfg.MFP = p.q.mfp.bind(nil)
+	if m != nil {
+		cfg.MFP = m
 	}
 	return dataflow.StartSubscribe(cfg)
 }
@@ -259,7 +290,7 @@ func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item) (uint
 	// A linearizable read of the shard's frontiers: every write acknowledged
 	// before this statement is below the upper. Concurrent subscribes in
 	// this process share one consensus read.
-	state, err := s.c.persist.State(ctx, src.Shard)
+	state, err := s.c.persist.ReadState(ctx, src.Shard)
 	if err != nil {
 		return 0, nil, mapPersistErr(err, p.relationName())
 	}
@@ -286,11 +317,14 @@ func (p *subscribePlan) upTo(asOf uint64) (*uint64, error) {
 	return &u, nil
 }
 
-// errAsOfNotValid is a subscribe's AS OF below its collection's since: the
-// position is no longer in history (HistoryLost reports it).
+// errAsOfNotValid is a read's AS OF below its collection's since: the
+// position is no longer in history (HistoryLost reports it). Its DETAIL is
+// the one a subscribe that lost its position gets, so a resuming client
+// tells both apart from a resumable failure the same way.
 func errAsOfNotValid(asOf, since uint64) *Error {
 	e := errorf(codeInternal, "Timestamp (%d) is not valid for all inputs: [Antichain { elements: [%d] }]", asOf, since)
 	e.historyLost = true
+	e.detail = subscribe.DetailHistoryLost
 	return e
 }
 
@@ -324,16 +358,16 @@ func (s *Session) subscribeNotice() []byte {
 	return notice("01000", "streaming SUBSCRIBE rows directly requires a client that does not buffer output", hint)
 }
 
-func (s *Session) planSubscribe(st *sql.Subscribe) (*plan, error) {
-	p, err := s.planSubscribeStmt(st)
+func (s *Session) planSubscribe(st *sql.Subscribe, paramOIDs []uint32) (*plan, error) {
+	p, err := s.planSubscribeStmt(st, paramOIDs)
 	if err != nil {
 		return nil, err
 	}
-	return &plan{fields: p.fields(nil), exec: func(ctx context.Context, _ []row.Datum, formats []int16) (pgwire.Result, error) {
+	return &plan{fields: p.fields(nil), params: p.paramOIDs(), exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
 		if err := s.noteRead(true); err != nil {
 			return nil, err
 		}
-		sub, err := p.start(ctx)
+		sub, err := p.start(ctx, params)
 		if err != nil {
 			return nil, err
 		}
@@ -487,6 +521,8 @@ type cursor struct {
 	sub     *subscribePlan
 	query   *plan // a cursor over SELECT
 	running subscribe.Subscription
+	// params are the DECLARE's parameter values (extended protocol).
+	params  []row.Datum
 	pending []formatter.Row
 	done    bool
 	// selectRows buffers a SELECT cursor's rows.
@@ -503,12 +539,12 @@ func (c *cursor) close() {
 	}
 }
 
-func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
+func (s *Session) planDeclare(st *sql.DeclareCursor, paramOIDs []uint32) (*plan, error) {
 	var sub *subscribePlan
 	var query *plan
 	switch q := st.Query.(type) {
 	case *sql.Subscribe:
-		p, err := s.planSubscribeStmt(q)
+		p, err := s.planSubscribeStmt(q, paramOIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -520,9 +556,14 @@ func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
 		}
 		query = p
 	}
-	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
-		// A new cursor each time: a prepared DECLARE may run again.
-		cur := &cursor{name: st.Name, sub: sub, query: query}
+	var params []uint32
+	if sub != nil {
+		params = sub.paramOIDs()
+	}
+	return &plan{params: params, exec: func(ctx context.Context, values []row.Datum, _ []int16) (pgwire.Result, error) {
+		// A new cursor each time: a prepared DECLARE may run again. Its
+		// subscription starts at the first FETCH, with these parameters.
+		cur := &cursor{name: st.Name, sub: sub, query: query, params: values}
 		if !s.inBlock() {
 			return nil, errorf(codeNoActiveSQLTx, "DECLARE CURSOR can only be used in transaction blocks")
 		}
@@ -539,7 +580,7 @@ func (s *Session) planDeclare(st *sql.DeclareCursor) (*plan, error) {
 		}
 		s.cursors[st.Name] = cur
 		return command("DECLARE CURSOR"), nil
-	}), nil
+	}}, nil
 }
 
 func (s *Session) planClose(st *sql.CloseCursor) (*plan, error) {
@@ -621,7 +662,7 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 		return nil, nil
 	}
 	if cur.running == nil && !cur.done {
-		sub, err := cur.sub.start(ctx)
+		sub, err := cur.sub.start(ctx, cur.params)
 		if err != nil {
 			return nil, err
 		}

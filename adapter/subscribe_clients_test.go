@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -34,7 +35,7 @@ func TestPsqlCopySubscribe(t *testing.T) {
 			execAll(t, c, "CREATE TABLE t (k int8 NOT NULL, v text)", "INSERT INTO t VALUES (1, 'before')",
 				"ALTER SYSTEM SET enable_subscribe_persist_fast_path = "+p.flag)
 			host, port := s.HostPort()
-			upTo := time.Now().UnixMilli() + 3000
+			upTo := time.Now().UnixMilli() + 5000
 			cmd := exec.Command("psql", "-X", "-h", host, "-p", port, "-U", "materialize", "materialize",
 				"-c", fmt.Sprintf("COPY (SUBSCRIBE t WITH (PROGRESS) UP TO %d) TO STDOUT", upTo))
 			cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=10")
@@ -43,7 +44,17 @@ func TestPsqlCopySubscribe(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond)
+			// Write once the SUBSCRIBE runs, so that its snapshot holds
+			// only the first row however late psql connects.
+			if err := waitFor(20*time.Second, func() error {
+				rows, err := tryQueryRows(c, "SELECT session_id FROM mz_internal.mz_subscriptions")
+				if err == nil && len(rows) == 0 {
+					err = errors.New("psql's SUBSCRIBE is not running yet")
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
 			execAll(t, c, "INSERT INTO t VALUES (2, 'during')", "DELETE FROM t WHERE k = 1")
 			if err := cmd.Wait(); err != nil {
 				t.Fatalf("psql: %v\n%s", err, out.String())

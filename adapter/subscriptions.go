@@ -50,10 +50,16 @@ func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.
 	if p.item != nil && (src == nil || p.item.ID != src.ID) {
 		ids = append([]uint64{p.item.ID}, ids...)
 	}
+	// The collection is the one read: a view's or a query's (a shape's)
+	// input, which referenced_object_ids lists with the view.
+	collection := p.relationName()
+	if src != nil {
+		collection = src.Name
+	}
 	c.mu.Lock()
 	c.nextSubID++
 	info := &subInfo{id: c.nextSubID, session: s.id, createdAt: time.Now(), objectIDs: ids, path: path,
-		collection: p.relationName(), asOf: asOf, transport: s.transport, sub: sub}
+		collection: collection, asOf: asOf, transport: s.transport, sub: sub}
 	if info.transport == "" {
 		info.transport = "pgwire"
 	}

@@ -46,11 +46,11 @@ func (s *Session) startSubscribe(ctx context.Context, st *sql.Subscribe) (*Subsc
 	if s.c.isProxy() && s.route(ctx, st) != routeLocal {
 		return nil, errorf(codeFeatureNotSupp, "a tail process serves only subscribes of its fast path over HTTP; use its upstream for this one")
 	}
-	p, err := s.planSubscribeStmt(st)
+	p, err := s.planSubscribeStmt(st, nil)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := p.start(ctx)
+	sub, err := p.start(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -83,12 +83,14 @@ func (f *Subscription) Close() {
 // HistoryLost reports whether err means the subscribe's position is no
 // longer retained, so that it cannot resume where it was: an AS OF below
 // the collection's since, or a client fell behind past what the shard
-// retains (*subscribe.BufferError, 53200). The client must start over
-// with a new snapshot.
+// retains (*subscribe.BufferError with HistoryLost, 53200). The client must
+// start over with a new snapshot. A client that fell behind while its
+// position is still retained (the dataflow path's backlog, the memory
+// budget) is not: it resumes where it was.
 func HistoryLost(err error) bool {
 	var be *subscribe.BufferError
 	var e *Error
-	return errors.As(err, &be) || (errors.As(err, &e) && e.historyLost)
+	return (errors.As(err, &be) && be.HistoryLost) || (errors.As(err, &e) && e.historyLost)
 }
 
 // Readable returns the names of the collections user may SUBSCRIBE to, in

@@ -62,6 +62,17 @@
 // whose other sections keep their numbers; the section then names the
 // run it came from.
 //
+// # The memory budget (g)
+//
+// Scenario g (--scenarios g or budget; sized by the --budget-* flags)
+// runs BudgetStorm on a fast-path server started with --memory-budget:
+// reading and stalled subscribers over several tables while far more than
+// the budget is written, then the same without the stalled ones on a fresh
+// server. The report gives peak RSS against the budget, the readers' p99
+// against the baseline's, and whether every stalled subscriber got every
+// row (or the history-loss error); TestBudgetStorm runs it scaled down in
+// process, sampling the budget's accounted total.
+//
 // WriteReport renders a Report as latest.md, latest.json and two plots
 // (statement-to-snapshot p95 and server CPU against N).
 package bench

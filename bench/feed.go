@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// FeedResult is (g): the HTTP change feed's storms next to pgwire's on the
+// FeedResult is (i): the HTTP change feed's storms next to pgwire's on the
 // same server and view, and its idle subscribers' memory.
 type FeedResult struct {
 	// Clients is each storm's size; Rows the view's; Changes the rows
@@ -40,14 +40,14 @@ type FeedResult struct {
 	PerClientKB float64 `json:"per_subscriber_kib"`
 }
 
-// FeedStorms are (g)'s storms, in report order: a resume from the
+// FeedStorms are (i)'s storms, in report order: a resume from the
 // frontier before the changes (SSE Last-Event-ID; pgwire AS OF F-1 WITH
 // (SNAPSHOT = false)) and a fresh snapshot, each over SSE and over pgwire
 // (COPY (SUBSCRIBE ...) TO STDOUT), all ending at UP TO the frontier
 // after the changes.
 var FeedStorms = []string{"resume/sse", "resume/pgwire", "snapshot/sse", "snapshot/pgwire"}
 
-// FeedStorm is one storm of (g). Times are seconds from the start barrier:
+// FeedStorm is one storm of (i). Times are seconds from the start barrier:
 // every client is connected first (an SSE client by a GET / on its own
 // Transport, whose connection the stream then reuses), as pgwire's are.
 type FeedStorm struct {
@@ -73,13 +73,13 @@ func (s *FeedStorm) CPUPerClientMS() float64 {
 	return s.ServerCPU * 1000 / float64(s.Clients)
 }
 
-// feedWriteBatch is how many rows each UPDATE of (g)'s writer changes.
+// feedWriteBatch is how many rows each UPDATE of (i)'s writer changes.
 const feedWriteBatch = 100
 
 // feedCatchUp bounds waiting for the view to show every change.
 const feedCatchUp = 2 * time.Minute
 
-// runFeed measures (g) on srv (started with ServerOptions.Feed), whose
+// runFeed measures (i) on srv (started with ServerOptions.Feed), whose
 // viewSmall holds cfg.SmallRows rows: it updates cfg.FeedChanges rows of
 // tableSmall, then runs the four storms of cfg.FeedClients clients and the
 // idle subscribers.
@@ -454,13 +454,13 @@ func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, f
 	return nil
 }
 
-// feedStormLine summarises a storm of (g) for the log.
+// feedStormLine summarises a storm of (i) for the log.
 func feedStormLine(name string, s *FeedStorm) string {
 	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client",
 		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())))
 }
 
-// writeFeedSection writes (g), the HTTP change feed next to pgwire, when
+// writeFeedSection writes (i), the HTTP change feed next to pgwire, when
 // it ran.
 func writeFeedSection(w io.Writer, v *reportView) {
 	cfg := v.r.Config
@@ -473,7 +473,7 @@ func writeFeedSection(w io.Writer, v *reportView) {
 	if len(prs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "## (g) The HTTP change feed (SSE) next to pgwire\n\n")
+	fmt.Fprintf(w, "## (i) The HTTP change feed (SSE) next to pgwire\n\n")
 	if cfg.FeedClients < DefaultSuite(false).FeedClients || cfg.FeedIdleClients < DefaultSuite(false).FeedIdleClients {
 		fmt.Fprintf(w, "**Scaled down**: %s clients per storm and %s idle streams (the issue's run is %s and %s).\n\n",
 			commas(cfg.FeedClients), commas(cfg.FeedIdleClients), commas(DefaultSuite(false).FeedClients), commas(DefaultSuite(false).FeedIdleClients))
@@ -522,7 +522,7 @@ func writeFeedSection(w io.Writer, v *reportView) {
 	}
 }
 
-// feedGoals are (g)'s targets, on the fast path: SSE within 1.2× of
+// feedGoals are (i)'s targets, on the fast path: SSE within 1.2× of
 // pgwire's server CPU per client, resuming and snapshotting.
 func feedGoals(r *Report, add func(what, target string, measured float64, format func(float64) string, ok func(float64) bool)) {
 	fast := r.Results.Paths[PathFast]

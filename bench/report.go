@@ -96,7 +96,7 @@ type reportView struct {
 // with nothing measured writes nothing.
 var reportSections = []func(io.Writer, *reportView){
 	writeIntro, writeMachine, writeGoals,
-	writeStormSection, writeBigSection, writeLiveSection, writeSlowSection, writeMemorySection, writeFeedSection, writeProxyStormSection,
+	writeStormSection, writeBigSection, writeLiveSection, writeSlowSection, writeMemorySection, writeFeedSection, writeProxyStormSection, writeBudgetSection, writeShapesSection,
 	writeProblems, writeSetupTimes,
 }
 

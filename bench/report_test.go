@@ -117,3 +117,36 @@ func TestReportMedianOfRuns(t *testing.T) {
 		t.Errorf("report does not say its figures are medians:\n%s", md)
 	}
 }
+
+// TestReportShapes: (g) shows each path's storm CPU per client and the
+// shaped ÷ bare ratio, and per routed run the delivery, latency, CPU per
+// written row and the fast path's shape counters per row (none for the
+// dataflow path, which has no shapes).
+func TestReportShapes(t *testing.T) {
+	storm := func(cpu float64) *StormResult {
+		return &StormResult{Clients: 100, Connected: 100, Completed: 100, ServerCPU: cpu}
+	}
+	live := func(users int, cpu float64, counters map[string]float64) *ShapesLive {
+		return &ShapesLive{Users: users, ServerCPU: cpu, Counters: counters, Live: &LiveResult{Written: 1000, Delivered: 1,
+			Storm: &StormResult{Latency: Dist{P50: 2, P99: 20}}}}
+	}
+	counters := map[string]float64{"shardtail_tail_shape_rows_evaluated_total": 1000, "shardtail_tail_shape_rows_routed_total": 1000}
+	r := &Report{Config: DefaultSuite(true), Results: &Results{Paths: map[string]*PathResults{
+		PathFast: {Path: PathFast, Shapes: &ShapesResult{Bare: storm(0.1), Shaped: storm(0.15),
+			Routed: live(10000, 2, counters), RoutedSmall: live(100, 1, counters)}},
+		PathDataflow: {Path: PathDataflow, Shapes: &ShapesResult{Bare: storm(2), Shaped: storm(3),
+			Routed: live(10000, 20, counters)}},
+	}}}
+	md := markdownOf(t, r)
+	for _, want := range []string{
+		"| fast | 1.00 ms | 1.50 ms | 1.50 | 0 |",
+		"| dataflow | 20.00 ms | 30.00 ms | 1.50 | 0 |",
+		"| fast | 10,000 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 2.00 ms | 1.00 | 1.00 |",
+		"| fast | 100 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 1.00 ms | 1.00 | 1.00 |",
+		"| dataflow | 10,000 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 20.00 ms | — | — |",
+	} {
+		if !strings.Contains(md, want+"\n") {
+			t.Errorf("no line %q in:\n%s", want, md)
+		}
+	}
+}

@@ -64,6 +64,9 @@ type ServerOptions struct {
 	// (Server.FeedAddr), with room for any number of streams; without it
 	// the feed is off, since several servers run at once.
 	Feed bool
+	// MemoryBudget, when positive, is --memory-budget in bytes; else the
+	// server's default.
+	MemoryBudget int64
 }
 
 // StartServer starts bin serve and waits until /healthz answers. The child
@@ -119,6 +122,9 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 	}
 	if opt.Upstream != "" {
 		args = append(args, "--upstream", opt.Upstream)
+	}
+	if opt.MemoryBudget > 0 {
+		args = append(args, "--memory-budget", strconv.FormatInt(opt.MemoryBudget, 10))
 	}
 	// In a process group of its own (a Ctrl-C at the terminal reaches
 	// only the bench, which then stops the server in order), and killed

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -62,6 +63,13 @@ type StormConfig struct {
 	Mode Mode
 	// Relation is the collection to subscribe to (or select from).
 	Relation string
+	// Relations, when set instead, spreads the clients over several
+	// collections: client i subscribes to Relations[i%len(Relations)].
+	Relations []string
+	// RelationFor, when set, is what client i subscribes to instead of
+	// Relation (a query per client: (h)'s shapes); Relation then only
+	// names the storm.
+	RelationFor func(i int) string
 	// FastPath, when "on" or "off", is sent on each connection before the
 	// barrier as SET enable_subscribe_persist_fast_path; "" or "default"
 	// leaves the server's setting.
@@ -96,7 +104,8 @@ type StormConfig struct {
 	// Live returns, each until it has received every live row: as many
 	// distinct values of the IDColumn column as ResumeStalled returns,
 	// within Timeout. A stalled client may cost others nothing, and must
-	// lose nothing itself.
+	// lose nothing itself. The reading clients are waited for too (within
+	// Timeout), until each has as many live rows or has failed.
 	ResumeStalled func() int64
 	// IDColumn is the 0-based output column of a live row's unique id,
 	// for ResumeStalled.
@@ -104,6 +113,11 @@ type StormConfig struct {
 	// StalledSQL runs on each stalled client's connection before the
 	// storm (SET subscribe_max_buffered_bytes ...).
 	StalledSQL []string
+	// StalledRecvBuffer, when positive, is the SO_RCVBUF of each stalled
+	// client's socket, set before it connects: a small receive window
+	// keeps the kernel from absorbing what the client does not read, so
+	// the server holds the backlog.
+	StalledRecvBuffer int
 	// Server reads the server's CPU seconds before and after; zero: none.
 	Server CPUProbe
 	// MaxServerRSS, when positive (and Server.PID known), aborts the storm
@@ -130,7 +144,7 @@ func (c *StormConfig) Validate() error {
 		return fmt.Errorf("%w: URL is empty", ErrConfig)
 	case c.Clients < 1:
 		return fmt.Errorf("%w: Clients must be at least 1, not %d", ErrConfig, c.Clients)
-	case c.Relation == "":
+	case c.Relation == "" && len(c.Relations) == 0:
 		return fmt.Errorf("%w: Relation is empty", ErrConfig)
 	case c.Stalled < 0 || c.Stalled > c.Clients:
 		return fmt.Errorf("%w: Stalled must be in [0, Clients], not %d", ErrConfig, c.Stalled)
@@ -474,6 +488,7 @@ func (s *storm) livePhase(ctx context.Context, res *StormResult, ph *phases) err
 		cfg.Status.Set(cfg.Label+": stalled clients reading again", nil)
 		close(ph.resume)
 		ph.stalled.Wait()
+		s.waitReaders(ctx, ph.want)
 	}
 	close(ph.liveDone)
 	now := time.Now()
@@ -483,6 +498,17 @@ func (s *storm) livePhase(ctx context.Context, res *StormResult, ph *phases) err
 		}
 	}
 	return liveErr
+}
+
+// waitReaders waits, within cfg.Timeout, until every reading client has
+// received want live rows or stopped reading.
+func (s *storm) waitReaders(ctx context.Context, want int64) {
+	deadline := time.Now().Add(s.cfg.Timeout)
+	for _, c := range s.clients {
+		for !c.stalled && c.reading.Load() && c.liveSeen.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+			sleepCtx(ctx, 10*time.Millisecond)
+		}
+	}
 }
 
 // summarize fills res from the clients once all have finished.
@@ -606,6 +632,12 @@ type stormClient struct {
 	ready    int // ReadyForQuery messages seen
 	liveRows int64
 	lat      []float64
+	// progress is the latest progress row's time: no row may come below it.
+	progress uint64
+	// liveSeen mirrors liveRows, and reading is set while the client reads
+	// live rows, for the live phase's wait (waitReaders).
+	liveSeen atomic.Int64
+	reading  atomic.Bool
 
 	// A stalled client reading again: the live row ids it received
 	// (ResumeStalled), and how that ended.
@@ -619,7 +651,11 @@ type stormClient struct {
 func (c *stormClient) connect(ctx context.Context, pcfg *pgconn.Config, cfg *StormConfig) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	pc, err := pgconn.ConnectConfig(ctx, pcfg.Copy())
+	ccfg := pcfg.Copy()
+	if n := cfg.StalledRecvBuffer; c.stalled && n > 0 {
+		ccfg.DialFunc = recvBufferDialer(n)
+	}
+	pc, err := pgconn.ConnectConfig(ctx, ccfg)
 	if err != nil {
 		return err
 	}
@@ -645,6 +681,21 @@ func (c *stormClient) connect(ctx context.Context, pcfg *pgconn.Config, cfg *Sto
 	}
 	c.conn, c.fe = h.Conn, h.Frontend
 	return nil
+}
+
+// recvBufferDialer dials with SO_RCVBUF set to n before connecting (the
+// window scale is fixed at the handshake).
+func recvBufferDialer(n int) pgconn.DialFunc {
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	return d.DialContext
 }
 
 // Outcomes of a client's snapshot, as seen by the status line.
@@ -698,7 +749,10 @@ func (c *stormClient) run(cfg *StormConfig, barrier <-chan struct{}, snapWG *syn
 		}
 		return
 	}
-	if err := c.live(cfg); err != nil {
+	c.reading.Store(true)
+	err := c.live(cfg)
+	c.reading.Store(false)
+	if err != nil {
 		select {
 		case <-liveDone:
 			// The deadline set at the end of the live phase.
@@ -712,6 +766,12 @@ func (c *stormClient) snapshot(cfg *StormConfig) error {
 	c.sent = time.Now()
 	c.conn.SetDeadline(c.sent.Add(cfg.Timeout))
 	rel := cfg.Relation
+	switch {
+	case cfg.RelationFor != nil:
+		rel = cfg.RelationFor(c.i)
+	case len(cfg.Relations) > 0:
+		rel = cfg.Relations[c.i%len(cfg.Relations)]
+	}
 	switch cfg.Mode {
 	case ModeCopy:
 		c.fe.Send(&pgproto3.Query{String: "COPY (SUBSCRIBE " + rel + " WITH (PROGRESS)) TO STDOUT"})
@@ -869,20 +929,26 @@ func (c *stormClient) row(tsText, prog, lat, id []byte) error {
 		if !progressed {
 			return errors.New("the first row is not a progress row")
 		}
-		c.asOf, c.haveAsOf = ts, true
-	case !c.complete:
-		if progressed {
-			if ts > c.asOf {
-				c.complete, c.done = true, time.Now()
-			}
-			return nil
+		c.asOf, c.haveAsOf, c.progress = ts, true, ts
+	case progressed:
+		if ts < c.progress {
+			return fmt.Errorf("progress went back from %d to %d", c.progress, ts)
 		}
+		c.progress = ts
+		if !c.complete && ts > c.asOf {
+			c.complete, c.done = true, time.Now()
+		}
+		return nil
+	case ts < c.progress:
+		return fmt.Errorf("a row at %d after progress to %d: out of order", ts, c.progress)
+	case !c.complete:
 		if ts != c.asOf {
 			return fmt.Errorf("snapshot row at %d, as_of %d", ts, c.asOf)
 		}
 		c.plainRow()
-	case !progressed:
+	default:
 		c.liveRows++
+		c.liveSeen.Store(c.liveRows)
 		if written, ok := parseUintPrefix(lat); ok {
 			c.lat = append(c.lat, float64(time.Now().UnixNano()-int64(written))/1e6)
 		}

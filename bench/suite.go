@@ -29,12 +29,12 @@ const (
 	ScenarioSlow   = "d" // slow-client isolation
 	ScenarioMemory = "e" // RSS per idle subscriber
 	ScenarioTail   = "f" // the storm through a tail process
-	ScenarioFeed   = "g" // the HTTP change feed's storms and idle streams
+	ScenarioFeed   = "i" // the HTTP change feed's storms and idle streams
 )
 
-// scenarioLetters are every scenario. (g) runs on each path after (e),
+// scenarioLetters are every scenario. (i) runs on each path after (h),
 // before (f).
-const scenarioLetters = "abcdefg"
+const scenarioLetters = "abcdefghi"
 
 // SuiteConfig configures `shardtail bench`. Zero fields take the full
 // run's defaults (or the quick run's, with Quick).
@@ -43,7 +43,8 @@ type SuiteConfig struct {
 	ServerBin string
 	// Quick runs a small version for smoke checks.
 	Quick bool
-	// Scenarios to run, letters a-g; empty: all.
+	// Scenarios to run, letters a-i; empty: all. ParseScenarios reads
+	// names too.
 	Scenarios string
 	// Postgres runs the peer when its binaries are installed.
 	Postgres bool
@@ -84,7 +85,16 @@ type SuiteConfig struct {
 	// TailStorage is what (f)'s processes share: StorageS3 or
 	// StorageFile.
 	TailStorage string
-	// FeedClients are the size of (g)'s storms, after FeedChanges rows
+	// BudgetReaders and BudgetStalled fast-path subscribers spread over
+	// BudgetCollections tables while BudgetWriteBytes are written, on a
+	// server with --memory-budget BudgetBytes (g).
+	BudgetReaders, BudgetStalled, BudgetCollections int
+	BudgetWriteBytes, BudgetBytes                   int64
+	// ShapesClients is the size of (h)'s storms; ShapesUsers and
+	// ShapesSmallUsers the subscribers of its two live runs, under a
+	// writer of ShapesRate rows/s for LiveDuration.
+	ShapesClients, ShapesUsers, ShapesSmallUsers, ShapesRate int
+	// FeedClients are the size of (i)'s storms, after FeedChanges rows
 	// of the storms' view were updated; FeedIdleClients the idle SSE
 	// streams of its memory probe.
 	FeedClients, FeedChanges, FeedIdleClients int
@@ -128,6 +138,8 @@ func DefaultSuite(quick bool) SuiteConfig {
 			IdleClients: 200,
 			FeedClients: 64, FeedChanges: 1000, FeedIdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
+			BudgetReaders: 64, BudgetStalled: 32, BudgetCollections: 8, BudgetWriteBytes: 64 << 20, BudgetBytes: 32 << 20,
+			ShapesClients: 64, ShapesUsers: 200, ShapesSmallUsers: 20, ShapesRate: 100,
 			Timeout: time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 		}
 	}
@@ -140,6 +152,8 @@ func DefaultSuite(quick bool) SuiteConfig {
 		IdleClients: 10_000,
 		FeedClients: 2048, FeedChanges: 1000, FeedIdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
+		BudgetReaders: 1000, BudgetStalled: 500, BudgetCollections: 8, BudgetWriteBytes: 2e9, BudgetBytes: 256 << 20,
+		ShapesClients: 2048, ShapesUsers: 10_000, ShapesSmallUsers: 100, ShapesRate: 1000,
 		Timeout: 3 * time.Minute, MaxServerRSS: DefaultMaxServerRSS,
 	}
 }
@@ -162,8 +176,11 @@ func (c *SuiteConfig) Validate() error {
 	}
 	for _, r := range c.Scenarios {
 		if !strings.ContainsRune(scenarioLetters, r) {
-			return fmt.Errorf("%w: scenario %q (want letters a-g)", ErrConfig, r)
+			return fmt.Errorf("%w: scenario %q (want letters a-i)", ErrConfig, r)
 		}
+	}
+	if c.runs(ScenarioShapes) && (c.ShapesClients < 1 || c.ShapesUsers < 1 || c.ShapesSmallUsers < 1 || c.ShapesRate < 1) {
+		return fmt.Errorf("%w: ShapesClients, ShapesUsers, ShapesSmallUsers and ShapesRate must be positive", ErrConfig)
 	}
 	if c.runs(ScenarioFeed) && (c.FeedClients < 1 || c.FeedChanges < 1 || c.FeedChanges > c.SmallRows || c.FeedIdleClients < 0) {
 		return fmt.Errorf("%w: FeedClients and FeedChanges must be positive, FeedChanges at most SmallRows, FeedIdleClients not negative", ErrConfig)
@@ -178,7 +195,34 @@ func (c *SuiteConfig) Validate() error {
 			return fmt.Errorf("%w: TailStorage %q (want %s or %s)", ErrConfig, c.TailStorage, StorageS3, StorageFile)
 		}
 	}
+	if c.runs(ScenarioBudget) {
+		switch {
+		case c.BudgetCollections < 1 || c.BudgetReaders < 1 || c.BudgetStalled < 0 || c.BudgetWriteBytes <= 0:
+			return fmt.Errorf("%w: (g) needs collections, readers and bytes to write", ErrConfig)
+		case c.BudgetBytes <= 0:
+			return fmt.Errorf("%w: (g) needs a memory budget", ErrConfig)
+		}
+	}
 	return nil
+}
+
+// ParseScenarios reads --scenarios: letters a-i, or comma-separated
+// letters and names ("budget" is g, "feed" i).
+func ParseScenarios(s string) (string, error) {
+	var out strings.Builder
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if l, ok := scenarioNames[f]; ok {
+			f = l
+		}
+		for _, r := range f {
+			if !strings.ContainsRune(scenarioLetters, r) {
+				return "", fmt.Errorf("%w: scenario %q (want letters a-i, budget, shapes or feed)", ErrConfig, f)
+			}
+		}
+		out.WriteString(f)
+	}
+	return out.String(), nil
 }
 
 func (c *SuiteConfig) runs(s string) bool {
@@ -188,8 +232,9 @@ func (c *SuiteConfig) runs(s string) bool {
 // Results is everything one `shardtail bench` measured: (a)-(e) by path,
 // and (f).
 type Results struct {
-	Paths map[string]*PathResults `json:"paths"`
-	Tail  *TailResults            `json:"tail,omitempty"`
+	Paths  map[string]*PathResults `json:"paths"`
+	Tail   *TailResults            `json:"tail,omitempty"`
+	Budget *BudgetScenario         `json:"budget,omitempty"`
 }
 
 // PathResults is one path's measurements. Nil fields were not run.
@@ -223,7 +268,9 @@ type PathResults struct {
 	// every run.
 	Memory     *MemoryResult   `json:"memory,omitempty"`
 	MemoryRuns []*MemoryResult `json:"memory_runs,omitempty"`
-	// Feed (g): the HTTP change feed next to pgwire.
+	// Shapes (h).
+	Shapes *ShapesResult `json:"shapes,omitempty"`
+	// Feed (i): the HTTP change feed next to pgwire.
 	Feed *FeedResult `json:"feed,omitempty"`
 	// Problems are failures observed on this path: scenario errors, a
 	// server that exited.
@@ -376,6 +423,9 @@ func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
 			cfg.Status.Logf("(f): %v", err)
 		}
 	}
+	if cfg.runs(ScenarioBudget) {
+		res.Budget = runBudgetScenario(ctx, &cfg)
+	}
 	return res, ctx.Err()
 }
 
@@ -477,6 +527,8 @@ func loadDataSet(ctx context.Context, cfg *SuiteConfig, url, name, who string, t
 		table, view, rows = tableBig, viewBig, cfg.BigRows
 	case tableLive:
 		return execSQL(ctx, url, "CREATE TABLE "+tableLive+" (id bigint, payload text)")
+	case tableShaped:
+		return execSQL(ctx, url, "CREATE TABLE "+tableShaped+" (user_id bigint, id bigint, payload text)")
 	case tableIdle:
 		table, rows = tableIdle, 10
 	default:
@@ -719,14 +771,25 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		}
 		pr.Memory = medianRun(pr.MemoryRuns, func(m *MemoryResult) float64 { return m.PerClientKB })
 	}
+	if cfg.runs(ScenarioShapes) {
+		err := step("(h)", tableShaped, func(srv *Server) error {
+			if _, err := ss.ensure(ctx, viewSmall); err != nil {
+				return err
+			}
+			return runShapes(ctx, cfg, srv, pr, label)
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if cfg.runs(ScenarioFeed) {
 		// A fresh server, as for (e): its idle streams' RSS is measured.
 		ss.close()
-		err := step("(g)", viewSmall, func(srv *Server) error {
+		err := step("(i)", viewSmall, func(srv *Server) error {
 			if _, err := ss.ensure(ctx, tableIdle); err != nil {
 				return err
 			}
-			fr, err := runFeed(ctx, cfg, srv, label("(g) the HTTP feed"))
+			fr, err := runFeed(ctx, cfg, srv, label("(i) the HTTP feed"))
 			pr.Feed = fr
 			return err
 		})
@@ -915,6 +978,60 @@ func fetch10(ctx context.Context, url, rel string, postgres bool, timeout time.D
 	}
 }
 
+// writeLive is the live writer: for duration, every writerTick, one
+// INSERT into table of the rows due at lr.Rate rows/s, numbered from 0;
+// each row is what prefix appends for its id, then a payload of
+// lr.PayloadBytes starting with the write's wall clock (Unix ns). It counts
+// the rows written and each INSERT's latency (ms) into lr and lats, then
+// lets the subscribers drain for liveDrain.
+func writeLive(ctx context.Context, url, table string, duration time.Duration, lr *LiveResult, lats *[]float64, prefix func(sql []byte, id int64) []byte) error {
+	c, err := connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	start := time.Now()
+	t := time.NewTicker(writerTick)
+	defer t.Stop()
+	var id int64
+	var sql []byte
+	pad := payload(nil, 0, lr.PayloadBytes)
+	for time.Since(start) < duration && ctx.Err() == nil {
+		<-t.C
+		due := int64(time.Since(start).Seconds() * float64(lr.Rate))
+		if due <= id {
+			continue
+		}
+		now := time.Now()
+		ns := now.UnixNano()
+		sql = append(sql[:0], "INSERT INTO "+table+" VALUES "...)
+		for ; id < due; id++ {
+			if sql[len(sql)-1] == ')' {
+				sql = append(sql, ',')
+			}
+			sql = append(sql, '(')
+			sql = prefix(sql, id)
+			sql = fmt.Appendf(sql, "'%d-", ns)
+			sql = append(sql, pad[:max(0, lr.PayloadBytes-21)]...)
+			sql = append(sql, "')"...)
+		}
+		if _, err := c.Exec(ctx, string(sql)).ReadAll(); err != nil {
+			lr.WriteErrors++
+			if lr.WriterError == "" {
+				lr.WriterError = err.Error()
+			}
+			if c.IsClosed() {
+				return err
+			}
+			continue
+		}
+		*lats = append(*lats, float64(time.Since(now).Microseconds())/1000)
+		lr.Written = id
+	}
+	sleepCtx(ctx, liveDrain)
+	return nil
+}
+
 // writerTick is how often the live writer sends an INSERT of the rows due.
 const writerTick = 10 * time.Millisecond
 
@@ -928,49 +1045,9 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, n, stalled, rat
 	lr := &LiveResult{Rate: rate, PayloadBytes: payloadBytes}
 	var lats []float64
 	writer := func(ctx context.Context) error {
-		c, err := connect(ctx, srv.URL)
-		if err != nil {
-			return err
-		}
-		defer c.Close(context.Background())
-		start := time.Now()
-		t := time.NewTicker(writerTick)
-		defer t.Stop()
-		var id int64
-		var sql []byte
-		pad := payload(nil, 0, payloadBytes)
-		for time.Since(start) < cfg.LiveDuration && ctx.Err() == nil {
-			<-t.C
-			due := int64(time.Since(start).Seconds() * float64(rate))
-			if due <= id {
-				continue
-			}
-			now := time.Now()
-			ns := now.UnixNano()
-			sql = append(sql[:0], "INSERT INTO "+tableLive+" VALUES "...)
-			for ; id < due; id++ {
-				if sql[len(sql)-1] == ')' {
-					sql = append(sql, ',')
-				}
-				sql = fmt.Appendf(sql, "(%d,'%d-", id, ns)
-				sql = append(sql, pad[:max(0, payloadBytes-21)]...)
-				sql = append(sql, "')"...)
-			}
-			if _, err := c.Exec(ctx, string(sql)).ReadAll(); err != nil {
-				lr.WriteErrors++
-				if lr.WriterError == "" {
-					lr.WriterError = err.Error()
-				}
-				if c.IsClosed() {
-					return err
-				}
-				continue
-			}
-			lats = append(lats, float64(time.Since(now).Microseconds())/1000)
-			lr.Written = id
-		}
-		sleepCtx(ctx, liveDrain)
-		return nil
+		return writeLive(ctx, srv.URL, tableLive, cfg.LiveDuration, lr, &lats, func(sql []byte, id int64) []byte {
+			return fmt.Appendf(sql, "%d,", id)
+		})
 	}
 	sc := StormConfig{
 		URL: srv.URL, Clients: n, Mode: ModeCopy, Relation: tableLive, Timeout: cfg.Timeout,

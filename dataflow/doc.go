@@ -46,6 +46,16 @@
 // reader already holds history, and a client that far behind on a private
 // pipeline costs its memory alone.
 //
+// With SubscribeConfig.Budget (--memory-budget) the queue, the snapshot
+// read ahead to be consolidated (through an MFP) and the timestamp held
+// back to be ordered are charged to the process's budget, and every push
+// runs its policy (membudget.Budget.Enforce). Each subscribe is a victim of
+// the policy's last resort: once the fast path's stages (shrink windows and
+// shares, detach the largest queues) leave the process over budget, the
+// largest dataflow subscribes, one at a time while still over, end with a
+// *subscribe.MemoryBudgetError (53200, naming the budget); the client
+// resubscribes AS OF its last progress.
+//
 // # Materialized views
 //
 // A View's Run has three steps, and each restart runs them again from

@@ -42,9 +42,11 @@ type SubscribeConfig struct {
 	// subscriber of the shard shares. 0 means DefaultDowngradeInterval.
 	DowngradeInterval time.Duration
 	// Budget is the process's memory budget, charged with the rows queued
-	// for the client (holder dataflow) and the timestamp held back to be
-	// ordered (holder ordered). The dataflow path does not shed them: they
-	// count toward the total, so the fast path sheds more. nil: no budget.
+	// for the client and the snapshot read ahead to be consolidated
+	// (holder dataflow), and the timestamp held back to be ordered (holder
+	// ordered). The subscribe is a victim of the budget's policy: once the
+	// fast path has shed what it could, the largest dataflow subscribes
+	// end with a *subscribe.MemoryBudgetError. nil: no budget.
 	Budget *membudget.Budget
 }
 
@@ -69,14 +71,19 @@ type Subscribe struct {
 	queue    []formatter.Row // mu
 	buffered int64           // mu: estimated bytes in queue
 	held     int64           // mu: the batcher's held-back snapshot bytes
+	ahead    int64           // mu: snapshot read ahead, consolidated whole
 	err      error           // mu: terminal error; io.EOF when complete
 	ready    chan struct{}   // mu: closed when queue or err changes
 	drained  chan struct{}   // mu: closed when the client takes rows
 	frontier uint64          // mu
 
-	// What buffered and held were when last charged to the budget.
+	// What buffered+ahead and held were when last charged to the budget.
 	memQueue, memHeld  *membudget.Holder
 	chargedQ, chargedH int64 // mu
+	// overBudget is set once the budget's policy ended the subscribe: its
+	// bytes are released and nothing more is charged.
+	overBudget   bool // mu
+	removeVictim func()
 }
 
 // StartSubscribe starts the pipeline.
@@ -84,6 +91,7 @@ func StartSubscribe(cfg SubscribeConfig) *Subscribe {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Subscribe{cfg: cfg, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}), drained: make(chan struct{}), frontier: cfg.AsOf,
 		memQueue: cfg.Budget.Holder(membudget.HolderDataflow), memHeld: cfg.Budget.Holder(membudget.HolderOrdered)}
+	s.removeVictim = cfg.Budget.AddVictim(s)
 	go s.run(ctx)
 	return s
 }
@@ -101,6 +109,30 @@ func (s *Subscribe) QueuedBytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buffered + s.held
+}
+
+// MemoryBytes is what the subscribe holds: its queue, the snapshot read
+// ahead and held back. Part of membudget.Victim.
+func (s *Subscribe) MemoryBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buffered + s.held + s.ahead
+}
+
+// EndOverBudget ends the subscribe for the budget's policy: its queue is
+// dropped and its bytes released at once, the pipeline stopped, and Next
+// returns a *subscribe.MemoryBudgetError. Part of membudget.Victim.
+func (s *Subscribe) EndOverBudget(limit int64) {
+	s.mu.Lock()
+	held := s.buffered + s.held + s.ahead
+	s.err = &subscribe.MemoryBudgetError{Held: held, Limit: limit}
+	s.overBudget = true
+	clear(s.queue)
+	s.queue, s.buffered, s.held, s.ahead = nil, 0, 0, 0
+	s.charge(0, 0)
+	s.signal()
+	s.mu.Unlock()
+	s.cancel()
 }
 
 func (s *Subscribe) run(ctx context.Context) {
@@ -141,6 +173,7 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 		// different chunks may map to one row, so the snapshot is
 		// consolidated whole before any of it is sent.
 		var all []row.Update
+		var ahead int64 // all's bytes
 		err = cur.Each(ctx, func(chunk []row.Update) error {
 			if s.cfg.MFP == nil {
 				rows, err := b.Snapshot(chunk)
@@ -154,7 +187,10 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 				return err
 			}
 			all = append(all, mapped...)
-			return nil
+			for _, u := range mapped {
+				ahead += u.Size()
+			}
+			return s.readAhead(ahead)
 		})
 		return all, err
 	})
@@ -237,7 +273,11 @@ func (s *Subscribe) sendSnapshot(ctx context.Context, b *formatter.Batcher, read
 			return true, err
 		}
 		rows, err := b.Snapshot(row.Consolidate(rest))
+		rest = nil
 		if err != nil {
+			return true, err
+		}
+		if err := s.readAhead(0); err != nil { // consolidated: rows now
 			return true, err
 		}
 		if err := s.pushSnapshot(ctx, rows, b); err != nil {
@@ -309,11 +349,37 @@ func (s *Subscribe) waitDrained(ctx context.Context, limit int64) error {
 	}
 }
 
+// readAhead records that the pipeline holds n bytes of snapshot read ahead
+// of the client, and applies the budget's policy.
+func (s *Subscribe) readAhead(n int64) error {
+	s.mu.Lock()
+	if s.overBudget {
+		err := s.err
+		s.mu.Unlock()
+		return err
+	}
+	s.ahead = n
+	s.charge(s.buffered, s.held)
+	s.mu.Unlock()
+	s.cfg.Budget.Enforce()
+	return nil
+}
+
 // push queues rows for the client, failing when the backlog exceeds the
-// budget.
+// subscribe's own budget, and applies the process's budget's policy.
 func (s *Subscribe) push(rows []formatter.Row, b *formatter.Batcher) error {
+	err := s.queueRows(rows, b)
+	s.cfg.Budget.Enforce()
+	return err
+}
+
+// queueRows is push without the budget's policy.
+func (s *Subscribe) queueRows(rows []formatter.Row, b *formatter.Batcher) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.overBudget {
+		return s.err
+	}
 	s.frontier = b.Frontier()
 	s.held = b.Buffered()
 	if len(rows) == 0 {
@@ -342,13 +408,14 @@ func (s *Subscribe) signal() {
 // Next returns up to max queued rows (all of them when max <= 0), blocking
 // until at least one is queued. After the last row it returns io.EOF when
 // the subscribe completed (UP TO), or the error that ended it. A
-// *subscribe.BufferError is returned at once, before the queued rows: the client is
-// too far behind to catch up.
+// *subscribe.BufferError or *subscribe.MemoryBudgetError is returned at
+// once, before the queued rows: the client is too far behind to catch up.
 func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) {
 	for {
 		s.mu.Lock()
 		var be *subscribe.BufferError
-		if errors.As(s.err, &be) {
+		var me *subscribe.MemoryBudgetError
+		if errors.As(s.err, &be) || errors.As(s.err, &me) {
 			s.mu.Unlock()
 			return nil, s.err
 		}
@@ -384,16 +451,23 @@ func (s *Subscribe) Next(ctx context.Context, max int) ([]formatter.Row, error) 
 
 // Close stops the pipeline and waits for it; its reader is expired.
 func (s *Subscribe) Close() {
+	s.removeVictim()
 	s.cancel()
 	<-s.done
 	s.mu.Lock()
-	s.charge(0, 0) // the queue goes with the subscribe
+	s.buffered, s.held, s.ahead = 0, 0, 0 // the queue goes with the subscribe
+	s.charge(0, 0)
 	s.mu.Unlock()
 }
 
-// charge brings the budget's count of the subscribe's queued and held
-// bytes to queued and held. s.mu must be held.
+// charge brings the budget's count of the subscribe's queued (plus read
+// ahead) and held bytes to queued and held; to nothing once the budget's
+// policy ended it. s.mu must be held.
 func (s *Subscribe) charge(queued, held int64) {
+	queued += s.ahead
+	if s.overBudget {
+		queued, held = 0, 0
+	}
 	s.memQueue.Add(queued - s.chargedQ)
 	s.memHeld.Add(held - s.chargedH)
 	s.chargedQ, s.chargedH = queued, held

@@ -152,6 +152,9 @@ func TestSubscribeBudget(t *testing.T) {
 			if be.SQLState() != "53200" || be.Max != 1000 || be.Buffered <= 1000 {
 				t.Fatalf("BufferError %+v", be)
 			}
+			if got := be.Detail(); got != subscribe.DetailFellBehind {
+				t.Fatalf("detail %q, want %q: the private reader still holds the position", got, subscribe.DetailFellBehind)
+			}
 			return
 		}
 		if err != nil {

@@ -43,6 +43,12 @@ type Budget struct {
 	mu      sync.Mutex
 	holders map[string]*Holder      // mu
 	sources map[string]func() int64 // mu
+	stages  []*stage                // mu: sorted by order
+	victims map[Victim]struct{}     // mu
+
+	// enforcing serializes Enforce; ended counts the victims it ended.
+	enforcing sync.Mutex
+	ended     atomic.Int64
 	// all is the counters and sources as one list, rebuilt when one is
 	// added, so that Total needs no lock.
 	all atomic.Pointer[[]func() int64]
@@ -51,7 +57,7 @@ type Budget struct {
 // New returns a budget of limit bytes; limit <= 0 means unlimited (the
 // holders are still accounted and exported).
 func New(limit int64) *Budget {
-	b := &Budget{holders: map[string]*Holder{}, sources: map[string]func() int64{}}
+	b := &Budget{holders: map[string]*Holder{}, sources: map[string]func() int64{}, victims: map[Victim]struct{}{}}
 	b.SetLimit(limit)
 	return b
 }
@@ -158,7 +164,8 @@ func (b *Budget) Bytes() map[string]int64 {
 }
 
 // Register exports shardtail_memory_bytes{holder} for the budget's
-// counters (not its sources) and shardtail_memory_budget_bytes. Holders
+// counters (not its sources), shardtail_memory_budget_bytes and
+// shardtail_memory_budget_ended_total. Holders
 // created later are exported too.
 func (b *Budget) Register(r prometheus.Registerer) error {
 	if err := r.Register(collector{b}); err != nil {
@@ -170,6 +177,7 @@ func (b *Budget) Register(r prometheus.Registerer) error {
 var (
 	bytesDesc  = prometheus.NewDesc("shardtail_memory_bytes", Help, []string{"holder"}, nil)
 	budgetDesc = prometheus.NewDesc("shardtail_memory_budget_bytes", "The memory budget (--memory-budget), 0 when unlimited.", nil, nil)
+	endedDesc  = prometheus.NewDesc("shardtail_memory_budget_ended_total", "Subscribes (dataflow path) ended with 53200 because the process stayed over its memory budget after every other stage of the policy.", nil, nil)
 )
 
 // collector exports the budget. It is unchecked (Describe sends nothing):
@@ -191,6 +199,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(c.b.Holder(name).Bytes()), name)
 	}
 	ch <- prometheus.MustNewConstMetric(budgetDesc, prometheus.GaugeValue, float64(c.b.Limit()))
+	ch <- prometheus.MustNewConstMetric(endedDesc, prometheus.CounterValue, float64(c.b.Ended()))
 }
 
 // Holder counts the bytes of one kind of holder. A nil *Holder counts
@@ -213,4 +222,134 @@ func (h *Holder) Bytes() int64 {
 		return 0
 	}
 	return h.n.Load()
+}
+
+// Stages of the policy, in the order Enforce runs them: what costs clients
+// least goes first.
+const (
+	// StageShrink shrinks what is retained for subscribers that may come
+	// or fall behind later (the fast path's windows and finished snapshot
+	// shares): no client loses anything now.
+	StageShrink = iota
+	// StageDetach detaches the largest fast-path queues: their
+	// subscribers resume from the shard, losing nothing but the catch-up.
+	StageDetach
+)
+
+// A Victim is a consumer the policy's last resort ends, largest first, once
+// every stage has run and the total is still over the budget: a dataflow
+// subscribe, which cannot resume by itself.
+type Victim interface {
+	// MemoryBytes is what ending the victim would free.
+	MemoryBytes() int64
+	// EndOverBudget ends the victim, releasing its bytes before it
+	// returns; limit is the budget, for the victim's error.
+	EndOverBudget(limit int64)
+}
+
+// stage is a registered policy stage.
+type stage struct {
+	order int
+	shed  func()
+}
+
+// AddStage registers shed as a step of the policy at order (StageShrink,
+// StageDetach): Enforce calls it while the total is over the budget. shed
+// must free what it can (stopping early once Over is false) and must not
+// call Enforce. The returned func removes the stage.
+func (b *Budget) AddStage(order int, shed func()) (remove func()) {
+	if b == nil {
+		return func() {}
+	}
+	st := &stage{order: order, shed: shed}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stages = append(b.stages, st)
+	sort.SliceStable(b.stages, func(i, j int) bool { return b.stages[i].order < b.stages[j].order })
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for i, s := range b.stages {
+			if s == st {
+				b.stages = append(b.stages[:i], b.stages[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// AddVictim registers v for the policy's last resort. The returned func
+// removes it; call it before v releases its bytes for good.
+func (b *Budget) AddVictim(v Victim) (remove func()) {
+	if b == nil {
+		return func() {}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.victims[v] = struct{}{}
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.victims, v)
+	}
+}
+
+// Enforce applies the policy when the total is over the budget: each stage
+// in order, while still over; then the victims, largest first, while still
+// over. Holders call it after they grew. Only one Enforce runs at a time:
+// a caller that finds one running goes on (that one sees its bytes).
+func (b *Budget) Enforce() {
+	if !b.Over() || !b.enforcing.TryLock() {
+		return
+	}
+	defer b.enforcing.Unlock()
+	b.mu.Lock()
+	stages := make([]*stage, len(b.stages))
+	copy(stages, b.stages)
+	b.mu.Unlock()
+	for _, st := range stages {
+		if !b.Over() {
+			return
+		}
+		st.shed()
+	}
+	if !b.Over() {
+		return
+	}
+	type sized struct {
+		v     Victim
+		bytes int64
+	}
+	b.mu.Lock()
+	vs := make([]sized, 0, len(b.victims))
+	for v := range b.victims {
+		if n := v.MemoryBytes(); n > 0 {
+			vs = append(vs, sized{v, n})
+		}
+	}
+	b.mu.Unlock()
+	sort.Slice(vs, func(i, j int) bool { return vs[i].bytes > vs[j].bytes })
+	for _, v := range vs {
+		if !b.Over() {
+			return
+		}
+		v.v.EndOverBudget(b.Limit())
+		b.ended.Add(1)
+	}
+}
+
+// WaitEnforce waits for an Enforce in flight, if any, to finish.
+func (b *Budget) WaitEnforce() {
+	if b != nil {
+		b.enforcing.Lock()
+		b.enforcing.Unlock()
+	}
+}
+
+// Ended is how many victims the policy has ended.
+func (b *Budget) Ended() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.ended.Load()
 }

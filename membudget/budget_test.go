@@ -1,6 +1,10 @@
 package membudget
 
-import "testing"
+import (
+	"reflect"
+	"runtime/debug"
+	"testing"
+)
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "268435456": 256 << 20, "256MiB": 256 << 20, "1.5GiB": 3 << 29, "2 KB": 2000, "10B": 10} {
@@ -58,5 +62,82 @@ func TestBudgetTotalAndOver(t *testing.T) {
 	nilBudget.Holder("x").Add(5) // a nil budget counts nothing
 	if nilBudget.Over() || nilBudget.Total() != 0 {
 		t.Fatal("nil budget not inert")
+	}
+}
+
+// victim is a Victim holding bytes of a holder.
+type victim struct {
+	h     *Holder
+	bytes int64
+	ended *[]int64
+}
+
+func (v *victim) MemoryBytes() int64 { return v.bytes }
+func (v *victim) EndOverBudget(int64) {
+	*v.ended = append(*v.ended, v.bytes)
+	v.h.Add(-v.bytes)
+	v.bytes = 0
+}
+
+// TestEnforceOrder: Enforce runs the stages in order while over the
+// budget, then ends victims largest first, and no more than needed.
+func TestEnforceOrder(t *testing.T) {
+	b := New(0)
+	h := b.Holder("h")
+	var log []string
+	var ended []int64
+	// Registered out of order: Enforce sorts them.
+	b.AddStage(StageDetach, func() { log = append(log, "detach"); h.Add(-10) })
+	removeShrink := b.AddStage(StageShrink, func() { log = append(log, "shrink"); h.Add(-10) })
+	for _, n := range []int64{5, 30, 20} {
+		h.Add(n)
+		b.AddVictim(&victim{h: h, bytes: n, ended: &ended})
+	}
+	h.Add(40) // 95 in all: 40 the stages free, 55 the victims hold
+
+	b.SetLimit(60) // the stages free 20, one victim the other 15
+	b.Enforce()
+	if got, want := log, []string{"shrink", "detach"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("stages ran %v, want %v", got, want)
+	}
+	if got, want := ended, []int64{30}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ended victims of %v bytes, want %v (the largest only)", got, want)
+	}
+	if b.Over() || b.Ended() != 1 {
+		t.Errorf("after Enforce: total %d of %d, ended %d; want within, 1", b.Total(), b.Limit(), b.Ended())
+	}
+
+	log, ended = nil, nil
+	removeShrink()
+	b.SetLimit(b.Total() - 1) // the detach stage is enough
+	b.Enforce()
+	if got, want := log, []string{"detach"}; !reflect.DeepEqual(got, want) || len(ended) != 0 {
+		t.Errorf("stages ran %v and ended %v; want %v and none", got, ended, want)
+	}
+	log = nil
+	b.SetLimit(b.Total() + 1)
+	b.Enforce() // within the budget: nothing runs
+	if len(log) != 0 {
+		t.Errorf("stages ran %v within the budget", log)
+	}
+}
+
+// TestApplyRuntimeLimit: the runtime's soft limit is the budget plus the
+// headroom, and left alone when unlimited or when GOMEMLIMIT is set.
+func TestApplyRuntimeLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	t.Setenv("GOMEMLIMIT", "")
+	if got := ApplyRuntimeLimit(0); got != 0 || debug.SetMemoryLimit(-1) != prev {
+		t.Errorf("an unlimited budget set a runtime limit (%d)", got)
+	}
+	const budget = 256 << 20
+	if got, want := ApplyRuntimeLimit(budget), int64(budget+RuntimeHeadroom); got != want || debug.SetMemoryLimit(-1) != want {
+		t.Errorf("ApplyRuntimeLimit = %d, runtime limit %d; want %d", got, debug.SetMemoryLimit(-1), want)
+	}
+	debug.SetMemoryLimit(prev)
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if got := ApplyRuntimeLimit(budget); got != 0 || debug.SetMemoryLimit(-1) != prev {
+		t.Errorf("with GOMEMLIMIT set, ApplyRuntimeLimit = %d", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -103,4 +104,23 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10) + "B"
+}
+
+// RuntimeHeadroom is how far above the budget ApplyRuntimeLimit sets the Go
+// runtime's soft memory limit: room for what no holder counts (decoded
+// parts in flight, goroutine stacks, the runtime's own).
+const RuntimeHeadroom = 128 << 20
+
+// ApplyRuntimeLimit sets the Go runtime's soft memory limit to budget +
+// RuntimeHeadroom, so that the garbage collector works harder as the heap
+// nears it instead of letting garbage double the heap (GOGC), unless the
+// operator set GOMEMLIMIT. It returns the limit set, 0 if none (an
+// unlimited budget, or GOMEMLIMIT set).
+func ApplyRuntimeLimit(budget int64) int64 {
+	if budget <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit := budget + RuntimeHeadroom
+	debug.SetMemoryLimit(limit)
+	return limit
 }

@@ -40,6 +40,7 @@ type Client struct {
 	maint    map[string]*maintTask      // mu
 	bells    map[string][]chan struct{} // mu: Doorbell's channels by key
 	closed   bool                       // mu
+	txnReads TxnReads                   // mu: see SetTxnReads
 	hasBell  bool                       // the consensus rings a doorbell
 }
 
@@ -206,11 +207,18 @@ func (c *Client) CachedState(ctx context.Context, shard string) (*State, error) 
 }
 
 // WaitForUpper blocks until the shard's upper is above t, and returns the
-// state that shows it.
+// state that shows it. A txn-wal data shard is made readable at t first.
 func (c *Client) WaitForUpper(ctx context.Context, shard string, t uint64) (*State, error) {
 	m, err := c.machine(ctx, shard)
 	if err != nil {
 		return nil, err
+	}
+	if tx := c.txns(ctx, shard); tx != nil {
+		// An idle data shard's physical upper stays behind: make it
+		// readable at t (see TxnReads).
+		if err := tx.ReadyAt(ctx, shard, t); err != nil {
+			return nil, err
+		}
 	}
 	return m.waitUntil(ctx, func(s *State) bool { return s.Upper > t })
 }

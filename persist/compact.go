@@ -63,6 +63,12 @@ func (c *Client) afterAppend(shard string) {
 	}()
 }
 
+// ScheduleMaintenance schedules background maintenance of shard (as an
+// append does) when the client runs it. An owner calls it for shards that
+// see no appends for long, such as idle tables on txn-wal, so that their
+// stale leases still expire and their orphaned uploads are still swept.
+func (c *Client) ScheduleMaintenance(shard string) { c.afterAppend(shard) }
+
 // maintTask returns shard's task, or nil when the client is closed.
 func (c *Client) maintTask(shard string) *maintTask {
 	c.mu.Lock()

@@ -87,6 +87,18 @@
 //		progress(frontier)
 //	}
 //
+// # Tables: txn-wal
+//
+// Tables' shards are data shards of a txns shard (package persist/txnwal):
+// their writes are recorded there first, in one compare-and-set per
+// transaction, and applied to them afterwards (Writer.AppendWritten of a
+// WrittenBatch uploaded beforehand). Their physical upper then lags their
+// logical upper, the txns shard's progress. A Client with a TxnReads
+// installed (SetTxnReads) hides that from every reader of such a shard:
+// Snapshot and WaitForUpper first make the shard readable at their time,
+// Listen reports the txns progress across the stretches where nothing was
+// written, and ReadState gives the logical upper.
+//
 // # Maintenance
 //
 // Client.Maintain (run in the background after appends) expires stale

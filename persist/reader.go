@@ -199,6 +199,13 @@ func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
 	if since := r.Since(); asOf < since {
 		return nil, &SinceError{AsOf: asOf, Since: since}
 	}
+	if tx := r.c.txns(ctx, r.m.shard); tx != nil {
+		// A txn-wal data shard is behind its logical upper until made
+		// readable at asOf (see TxnReads).
+		if err := tx.ReadyAt(ctx, r.m.shard, asOf); err != nil {
+			return nil, err
+		}
+	}
 	// Refresh first: the read must see this reader's registration as it is
 	// now (an expired reader's holds are gone and GC may have run).
 	if _, err := r.m.refresh(ctx); err != nil {
@@ -386,6 +393,18 @@ func (l *Listen) Frontier() uint64 { return l.frontier }
 // asOf), consolidated and ordered by (time, row), and the new frontier.
 // updates may be empty: the frontier advanced without data.
 func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
+	if tx := l.r.c.txns(ctx, l.r.m.shard); tx != nil {
+		// A txn-wal data shard: progress past its physical upper comes
+		// from the txns shard, where nothing was written to it.
+		frontier, ok, err := l.logicalProgress(ctx, tx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			l.frontier = frontier
+			return nil, frontier, nil
+		}
+	}
 	if _, err := l.r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > l.frontier }); err != nil {
 		return nil, 0, err
 	}

@@ -28,7 +28,7 @@ PREREQS=(
   "nodejs            node_js      Node.js: node-postgres client tests"
   "npm               npm_cli      npm: installs node-postgres into testdata/clients"
   "python3-psycopg2  psycopg2     psycopg2: Python client tests"
-  "redis-server      redis        redis-server: the Redis sink tests (planned)"
+  "redis-server      redis        redis-server: the Redis sink tests"
   "chromium          chromium_browser  headless Chromium: the HTTP feed's browser test (feed.TestBrowser, some 300 MB)"
 )
 

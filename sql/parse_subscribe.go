@@ -21,6 +21,11 @@ func (p *parser) parseSubscribe() *Subscribe {
 		}
 		s.Query = p.parseQuery()
 		p.expectPunct(")")
+	} else if p.acceptPunct("[") {
+		s.RelationID = p.parseItemID()
+		p.expectWords("as")
+		s.Relation = p.parseObjectName()
+		p.expectPunct("]")
 	} else {
 		s.Relation = p.parseObjectName()
 	}
@@ -146,4 +151,18 @@ func (p *parser) parseClose() Statement {
 		return &CloseCursor{All: true}
 	}
 	return &CloseCursor{Name: p.parseIdent()}
+}
+
+// parseItemID consumes a catalog id: u (user) or s (system) and a number,
+// as in Materialize's id references.
+func (p *parser) parseItemID() string {
+	t := p.peek()
+	id := p.parseIdent()
+	if len(id) < 2 || (id[0] != 'u' && id[0] != 's') {
+		p.fail(t, CodeSyntaxError, fmt.Sprintf("invalid id %s", id))
+	}
+	if _, err := strconv.ParseUint(id[1:], 10, 64); err != nil {
+		p.fail(t, CodeSyntaxError, fmt.Sprintf("invalid id %s", id))
+	}
+	return id
 }

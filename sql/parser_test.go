@@ -172,6 +172,8 @@ var roundTripTests = []struct{ in, want string }{
 	// SUBSCRIBE
 	{"SUBSCRIBE t", ""},
 	{"SUBSCRIBE TO s.t", "SUBSCRIBE s.t"},
+	{"SUBSCRIBE [u12 AS materialize.public.orders] WITH (PROGRESS)", ""},
+	{"subscribe to [u7 as t] envelope upsert (key (a))", "SUBSCRIBE [u7 AS t] ENVELOPE UPSERT (KEY (a))"},
 	{"SUBSCRIBE (SELECT a FROM t WHERE b)", ""},
 	{"SUBSCRIBE TO (SELECT 1)", "SUBSCRIBE (SELECT 1)"},
 	{"SUBSCRIBE t ENVELOPE UPSERT (KEY (a))", ""},

@@ -4,7 +4,7 @@ import "strconv"
 
 // Subscribe is Materialize's SUBSCRIBE (see SUBSCRIBE-SPEC.md, "Grammar"):
 //
-//	SUBSCRIBE [TO] {Relation | (Query)}
+//	SUBSCRIBE [TO] {Relation | [RelationID AS Relation] | (Query)}
 //	  [ENVELOPE {UPSERT | DEBEZIUM} (KEY (Envelope.Key))
 //	   | WITHIN TIMESTAMP ORDER BY WithinTimestampOrderBy]
 //	  [WITH (Options)] [AS OF [AT LEAST] AsOf] [UP TO UpTo]
@@ -15,8 +15,12 @@ import "strconv"
 // exclude each other, as in Materialize.
 type Subscribe struct {
 	Relation ObjectName // the subscribed object, when Query is nil
-	Query    *Select    // SUBSCRIBE (SELECT ...); nil for a named relation
-	Envelope Envelope
+	// RelationID is the catalog id of an id reference, [u12 AS name]
+	// (Materialize's syntax): the object is resolved by id, so a drop and
+	// recreate under the same name cannot slip in. "" for a plain name.
+	RelationID string
+	Query      *Select // SUBSCRIBE (SELECT ...); nil for a named relation
+	Envelope   Envelope
 	// WithinTimestampOrderBy orders the updates within one timestamp; its
 	// items may name output columns and mz_diff. Nil when not written.
 	WithinTimestampOrderBy []OrderItem
@@ -79,6 +83,12 @@ func (s *Subscribe) format(w *printer) {
 		w.WriteByte('(')
 		s.Query.format(w)
 		w.WriteByte(')')
+	} else if s.RelationID != "" {
+		w.WriteByte('[')
+		w.WriteString(s.RelationID)
+		w.WriteString(" AS ")
+		s.Relation.format(w)
+		w.WriteByte(']')
 	} else {
 		s.Relation.format(w)
 	}

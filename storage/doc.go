@@ -20,12 +20,22 @@
 //   - whether the tick advances it: tables and sources advance with the
 //     clock, materialized views with their input (AppendAt).
 //
-// Writes timed by the oracle (Append, AppendBatch, ReadModifyWrite) share
-// one loop, retryAppend: take a timestamp at or above the shard's upper,
-// compare-and-append at it, and on persist's UpperMismatchError (another
-// role-`all` process wrote first) try again above the new upper. Several
-// processes may therefore own the same shard safely. AppendMulti writes a
-// transaction's shards at one timestamp, locking them in a fixed order.
+// Tables (OwnTable) are data shards of the txns shard (package
+// persist/txnwal): Append, AppendMulti, AppendBatch and ReadModifyWrite
+// upload their batches and commit them in one compare-and-set of the txns
+// shard, so a transaction over any number of tables is atomic whatever
+// crashes after; the commit is applied to each table afterwards (by the
+// writer, the next reader, the tick or a restart). The tick advances every
+// table at once with one write to the txns shard, and a table's retention
+// since follows that logical upper without a write per table.
+//
+// Other shards' writes timed by the oracle share one loop, retryAppend:
+// take a timestamp at or above the shard's upper, compare-and-append at
+// it, and on persist's UpperMismatchError (another role-`all` process
+// wrote first) try again above the new upper. Several processes may
+// therefore own the same shard safely; for tables the txns shard's
+// compare-and-set serializes them, and a read-modify-write whose table
+// another commit wrote since its read reads again (txnwal.ErrConflict).
 //
 // The caller's duties:
 //

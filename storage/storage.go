@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/txnwal"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -31,9 +35,13 @@ type Storage struct {
 	persist *persist.Client
 	oracle  Oracle
 	log     *slog.Logger
+	// txns, when set, carries the writes of tables (shards owned with
+	// OwnTable): see package persist/txnwal.
+	txns *txnwal.Txns
 
 	mu     sync.Mutex
 	shards map[string]*ownedShard // mu
+	ticks  uint64                 // mu: ticks so far
 
 	// lastWrites holds, per shard, the timestamp of its newest acknowledged
 	// write: a read of a materialized view waits until the view reaches
@@ -70,7 +78,21 @@ type ownedShard struct {
 	// ticks reports whether the tick advances this shard; materialized
 	// views advance with their input instead.
 	ticks bool
+	// txn marks a table's shard registered in the txns shard: its writes
+	// are commits there, and the tick advances it with every other table
+	// in one write.
+	txn bool
+	// maintPhase spreads the maintenance of idle tables over the ticks
+	// (see maintainEvery).
+	maintPhase uint64
 }
+
+// maintainEvery is how many ticks pass between the maintenance rounds the
+// tick schedules for each table: nothing appends to an idle table on
+// txn-wal, which once ran its maintenance (lease expiry, the sweep of
+// orphaned uploads) every tick. Tables are spread over the ticks, so a
+// round costs about tables/maintainEvery consensus reads per tick.
+const maintainEvery = 10
 
 // retentionReaderID is the fixed id of every shard's retention policy
 // reader (a critical reader): each start reopens it, with the since it
@@ -99,14 +121,45 @@ func (s *Storage) expireOldPolicies(ctx context.Context, shard string) error {
 	return nil
 }
 
-// New returns a Storage over p issuing timestamps from o.
-func New(p *persist.Client, o Oracle) *Storage {
-	return &Storage{persist: p, oracle: o, log: slog.Default(), shards: map[string]*ownedShard{}}
+// New returns a Storage over p issuing timestamps from o. txns, when not
+// nil, carries the writes of the shards owned with OwnTable.
+func New(p *persist.Client, o Oracle, txns *txnwal.Txns) *Storage {
+	return &Storage{persist: p, oracle: o, txns: txns, log: slog.Default(), shards: map[string]*ownedShard{}}
+}
+
+// Register registers a new table's shard in the txns shard: the caller
+// does it before the catalog names the table, so that no reader ever
+// meets the table's shard unregistered. Without txns it does nothing.
+func (s *Storage) Register(ctx context.Context, shard string) error {
+	if s.txns == nil {
+		return nil
+	}
+	return s.txns.Register(ctx, shard)
+}
+
+// OwnTable owns a table's shard: with txns, registered in the txns shard
+// (a no-op if it is, as for every table created with txns; tables from
+// before are registered here at their first start), written by commits
+// there and advanced by the tick's one write. Without txns it is Own with
+// the tick.
+func (s *Storage) OwnTable(ctx context.Context, shard string, retainMs int64) error {
+	if s.txns == nil {
+		return s.Own(ctx, shard, retainMs, true)
+	}
+	if err := s.txns.Register(ctx, shard); err != nil {
+		return fmt.Errorf("register %s in the txns shard: %w", shard, err)
+	}
+	return s.own(ctx, shard, &ownedShard{retainMs: retainMs, txn: true, maintPhase: rand.Uint64N(maintainEvery)})
 }
 
 // Own starts writing shard: it opens its writer and its retention policy
 // reader. ticks says whether the tick advances it.
 func (s *Storage) Own(ctx context.Context, shard string, retainMs int64, ticks bool) error {
+	return s.own(ctx, shard, &ownedShard{retainMs: retainMs, ticks: ticks})
+}
+
+// own opens o's writer and policy reader and records it.
+func (s *Storage) own(ctx context.Context, shard string, o *ownedShard) error {
 	s.mu.Lock()
 	if _, ok := s.shards[shard]; ok {
 		s.mu.Unlock()
@@ -130,11 +183,13 @@ func (s *Storage) Own(ctx context.Context, shard string, retainMs int64, ticks b
 		policy.Close()
 		return nil
 	}
-	s.shards[shard] = &ownedShard{w: w, policy: policy, retainMs: retainMs, ticks: ticks}
+	o.w, o.policy = w, policy
+	s.shards[shard] = o
 	return nil
 }
 
-// Release stops writing shard and drops its policy hold.
+// Release stops writing shard and drops its policy hold; a table's shard
+// is forgotten by the txns shard (DROP).
 func (s *Storage) Release(shard string) {
 	s.mu.Lock()
 	o := s.shards[shard]
@@ -142,6 +197,13 @@ func (s *Storage) Release(shard string) {
 	s.mu.Unlock()
 	if o != nil {
 		o.policy.Close()
+		if o.txn {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.txns.Forget(ctx, shard); err != nil {
+				s.log.Warn("release: forget in the txns shard", "shard", shard, "err", err)
+			}
+		}
 	}
 }
 
@@ -174,7 +236,8 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 	if err != nil {
 		return 0, err
 	}
-	return s.appendFresh(ctx, shard, o, func(upper, ts uint64) error {
+	commit := func() (uint64, error) { return s.commit(ctx, map[string][]row.Update{shard: updates}, nil) }
+	return s.appendFresh(ctx, shard, o, commit, func(upper, ts uint64) error {
 		for i := range updates {
 			updates[i].T = ts
 		}
@@ -182,11 +245,15 @@ func (s *Storage) Append(ctx context.Context, shard string, updates []row.Update
 	})
 }
 
-// appendFresh takes the shard's write lock and, through retryAppend, runs
-// write at a fresh timestamp from the oracle above the shard's upper.
-func (s *Storage) appendFresh(ctx context.Context, shard string, o *ownedShard, write func(upper, ts uint64) error) (uint64, error) {
+// appendFresh takes the shard's write lock and, for a table, runs commit
+// (a commit of the txns shard); for another shard it runs write, through
+// retryAppend, at a fresh timestamp from the oracle above its upper.
+func (s *Storage) appendFresh(ctx context.Context, shard string, o *ownedShard, commit func() (uint64, error), write func(upper, ts uint64) error) (uint64, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.txn {
+		return commit()
+	}
 	return s.retryAppend(shard, func() (uint64, error) {
 		upper := o.w.Upper()
 		ts, err := s.oracle.WriteTS(ctx, upper)
@@ -195,6 +262,36 @@ func (s *Storage) appendFresh(ctx context.Context, shard string, o *ownedShard, 
 		}
 		return ts, write(upper, ts)
 	})
+}
+
+// commit writes tables' updates as one transaction of the txns shard:
+// each shard's batch is uploaded, then one compare-and-set records them
+// all at one timestamp (see txnwal.Txns.Commit). readAt is a
+// read-modify-write's check. The shards' o.mu must be held.
+func (s *Storage) commit(ctx context.Context, writes map[string][]row.Update, readAt map[string]uint64) (uint64, error) {
+	ws := make([]txnwal.Write, 0, len(writes))
+	for shard, updates := range writes {
+		b, err := s.txns.WriteBatch(ctx, shard, updates)
+		if err != nil {
+			return 0, err
+		}
+		ws = append(ws, txnwal.Write{Shard: shard, Batch: b})
+	}
+	return s.commitWritten(ctx, ws, readAt)
+}
+
+// commitWritten commits batches already written and notes the write.
+func (s *Storage) commitWritten(ctx context.Context, ws []txnwal.Write, readAt map[string]uint64) (uint64, error) {
+	ts, err := s.txns.Commit(ctx, ws, readAt, s.oracle.WriteTS)
+	if err != nil {
+		return 0, err
+	}
+	shards := make([]string, len(ws))
+	for i, w := range ws {
+		shards[i] = w.Shard
+	}
+	s.noteWrite(ts, shards...)
+	return ts, nil
 }
 
 // retryAppend is the compare-and-append loop of every write timed by the
@@ -221,9 +318,11 @@ func (s *Storage) retryAppend(shard string, attempt func() (uint64, error)) (uin
 
 // AppendMulti commits writes to several shards at one timestamp (a
 // transaction's): every shard is checked and locked, in a fixed order,
-// before any is written, and all appends carry the same time, so a reader
-// never sees part of the transaction at a time. Each shard's append is its
-// own compare-and-set: a crash between them can leave a prefix applied.
+// before any is written. Tables' writes are one commit of the txns shard,
+// atomic whatever fails or crashes after it. Without txns each shard's
+// append is its own compare-and-set, at one time, so a reader never sees
+// part of the transaction at a time, but a crash between them can leave a
+// prefix applied.
 func (s *Storage) AppendMulti(ctx context.Context, writes map[string][]row.Update) (uint64, error) {
 	shards := make([]string, 0, len(writes))
 	for shard := range writes {
@@ -238,9 +337,14 @@ func (s *Storage) AppendMulti(ctx context.Context, writes map[string][]row.Updat
 		}
 		owned[i] = o
 	}
+	allTxn := true
 	for _, o := range owned {
 		o.mu.Lock()
 		defer o.mu.Unlock()
+		allTxn = allTxn && o.txn
+	}
+	if allTxn {
+		return s.commit(ctx, writes, nil)
 	}
 	var floor uint64
 	for _, o := range owned {
@@ -277,12 +381,22 @@ func (s *Storage) AppendBatch(ctx context.Context, shard string, fill func(b *pe
 		b.Abort(ctx)
 		return 0, err
 	}
+	commit := func() (uint64, error) {
+		wb, err := b.Finish(ctx)
+		if err != nil {
+			b.Abort(ctx)
+			return 0, err
+		}
+		// A failed commit may still have been recorded (an error after its
+		// compare-and-set was sent): the parts are left to the sweep.
+		return s.commitWritten(ctx, []txnwal.Write{{Shard: shard, Batch: wb}}, nil)
+	}
 	var appendErr error // b.Append's last error: any other is the oracle's
-	ts, err := s.appendFresh(ctx, shard, o, func(upper, ts uint64) error {
+	ts, err := s.appendFresh(ctx, shard, o, commit, func(upper, ts uint64) error {
 		appendErr = b.Append(ctx, ts, upper)
 		return appendErr
 	})
-	if err != nil && err != appendErr {
+	if err != nil && err != appendErr && !o.txn {
 		b.Abort(ctx) // the oracle failed: nothing of the batch was committed
 	}
 	return ts, err
@@ -298,6 +412,9 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.txn {
+		return s.readModifyCommit(ctx, shard, fn)
+	}
 	return s.retryAppend(shard, func() (uint64, error) {
 		st, err := s.persist.State(ctx, shard)
 		if err != nil {
@@ -334,6 +451,41 @@ func (s *Storage) ReadModifyWrite(ctx context.Context, shard string, fn func(cur
 	})
 }
 
+// readModifyCommit is ReadModifyWrite of a table: it reads the shard at
+// the txns shard's latest time and commits what fn derives, iff no other
+// commit wrote the shard after that time (else it reads again). o.mu must
+// be held.
+func (s *Storage) readModifyCommit(ctx context.Context, shard string, fn func(current []row.Update) ([]row.Update, error)) (uint64, error) {
+	for {
+		st, err := s.persist.ReadState(ctx, shard)
+		if err != nil {
+			return 0, err
+		}
+		at := st.Upper - 1 // registration put the logical upper above 0
+		r, err := s.persist.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "update"})
+		if err != nil {
+			return 0, err
+		}
+		current, err := ReadAll(ctx, r, max(at, r.Since()))
+		r.Close()
+		if err != nil {
+			return 0, err
+		}
+		updates, err := fn(current)
+		if err != nil {
+			return 0, err
+		}
+		if len(updates) == 0 {
+			return 0, nil
+		}
+		ts, err := s.commit(ctx, map[string][]row.Update{shard: updates}, map[string]uint64{shard: max(at, r.Since())})
+		if errors.Is(err, txnwal.ErrConflict) {
+			continue // another process wrote it: read again
+		}
+		return ts, err
+	}
+}
+
 // ReadAll reads a shard's whole contents at asOf (UPDATE and DELETE, and a
 // materialized view's restart correction).
 func ReadAll(ctx context.Context, r *persist.Reader, asOf uint64) ([]row.Update, error) {
@@ -366,8 +518,22 @@ func (s *Storage) Tick(ctx context.Context) {
 	for k, v := range s.shards {
 		shards[k] = v
 	}
+	s.ticks++
+	tick := s.ticks
 	s.mu.Unlock()
+	var progress uint64
+	if s.txns != nil && slices.ContainsFunc(slices.Collect(maps.Values(shards)), func(o *ownedShard) bool { return o.txn }) {
+		// Every table at once: one write, however many there are.
+		p, err := s.txns.Advance(ctx, s.oracle.WriteTS)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("tick: advance the txns shard", "err", err)
+		}
+		progress = p
+	}
 	for shard, o := range shards {
+		if o.txn && (tick+o.maintPhase)%maintainEvery == 0 {
+			s.persist.ScheduleMaintenance(shard)
+		}
 		if o.ticks {
 			if err := s.advance(ctx, o); err != nil && ctx.Err() == nil {
 				s.log.Warn("tick: advance upper", "shard", shard, "err", err)
@@ -378,6 +544,12 @@ func (s *Storage) Tick(ctx context.Context) {
 		o.mu.Unlock()
 		if upper > 1 {
 			since := int64(upper) - 1 - retain
+			if o.txn && progress > 1 {
+				// A table's since trails its logical upper, but a reader's
+				// since stops at the physical upper: aiming past it would
+				// cost every idle table a write per tick for nothing.
+				since = min(int64(progress)-1-retain, int64(upper))
+			}
 			if since > 0 && uint64(since) > o.policy.Since() {
 				if err := o.policy.Downgrade(ctx, uint64(since)); err != nil && ctx.Err() == nil {
 					s.log.Warn("tick: downgrade since", "shard", shard, "err", err)

@@ -40,7 +40,7 @@ func TestAppendRetriesAboveAnotherWriter(t *testing.T) {
 	}
 	var writers [2]*storage.Storage
 	for i := range writers {
-		writers[i] = storage.New(clients[i], oracle)
+		writers[i] = storage.New(clients[i], oracle, nil)
 		defer writers[i].Close()
 		if err := writers[i].Own(ctx, "s", 1000, false); err != nil {
 			t.Fatal(err)

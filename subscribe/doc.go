@@ -7,6 +7,12 @@
 // a statement is the adapter's decision (its fastPathEligible); the client
 // cannot tell them apart, since both format through package formatter.
 //
+// A subscribe to a query or view over one collection applies its bound
+// map/filter/project: the fast path gets it as Request.Shape and evaluates
+// it once per distinct Shape.Key and batch for every subscriber of that
+// shape, routing rows through Shape.Index; the dataflow path gets it as
+// its SubscribeConfig.MFP.
+//
 // The session drives a Subscription from its own goroutine:
 //
 //	sub, err := tails.Subscribe(ctx, req) // or dataflow.StartSubscribe(req, in)

@@ -49,6 +49,9 @@ type Request struct {
 	Snapshot bool
 	// Output is the output shape: relation, PROGRESS, envelope, order.
 	Output *formatter.Options
+	// Shape is the map/filter/project applied to the collection's rows
+	// before Output formats them; nil for a bare collection.
+	Shape *Shape
 	// MaxBufferedBytes is the client's budget (subscribe_max_buffered_bytes):
 	// how far behind it may fall. Past it the fast path detaches the
 	// subscriber (and fails it with *BufferError only if its position is no

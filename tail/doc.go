@@ -29,9 +29,31 @@
 //     cursor is open and it joined the live stream), so a storm whose
 //     snapshots start late does not find its AS OF compacted away.
 //
-// Batches and snapshot pieces are formatted once per shape
+// Batches and snapshot pieces are formatted once per output shape
 // (formatter.Options.ShapeKey) and the rows shared, never modified, by every
 // subscriber of that shape, whatever its AS OF.
+//
+// # Shapes
+//
+// A subscribe to a query or view over the collection carries a
+// subscribe.Shape: its map/filter/project and a canonical key. Each
+// listen batch and snapshot piece (a decoded) is mapped through each
+// distinct shape once, on first use, and then formatted once per shape and
+// output shape; every subscriber of the shape shares both. A shape's
+// snapshot is consolidated whole at the end of its share's cursor (rows of
+// two pieces may map to one row, as on the dataflow path), once per shape
+// and AS OF. An MFP error ends the subscriber's stream after the rows of
+// the batches before it (Subscriber.fatal), where the dataflow path fails.
+//
+// A shape with an Index (an equality its filter starts with) is evaluated
+// only on the rows a per-column table of the batch, value -> positions,
+// routes to it. At publish the tail looks each distinct value of the
+// batch's indexed columns up in indexed (value -> shapes), and queues the
+// batch only for the subscribers of the shapes it matches, plus those
+// that need every batch (every: bare, unindexed, PROGRESS, UP TO): a write
+// costs its rows plus the shapes it matches, not one step per subscriber.
+// A routed subscriber that skipped batches and is then detached resumes
+// after them (Subscriber.next), not at its batcher's older frontier.
 //
 // A Subscriber is one subscribe. It implements subscribe.Subscription: the
 // session pulls its rows with Next; the shared listen pushes into its queue.
@@ -68,12 +90,17 @@
 // With Config.Budget (--memory-budget, package membudget) the manager
 // charges the budget with each listen batch once, however many hold it:
 // under tail_window while the window holds it, under tail_queues once
-// only subscriber queues do, and with the timestamps subscribers hold back
-// to order (ordered). After each publish, if the process is over budget,
-// enforce shrinks every window to its newest batch and, if that is not
-// enough, detaches attached subscribers largest queue first until the
-// total fits. Those resume like any detached subscriber, so the budget
-// costs a stalled client a catch-up from the shard, never a row.
+// only subscriber queues do; with the snapshot shares' retained pieces
+// (tail_snapshot) and with the timestamps subscribers hold back to order
+// (ordered). It registers two stages of the budget's policy, which
+// Budget.Enforce runs after each publish if the process is over budget:
+// shrink (every window to its newest batch; every share to the pieces a
+// subscriber of it has yet to take; finished shares kept for late joiners
+// forgotten) and, if that is not enough, detachLargest (attached
+// subscribers, largest queue first, until the total fits). Detached
+// subscribers resume like any other, so the budget costs a stalled client
+// a catch-up from the shard, never a row. Over budget, a share also drops
+// taken pieces at once instead of keeping them for late joiners.
 //
 // # The caller's duties
 //

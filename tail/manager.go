@@ -36,9 +36,11 @@ type Config struct {
 	// subscribers that join it late; a smaller snapshot is kept whole.
 	ShareRetainBytes int64
 	// Budget is the process's memory budget (--memory-budget), charged
-	// with the windows, the batches only queues hold and the timestamps
-	// held back to be ordered; over it, the manager shrinks the windows
-	// and then detaches the largest queues (see enforce). nil: no budget.
+	// with the windows, the batches only queues hold, the snapshot shares'
+	// pieces and the timestamps held back to be ordered; over it, the
+	// manager shrinks the windows and shares and then detaches the largest
+	// queues (its stages of the budget's policy, see enforce). nil: no
+	// budget.
 	Budget *membudget.Budget
 }
 
@@ -82,9 +84,9 @@ type Manager struct {
 	closed   bool                  // mu: Close began; no new tails
 
 	// The budget's holders (nil without Config.Budget).
-	memWindow, memQueues, memOrdered *membudget.Holder
-	// enforcing serializes enforce: tails publishing at once need one pass.
-	enforcing sync.Mutex
+	memWindow, memQueues, memSnapshot, memOrdered *membudget.Holder
+	// removeStages unregisters the manager's stages of the budget's policy.
+	removeStages []func()
 }
 
 // tailStart is a shared tail being created: closed done publishes t or err.
@@ -100,9 +102,14 @@ func NewManager(p *persist.Client, cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{persist: p, cfg: cfg.withDefaults(), metrics: newMetrics(), log: slog.Default(),
 		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}, starting: map[string]*tailStart{},
-		memWindow:  cfg.Budget.Holder(membudget.HolderWindow),
-		memQueues:  cfg.Budget.Holder(membudget.HolderQueues),
-		memOrdered: cfg.Budget.Holder(membudget.HolderOrdered)}
+		memWindow:   cfg.Budget.Holder(membudget.HolderWindow),
+		memQueues:   cfg.Budget.Holder(membudget.HolderQueues),
+		memSnapshot: cfg.Budget.Holder(membudget.HolderSnapshot),
+		memOrdered:  cfg.Budget.Holder(membudget.HolderOrdered)}
+	m.removeStages = []func(){
+		cfg.Budget.AddStage(membudget.StageShrink, m.shrink),
+		cfg.Budget.AddStage(membudget.StageDetach, m.detachLargest),
+	}
 	m.wg.Add(1)
 	go m.reap()
 	return m
@@ -229,6 +236,9 @@ func (m *Manager) retireIdle(now time.Time) int {
 // Close retires every tail and waits for the manager's goroutines.
 // Subscribers must be closed first; Subscribe fails with ErrClosed after.
 func (m *Manager) Close() {
+	for _, remove := range m.removeStages {
+		remove()
+	}
 	m.mu.Lock()
 	m.closed = true
 	tails := m.tails
@@ -262,6 +272,14 @@ type Metrics struct {
 	shares         prometheus.Counter
 	retired        prometheus.Counter
 	storageRetries prometheus.Counter
+	// Shapes (subscribe.Shape): distinct shapes per collection, MFP
+	// evaluations (one per shape per batch or snapshot piece), and the rows
+	// they evaluated, of which rowsRouted were found through an index.
+	shapes        *prometheus.GaugeVec
+	shapeEvals    prometheus.Counter
+	rowsEvaluated prometheus.Counter
+	rowsRouted    prometheus.Counter
+	pushesSkipped prometheus.Counter
 }
 
 func newMetrics() *Metrics {
@@ -287,13 +305,20 @@ func newMetrics() *Metrics {
 		shares:         c("snapshot_cursors_total", "Shared snapshot cursors opened."),
 		retired:        c("retired_total", "Shared tails retired after idling."),
 		storageRetries: c("storage_retries_total", "Listen reads of shared tails retried after a storage error."),
+		shapes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "shardtail", Subsystem: "tail", Name: "shapes",
+			Help: "Distinct shapes (map/filter/project of a subscribe) served by a collection's shared tail, by shard."}, []string{"shard"}),
+		shapeEvals:    c("shape_evaluations_total", "Evaluations of a shape's MFP over a listen batch or snapshot piece (once per shape, however many subscribe to it)."),
+		rowsEvaluated: c("shape_rows_evaluated_total", "Rows a shape's MFP was evaluated on."),
+		rowsRouted:    c("shape_rows_routed_total", "Rows routed to a shape through its equality index (evaluated only for the shapes they match); included in shape_rows_evaluated_total."),
+		pushesSkipped: c("shape_pushes_skipped_total", "Listen batches not queued for a subscriber because its shape's index routed no row of them to it."),
 	}
 }
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.budgetDetaches, m.budgetShrinks, m.resumes, m.catchUps,
-		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired, m.storageRetries} {
+		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired, m.storageRetries,
+		m.shapes, m.shapeEvals, m.rowsEvaluated, m.rowsRouted, m.pushesSkipped} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/persist"
 )
 
 // Memory accounting. A listen batch is one allocation however many hold
@@ -46,43 +47,56 @@ func (t *SharedTail) releaseQueue(q []*batch) {
 	}
 }
 
-// enforce applies the budget's policy when the process is over it, in
-// order of what costs clients least:
+// enforce applies the budget's policy when the process is over it (see
+// membudget.Budget.Enforce). The manager's stages, in order of what costs
+// clients least:
 //
-//  1. Shrink every window to its newest batch. A subscriber that falls
-//     behind later catches up from the shard instead of the window.
-//  2. Detach attached subscribers, largest queue first, until the total is
-//     under the budget. A detached subscriber resumes exactly where it
-//     was at its next Next (see Subscriber), from the shard.
+//  1. shrink: every window to its newest batch, and every snapshot share
+//     to the pieces some subscriber of it has yet to take (a finished
+//     share kept for late joiners is dropped). A subscriber that falls
+//     behind later catches up from the shard instead of the window; one
+//     that subscribes later at the same AS OF opens a new cursor.
+//  2. detachLargest: attached subscribers, largest queue first, until the
+//     total is under the budget. A detached subscriber resumes exactly
+//     where it was at its next Next (see Subscriber), from the shard.
+//     Queues of at most detachFloor are left alone: their subscribers are
+//     keeping up, and since a tail's queues share its batches they pin
+//     about that much per tail together.
 //
-// Holders the tail cannot shrink (pgwire, the dataflow path) count toward
-// the total and so make step 2 detach more. Only one enforce runs at a
-// time; a tail that finds one running goes on publishing.
-func (m *Manager) enforce() {
-	b := m.cfg.Budget
-	if !b.Over() || !m.enforcing.TryLock() {
-		return
-	}
-	defer m.enforcing.Unlock()
-	tails := m.running()
-	for _, t := range tails {
+// Holders the tail cannot shrink (pgwire, the dataflow path, pieces a slow
+// subscriber of a share has yet to take) count toward the total and so make
+// step 2 detach more; the budget's last resort ends the largest dataflow
+// subscribes.
+func (m *Manager) enforce() { m.cfg.Budget.Enforce() }
+
+// shrink is the policy's first stage: windows and snapshot shares.
+func (m *Manager) shrink() {
+	var private []*persist.Reader
+	for _, t := range m.running() {
 		t.mu.Lock()
 		t.trimWindowTo(0)
+		private = append(private, t.shrinkShares()...)
 		t.mu.Unlock()
 	}
-	m.metrics.budgetShrinks.Inc()
-	if !b.Over() {
-		return
+	for _, r := range private {
+		closeReader(r)
 	}
+	m.metrics.budgetShrinks.Inc()
+}
+
+// detachLargest is the policy's second stage: the largest queues.
+func (m *Manager) detachLargest() {
+	b := m.cfg.Budget
 	type queued struct {
 		s     *Subscriber
 		bytes int64
 	}
 	var qs []queued
-	for _, t := range tails {
+	floor := detachFloor(b.Limit())
+	for _, t := range m.running() {
 		t.mu.Lock()
 		for s := range t.subs {
-			if s.attached && s.queued > 0 {
+			if s.attached && s.queued > floor {
 				qs = append(qs, queued{s, s.queued})
 			}
 		}
@@ -96,11 +110,20 @@ func (m *Manager) enforce() {
 		t := q.s.t
 		t.mu.Lock()
 		if q.s.attached {
-			q.s.detach(q.s.queued)
+			q.s.detach(q.s.queued, q.s.t.frontier)
 			m.metrics.budgetDetaches.Inc()
 		}
 		t.mu.Unlock()
 	}
+}
+
+// detachFloor is the largest queue the budget's policy leaves attached:
+// 1/64 of the budget. Detaching a subscriber that keeps up frees little
+// (its few batches are mostly its peers' too) and costs it a catch-up from
+// the shard; without the floor, holders the tail cannot shed (pgwire's
+// buffers) over the budget would detach every reader, every publish.
+func detachFloor(limit int64) int64 {
+	return limit / 64
 }
 
 // running returns the running tails.

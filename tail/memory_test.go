@@ -12,6 +12,8 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/row"
 )
 
 // isDetached reports whether the budget (or its own) detached s and it has
@@ -46,8 +48,7 @@ func TestBudgetPolicyOrder(t *testing.T) {
 		f.write(ins(int64(10+i), big))
 	}
 	drain(t, f.ctx, reader, f.upper) // every batch published
-	f.m.enforcing.Lock()             // no enforcement in flight
-	f.m.enforcing.Unlock()
+	budget.WaitEnforce()             // no enforcement in flight
 
 	window, queues := budget.Holder(membudget.HolderWindow), budget.Holder(membudget.HolderQueues)
 	if window.Bytes() == 0 || queues.Bytes() != 0 {
@@ -77,8 +78,7 @@ func TestBudgetPolicyOrder(t *testing.T) {
 		f.write(ins(int64(20+i), big))
 	}
 	drain(t, f.ctx, reader, f.upper)
-	f.m.enforcing.Lock()
-	f.m.enforcing.Unlock()
+	budget.WaitEnforce()
 	budget.SetLimit(budget.Total() - 1)
 	f.m.enforce()
 	if isDetached(newer) {
@@ -138,9 +138,8 @@ func TestBudgetDetachesStalled(t *testing.T) {
 			t.Errorf("stalled subscriber %d was not detached", i)
 		}
 	}
-	f.m.enforcing.Lock() // the last publish's enforcement, if it began, is done
-	f.m.enforcing.Unlock()
-	f.m.enforce() // and if it had not begun, this is it
+	budget.WaitEnforce() // the last publish's enforcement, if it began, is done
+	f.m.enforce()        // and if it had not begun, this is it
 	if got := testutil.ToFloat64(f.m.Metrics().detaches); got != 0 {
 		t.Errorf("per-subscriber detaches = %v, want 0 (budget off)", got)
 	}
@@ -170,4 +169,75 @@ func TestBudgetDetachesStalled(t *testing.T) {
 	if got := canon(readerRows[1]); !reflect.DeepEqual(got, want) {
 		t.Fatalf("readers differ:\n got %v\nwant %v", got, want)
 	}
+}
+
+// TestBudgetShrinksSnapshotShares: a share's pieces are charged to the
+// snapshot holder; over budget, the shrink drops the pieces every
+// subscriber of a share took (keeping what a slow one has yet to take) and
+// forgets a finished share kept for late joiners. Every subscriber still
+// gets the whole snapshot.
+func TestBudgetShrinksSnapshotShares(t *testing.T) {
+	budget := membudget.New(0)
+	snap := budget.Holder(membudget.HolderSnapshot)
+	f := newFixture(t, Config{Budget: budget})
+	var ups []row.Update
+	for i := range 3 * persist.DefaultSnapshotChunkRows {
+		ups = append(ups, ins(int64(i), "v"))
+	}
+	f.write(ups...)
+	asOf := f.upper - 1
+	fast, slow := f.subscribe(asOf, true, 0, nil), f.subscribe(asOf, true, 0, nil)
+	slowRows := takeRows(t, f, slow, 2) // the progress row and piece 0's first row
+	want := canon(drain(t, f.ctx, fast, f.upper))
+	before := snap.Bytes()
+	if before <= 0 {
+		t.Fatalf("snapshot holder %d bytes with the whole snapshot retained, want > 0", before)
+	}
+
+	// 1. A share still read: the pieces both took go, the rest stays.
+	budget.SetLimit(budget.Total() - 1)
+	budget.Enforce()
+	if after := snap.Bytes(); after <= 0 || after >= before {
+		t.Errorf("snapshot holder %d bytes after the shrink, want in (0, %d): slow's unread pieces only", after, before)
+	}
+	budget.SetLimit(0)
+	slowRows = append(slowRows, drain(t, f.ctx, slow, f.upper)...)
+	if got := canon(slowRows); !reflect.DeepEqual(got, want) {
+		t.Fatalf("slow subscriber's stream differs:\n got %d rows\nwant %d", len(got), len(want))
+	}
+	if got := snap.Bytes(); got != 0 {
+		t.Errorf("snapshot holder %d bytes once the shrunk share's readers finished, want 0", got)
+	}
+
+	// 2. A finished share kept for late joiners is forgotten; a late
+	// joiner reads the snapshot again.
+	f.write(ins(-1, "new"))
+	asOf = f.upper - 1
+	first := canon(drain(t, f.ctx, f.subscribe(asOf, true, 0, nil), f.upper))
+	if snap.Bytes() <= 0 {
+		t.Fatal("a finished share is not retained for late joiners")
+	}
+	budget.SetLimit(budget.Total() - 1)
+	budget.Enforce()
+	if got := snap.Bytes(); got != 0 {
+		t.Errorf("snapshot holder %d bytes after the shrink, want 0 (the kept share forgotten)", got)
+	}
+	budget.SetLimit(0)
+	if got := canon(drain(t, f.ctx, f.subscribe(asOf, true, 0, nil), f.upper)); !reflect.DeepEqual(got, first) {
+		t.Fatalf("a late joiner's stream differs: got %d rows, want %d", len(got), len(first))
+	}
+}
+
+// takeRows reads exactly n rows from s.
+func takeRows(t *testing.T, f *fixture, s *Subscriber, n int) []formatter.Row {
+	t.Helper()
+	var out []formatter.Row
+	for len(out) < n {
+		rows, err := s.Next(f.ctx, n-len(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
+	}
+	return out
 }

@@ -1,27 +1,30 @@
 package tail
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // shapeCache holds data shared by every subscriber (a listen batch, a
-// snapshot piece) formatted into output rows once per output shape
-// (formatter.Options.ShapeKey): subscribers with the same options share the
-// formatting work and the rows. The zero value is empty and ready.
+// snapshot piece) computed once per key: mapped through a shape's MFP
+// (subscribe.Shape.Key), or formatted into output rows once per shape and
+// output shape (outputKey): subscribers with the same key share the work
+// and its result. The zero value is empty and ready.
 type shapeCache[T any] struct {
 	mu     sync.Mutex
 	shapes map[string]T // mu
 }
 
-// get returns the value for opts's shape, computing it with format on
-// first use. format runs under the cache's lock, so that subscribers of a
-// shape that arrive together format it once, not once each. Its rows must
-// be marked formatter.Shared: their encodings are then computed once too,
-// and no subscriber may modify them.
-func (c *shapeCache[T]) get(opts *formatter.Options, format func() T) T {
-	key := opts.ShapeKey()
+// get returns the value for key, computing it with compute on first use.
+// compute runs under the cache's lock, so that subscribers of a shape that
+// arrive together compute it once, not once each. Rows it returns must be
+// marked formatter.Shared: their encodings are then computed once too, and
+// no subscriber may modify them.
+func (c *shapeCache[T]) get(key string, compute func() T) T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if v, ok := c.shapes[key]; ok {
@@ -30,7 +33,206 @@ func (c *shapeCache[T]) get(opts *formatter.Options, format func() T) T {
 	if c.shapes == nil {
 		c.shapes = map[string]T{}
 	}
-	v := format()
+	v := compute()
 	c.shapes[key] = v
 	return v
+}
+
+// outputKey is the cache key of rows mapped through sh (nil: the
+// collection's rows as they are) and formatted for opts.
+func outputKey(sh *subscribe.Shape, opts *formatter.Options) string {
+	if sh == nil {
+		return opts.ShapeKey()
+	}
+	return sh.Key + "\x00" + opts.ShapeKey()
+}
+
+// decoded is a list of updates shared by subscribers (a listen batch, a
+// snapshot piece), with what shapes compute from it once: each shape's
+// mapped updates, and for each indexed column the positions of the rows
+// by value, which route rows to the shapes whose equality they satisfy.
+type decoded struct {
+	updates []row.Update
+
+	routeMu sync.Mutex
+	routes  map[int]map[row.Datum][]int32 // routeMu: column -> value -> positions
+
+	mapped shapeCache[mapped]
+}
+
+// mapped is updates mapped through one shape's MFP, or the error the MFP
+// failed with on the first row it failed on.
+type mapped struct {
+	updates []row.Update
+	err     error
+}
+
+// route returns the positions of the updates whose column col holds
+// value (nil for NULL), computing the column's table on first use.
+func (d *decoded) route(col int) map[row.Datum][]int32 {
+	d.routeMu.Lock()
+	defer d.routeMu.Unlock()
+	if r, ok := d.routes[col]; ok {
+		return r
+	}
+	r := map[row.Datum][]int32{}
+	for i, u := range d.updates {
+		if col < len(u.Row) {
+			r[u.Row[col]] = append(r[u.Row[col]], int32(i))
+		}
+	}
+	if d.routes == nil {
+		d.routes = map[int]map[row.Datum][]int32{}
+	}
+	d.routes[col] = r
+	return r
+}
+
+// candidates returns the positions, in order, of the updates sh's MFP may
+// pass: those its index routes to it, or all (nil, false) without an index.
+func (d *decoded) candidates(sh *subscribe.Shape) ([]int32, bool) {
+	if sh.Index == nil {
+		return nil, false
+	}
+	r := d.route(sh.Index.Col)
+	keys := sh.Index.Keys()
+	var pos []int32
+	for _, v := range keys {
+		pos = append(pos, r[v]...)
+	}
+	if len(keys) > 1 {
+		// IN (a, b): the updates in their order, as evaluating every
+		// update would meet them (the first error must be the same).
+		slices.Sort(pos)
+		pos = slices.Compact(pos)
+	}
+	return pos, true
+}
+
+// apply maps the updates through sh's MFP once per shape, evaluating only
+// the candidates its index routes to it. consolidate consolidates the
+// result in time order (a listen batch: two rows the MFP maps to one must
+// reach the client as one, as on the dataflow path); a snapshot piece is
+// consolidated with the rest of its snapshot instead.
+func (d *decoded) apply(sh *subscribe.Shape, consolidate bool, m *Metrics) mapped {
+	return d.mapped.get(sh.Key, func() mapped {
+		m.shapeEvals.Inc()
+		pos, indexed := d.candidates(sh)
+		n := len(d.updates)
+		if indexed {
+			n = len(pos)
+			m.rowsRouted.Add(float64(n))
+		}
+		m.rowsEvaluated.Add(float64(n))
+		out := make([]row.Update, 0, n)
+		for i := range n {
+			u := &d.updates[i]
+			if indexed {
+				u = &d.updates[pos[i]]
+			}
+			r, ok, err := sh.MFP.Apply(u.Row)
+			if err != nil {
+				return mapped{err: err}
+			}
+			if ok {
+				out = append(out, row.Update{Row: r, T: u.T, Diff: u.Diff})
+			}
+		}
+		if consolidate {
+			out = row.Consolidate(out)
+			row.SortByTime(out)
+		}
+		return mapped{updates: out}
+	})
+}
+
+// shapeSubs is one distinct shape of a tail's subscribers.
+type shapeSubs struct {
+	shape *subscribe.Shape
+	n     int // subscribers of the shape
+	// routed are the subscribers of the shape that only need the batches
+	// its index routes rows to (see Subscriber.routed).
+	routed map[*Subscriber]struct{}
+}
+
+// addSubscriber registers s with the tail's shapes: s gets every batch
+// (t.every) unless its shape's index routes batches to it. t.mu must be
+// held.
+func (t *SharedTail) addSubscriber(s *Subscriber) {
+	t.subs[s] = struct{}{}
+	sh := s.req.Shape
+	if sh == nil {
+		t.every[s] = struct{}{}
+		return
+	}
+	ss := t.shapes[sh.Key]
+	if ss == nil {
+		ss = &shapeSubs{shape: sh, routed: map[*Subscriber]struct{}{}}
+		t.shapes[sh.Key] = ss
+		t.m.metrics.shapes.WithLabelValues(t.shard).Inc()
+		if idx := sh.Index; idx != nil {
+			byValue := t.indexed[idx.Col]
+			if byValue == nil {
+				byValue = map[row.Datum]map[*shapeSubs]struct{}{}
+				t.indexed[idx.Col] = byValue
+			}
+			for _, v := range idx.Keys() {
+				if byValue[v] == nil {
+					byValue[v] = map[*shapeSubs]struct{}{}
+				}
+				byValue[v][ss] = struct{}{}
+			}
+		}
+	}
+	ss.n++
+	if s.routed() {
+		ss.routed[s] = struct{}{}
+	} else {
+		t.every[s] = struct{}{}
+	}
+}
+
+// removeSubscriber unregisters s, and its shape with its last subscriber.
+// t.mu must be held.
+func (t *SharedTail) removeSubscriber(s *Subscriber) {
+	delete(t.subs, s)
+	delete(t.every, s)
+	sh := s.req.Shape
+	if sh == nil {
+		return
+	}
+	ss := t.shapes[sh.Key]
+	delete(ss.routed, s)
+	if ss.n--; ss.n > 0 {
+		return
+	}
+	delete(t.shapes, sh.Key)
+	t.m.metrics.shapes.WithLabelValues(t.shard).Dec()
+	if idx := sh.Index; idx != nil {
+		byValue := t.indexed[idx.Col]
+		for _, v := range idx.Keys() {
+			delete(byValue[v], ss)
+			if len(byValue[v]) == 0 {
+				delete(byValue, v)
+			}
+		}
+		if len(byValue) == 0 {
+			delete(t.indexed, idx.Col)
+		}
+	}
+}
+
+// routedShapes returns the indexed shapes some row of b is routed to: a
+// write costs the distinct values it holds in each indexed column plus
+// the shapes it matches, not a look at every shape. t.mu must be held.
+func (t *SharedTail) routedShapes(b *batch) map[*shapeSubs]struct{} {
+	matched := map[*shapeSubs]struct{}{}
+	for col, byValue := range t.indexed {
+		for v := range b.route(col) {
+			for ss := range byValue[v] {
+				matched[ss] = struct{}{}
+			}
+		}
+	}
+	return matched
 }

@@ -1,10 +1,18 @@
 package tail
 
 import (
+	"context"
+	"fmt"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // TestShapeCache: a shape is formatted once however many subscribers ask
@@ -13,7 +21,7 @@ func TestShapeCache(t *testing.T) {
 	var c shapeCache[int]
 	var calls sync.Map // shape key -> *int of format calls
 	get := func(opts *formatter.Options, v int) int {
-		return c.get(opts, func() int {
+		return c.get(outputKey(nil, opts), func() int {
 			n, _ := calls.LoadOrStore(opts.ShapeKey(), new(int))
 			*n.(*int)++ // under the cache's lock
 			return v
@@ -41,4 +49,196 @@ func TestShapeCache(t *testing.T) {
 			t.Errorf("shape %q formatted %d times, want 1", opts.ShapeKey(), got)
 		}
 	}
+}
+
+// keepForever is a Config.WindowAge that keeps the fixture's batches
+// (their times are small numbers, not milliseconds since 1970).
+const keepForever = 200 * 365 * 24 * time.Hour
+
+// keyFilter is the MFP of WHERE k = key (k the fixture's first column).
+type keyFilter int64
+
+func (k keyFilter) Apply(r row.Row) (row.Row, bool, error) { return r, r[0] == int64(k), nil }
+
+// keyShape is the shape of WHERE k = key, indexed on k unless plain.
+func keyShape(key int64, indexed bool) *subscribe.Shape {
+	sh := &subscribe.Shape{Key: fmt.Sprintf("k = %d", key), MFP: keyFilter(key)}
+	if indexed {
+		sh.Index = &subscribe.Index{Col: 0, Values: []row.Datum{key}}
+	}
+	return sh
+}
+
+// subscribeShape subscribes to the fixture's shard through sh, without
+// PROGRESS, with budget bytes of queue (0: unbounded).
+func (f *fixture) subscribeShape(asOf uint64, sh *subscribe.Shape, budget int64) *Subscriber {
+	f.t.Helper()
+	s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: asOf, Snapshot: true, Shape: sh,
+		Output: &formatter.Options{Relation: schema}, MaxBufferedBytes: budget})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(s.Close)
+	return s
+}
+
+// take reads n data rows from s.
+func take(t *testing.T, ctx context.Context, s source, n int) []formatter.Row {
+	t.Helper()
+	var out []formatter.Row
+	for len(out) < n {
+		rows, err := s.Next(ctx, n-len(out))
+		if err != nil {
+			t.Fatalf("after %d of %d rows: %v", len(out), n, err)
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
+// TestShapesRoutedByIndex: subscribers of shapes that differ in the
+// constant of an indexed equality each get exactly their rows, and the
+// shared tail evaluates each shape once for all its subscribers, on the
+// rows the index routes to it only (with the index off, every shape sees
+// every row).
+func TestShapesRoutedByIndex(t *testing.T) {
+	for _, indexed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("indexed=%v", indexed), func(t *testing.T) {
+			// The fixture's times are small numbers, far older than any
+			// WindowAge: keep them all, so that every subscriber joins
+			// from the shared window (a private catch-up evaluates its
+			// shape for itself).
+			f := newFixture(t, Config{WindowAge: keepForever})
+			at := f.write(ins(1, "a"), ins(2, "b"), ins(3, "c"))
+			var subs [2][]*Subscriber
+			for key := range 2 {
+				for range 3 {
+					subs[key] = append(subs[key], f.subscribeShape(at, keyShape(int64(key+1), indexed), 0))
+				}
+			}
+			f.write(ins(1, "a2"))
+			f.write(ins(3, "c2"))
+			f.write(ins(3, "c3"))
+			f.write(ins(2, "b2"))
+			for key, want := range [2][]string{{"1 [1 1 a]", "2 [1 1 a2]"}, {"1 [1 2 b]", "5 [1 2 b2]"}} {
+				for i, s := range subs[key] {
+					if got := canon(take(t, f.ctx, s, 2)); !reflect.DeepEqual(got, want) {
+						t.Errorf("k = %d, subscriber %d: got %q, want %q", key+1, i, got, want)
+					}
+				}
+			}
+			// Through the index, each shape evaluates its 2 rows (the
+			// snapshot's and one batch's), however many subscribe to it.
+			// Without, each shape evaluates the snapshot's 3 rows and the
+			// batches' rows up to its subscribers' last row: 4 for k = 1,
+			// 7 for k = 2, and at most 14 (once per shape, not per
+			// subscriber: that would be 6 times as many).
+			evaluated := testutil.ToFloat64(f.m.metrics.rowsEvaluated)
+			routed := testutil.ToFloat64(f.m.metrics.rowsRouted)
+			ok := evaluated == 4 && routed == 4
+			if !indexed {
+				ok = evaluated >= 11 && evaluated <= 14 && routed == 0
+			}
+			if !ok {
+				t.Errorf("rows evaluated %v, routed %v", evaluated, routed)
+			}
+			if got := testutil.ToFloat64(f.m.metrics.catchUps); got != 0 {
+				t.Errorf("private catch-ups: %v, want 0", got)
+			}
+			if got := testutil.ToFloat64(f.m.metrics.shapes.WithLabelValues(f.shard)); got != 2 {
+				t.Errorf("shapes of the collection: %v, want 2", got)
+			}
+		})
+	}
+}
+
+// TestShapeRoutedResume: a routed subscriber detached over its budget
+// resumes after the batches it skipped, from the window or privately from
+// the shard, with no row lost or repeated.
+func TestShapeRoutedResume(t *testing.T) {
+	for _, window := range []int64{0, 1} {
+		t.Run(fmt.Sprintf("window=%d", window), func(t *testing.T) {
+			// window 0: the window keeps every batch, resumes take them
+			// from it; 1: only the newest, resumes catch up privately.
+			cfg := Config{WindowAge: keepForever}
+			if window == 1 {
+				cfg = Config{WindowBytes: 1}
+			}
+			f := newFixture(t, cfg)
+			at := f.write(ins(1, "a"))
+			s := f.subscribeShape(at, keyShape(1, true), 1) // every batch is over budget
+			if got, want := canon(take(t, f.ctx, s, 1)), []string{"1 [1 1 a]"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("snapshot: got %q, want %q", got, want)
+			}
+			var want []string
+			for i := range 6 {
+				key := int64(2 + i%2)
+				if i%3 == 0 {
+					key = 1
+				}
+				ts := f.write(ins(key, fmt.Sprint(i)))
+				if key == 1 {
+					want = append(want, fmt.Sprintf("%d [1 1 %d]", ts, i))
+				}
+			}
+			if got := canon(take(t, f.ctx, s, len(want))); !reflect.DeepEqual(got, want) {
+				t.Errorf("got %q, want %q", got, want)
+			}
+			f.write(ins(1, "last"))
+			if got := canon(take(t, f.ctx, s, 1)); len(got) != 1 || got[0] != fmt.Sprintf("%d [1 1 last]", f.upper-1) {
+				t.Errorf("after resuming: got %q, want the last row only", got)
+			}
+		})
+	}
+}
+
+// TestShapeRoutedResumeAfterSkips: a routed subscriber that skipped
+// batches holding nothing for it, while the shard compacted past the
+// frontier of the last batch it was handed, resumes after the skipped
+// batches instead of failing with history loss.
+func TestShapeRoutedResumeAfterSkips(t *testing.T) {
+	// Only the newest batch stays in the window; the tail's readers
+	// downgrade at every batch.
+	f := newFixture(t, Config{WindowBytes: 1, DowngradeInterval: time.Nanosecond})
+	at := f.write(ins(1, "a"))
+	s := f.subscribeShape(at, keyShape(1, true), 1) // a push of any batch detaches it
+	want := []string{fmt.Sprintf("%d [1 1 a]", at)}
+	if got := canon(take(t, f.ctx, s, 1)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("snapshot: got %q, want %q", got, want)
+	}
+	ts := f.write(ins(1, "b"))
+	if got, want := canon(take(t, f.ctx, s, 1)), []string{fmt.Sprintf("%d [1 1 b]", ts)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("joining: got %q, want %q", got, want)
+	}
+	// Batches for another key: skipped. The shard's since passes them.
+	var last uint64
+	for i := range 5 {
+		last = f.write(ins(2, fmt.Sprint(i)))
+	}
+	if err := f.policy.Downgrade(f.ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	f.write(ins(2, "again")) // the tail's readers downgrade past last
+	if err := waitUntil(10*time.Second, func() bool {
+		st, err := f.p.State(f.ctx, f.shard)
+		return err == nil && st.Since >= last
+	}); err != nil {
+		t.Fatalf("since did not pass %d: %v", last, err)
+	}
+	ts = f.write(ins(1, "c")) // pushed over budget: detached
+	if got, want := canon(take(t, f.ctx, s, 1)), []string{fmt.Sprintf("%d [1 1 c]", ts)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after the skipped batches: got %q, want %q", got, want)
+	}
+}
+
+// waitUntil polls cond until it holds or d passes.
+func waitUntil(d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %v", d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }

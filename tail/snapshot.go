@@ -9,6 +9,7 @@ import (
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/subscribe"
 )
 
 // share is one consolidating snapshot cursor at one AS OF, shared by every
@@ -32,24 +33,50 @@ type share struct {
 	done    bool                // mu: the cursor is exhausted
 	err     error               // mu
 	reading bool                // mu: a subscriber is reading the next piece
-	ready   chan struct{}       // mu: closed when a piece arrives or reading ends
+	// released is set once the share let go of its pieces for good (no
+	// reader, no longer kept for late joiners): none may join it.
+	released bool          // mu
+	ready    chan struct{} // mu: closed when a piece arrives or reading ends
 	// opened is closed once cur (or err) is set: subscribers that find
 	// the share while its cursor opens wait for it.
 	opened chan struct{}
+	// finals is the snapshot per shape, consolidated whole.
+	finals shapeCache[*shapeSnapshot]
 }
 
 // piece is one chunk of a snapshot: final rows at AS OF.
 type piece struct {
-	updates []row.Update
-	bytes   int64
-	shapes  shapeCache[[]formatter.Row]
+	decoded
+	bytes  int64
+	shapes shapeCache[[]formatter.Row]
 }
 
 // rows returns the piece formatted for opts as data rows at asOf (the
-// share's), computing it once per shape.
+// share's), computing it once per output shape.
 func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
-	return p.shapes.get(opts, func() []formatter.Row {
+	return p.shapes.get(outputKey(nil, opts), func() []formatter.Row {
 		return formatter.Shared(opts.Data(asOf, p.updates))
+	})
+}
+
+// shapeSnapshot is the share's snapshot mapped through one shape and
+// consolidated whole (rows of different pieces may map to one row), and
+// its data rows per output shape.
+type shapeSnapshot struct {
+	updates []row.Update
+	rows    shapeCache[[]formatter.Row]
+}
+
+// final returns the snapshot mapped through sh, consolidating parts (the
+// pieces mapped through sh, in order) on the first call for the shape:
+// every subscriber of a shape at one AS OF shares one evaluation.
+func (sh *share) final(shape *subscribe.Shape, parts [][]row.Update) *shapeSnapshot {
+	return sh.finals.get(shape.Key, func() *shapeSnapshot {
+		var all []row.Update
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return &shapeSnapshot{updates: row.Consolidate(all)}
 	})
 }
 
@@ -58,7 +85,7 @@ func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
 func (sh *share) join(s *Subscriber) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.base > 0 || sh.err != nil || (sh.cur == nil && !sh.done) {
+	if sh.base > 0 || sh.released || sh.err != nil || (sh.cur == nil && !sh.done) {
 		return false
 	}
 	sh.readers[s] = 0
@@ -100,25 +127,54 @@ func closeReader(r *persist.Reader) {
 }
 
 // trim drops pieces every reader has taken, once the retained pieces pass
-// the share's byte bound: below it the whole snapshot stays, so that
-// subscribers arriving later at the same AS OF still share it. sh.mu must
-// be held.
+// the share's byte bound or the process is over its memory budget: below
+// the bound the whole snapshot stays, so that subscribers arriving later
+// at the same AS OF still share it. sh.mu must be held.
 func (sh *share) trim() {
-	if sh.bytes <= sh.t.m.cfg.ShareRetainBytes {
+	if sh.bytes <= sh.t.m.cfg.ShareRetainBytes && !sh.t.m.cfg.Budget.Over() {
 		return
 	}
+	sh.dropTaken()
+}
+
+// dropTaken drops the pieces every reader has taken. sh.mu must be held.
+func (sh *share) dropTaken() {
 	low := sh.base + len(sh.pieces)
 	for _, n := range sh.readers {
 		low = min(low, n)
 	}
+	sh.dropTo(low)
+}
+
+// dropTo drops the pieces numbered below low. sh.mu must be held.
+func (sh *share) dropTo(low int) {
 	if drop := low - sh.base; drop > 0 {
+		var n int64
 		for _, p := range sh.pieces[:drop] {
-			sh.bytes -= p.bytes
+			n += p.bytes
 		}
+		sh.addBytes(-n)
 		clear(sh.pieces[:drop])
 		sh.pieces = sh.pieces[drop:]
 		sh.base = low
 	}
+}
+
+// addBytes counts n more bytes of retained pieces (negative: fewer), in
+// the share and in the budget's snapshot holder. sh.mu must be held.
+func (sh *share) addBytes(n int64) {
+	sh.bytes += n
+	sh.t.m.memSnapshot.Add(n)
+}
+
+// release lets go of every piece of a share that has no reader and is no
+// longer kept for late joiners, and returns its private reader for the
+// caller to close (see closeCursor). sh.mu must be held; the share must
+// not be reading.
+func (sh *share) release() *persist.Reader {
+	sh.released = true
+	sh.dropTo(sh.base + len(sh.pieces))
+	return sh.closeCursor()
 }
 
 // idle reports whether no subscriber reads the share. sh.mu must not be held.
@@ -183,12 +239,12 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		case err != nil:
 			sh.err = err
 		default:
-			p := &piece{updates: chunk}
+			p := &piece{decoded: decoded{updates: chunk}}
 			for _, u := range chunk {
 				p.bytes += u.Size()
 			}
 			sh.pieces = append(sh.pieces, p)
-			sh.bytes += p.bytes
+			sh.addBytes(p.bytes)
 			sh.t.m.metrics.snapshotPieces.Inc()
 			sh.t.m.metrics.snapshotBytes.Add(float64(p.bytes))
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/subscribe"
 )
 
@@ -59,6 +60,12 @@ type Subscriber struct {
 	// other subscribers (never modified): handing them out without copying
 	// keeps a storm's cost per subscriber at a few slice headers.
 	out [][]formatter.Row
+	// parts are the snapshot pieces mapped through the shape so far,
+	// consolidated whole at the end of the snapshot.
+	parts [][]row.Update
+	// fatal is the shape's MFP's error: it ends the stream after the rows
+	// before it, at the batch where the dataflow path fails too.
+	fatal error
 
 	// Guarded by t.mu.
 	queue    []*batch
@@ -66,7 +73,22 @@ type Subscriber struct {
 	attached bool
 	detached bool
 	lost     int64 // bytes queued when detached, for the error
-	ready    chan struct{}
+	// next is, when detached, the lower of the first batch it was not
+	// handed: a routed subscriber skipped the batches before it that held
+	// nothing for it, so it resumes there rather than at its batcher's
+	// frontier.
+	next  uint64
+	ready chan struct{}
+	// resumeAt is next, taken by the session goroutine at a resume.
+	resumeAt uint64
+}
+
+// routed reports whether the subscriber needs only the batches its
+// shape's index routes rows to: one without PROGRESS (a batch with no row
+// for it sends nothing) or UP TO (it completes at a frontier), whose shape
+// is indexed.
+func (s *Subscriber) routed() bool {
+	return s.req.Shape != nil && s.req.Shape.Index != nil && !s.req.Output.Progress && s.req.UpTo == nil
 }
 
 // Subscribe starts a fast-path subscribe on the collection's shared tail,
@@ -84,14 +106,31 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	// Holding from here: the snapshot reader's since stays at or below
 	// req.AsOf (snapshotHold runs under t.mu too).
 	s.holding.Store(true)
-	t.subs[s] = struct{}{}
+	t.addSubscriber(s)
 	t.mu.Unlock()
 	m.metrics.subscribers.Inc()
 	return s, nil
 }
 
-// Frontier is the progress delivered so far. Safe from any goroutine.
-func (s *Subscriber) Frontier() uint64 { return s.frontier.Load() }
+// Frontier is the progress delivered so far. Safe from any goroutine. A
+// routed subscriber that is attached has also passed the batches that
+// were not routed to it.
+func (s *Subscriber) Frontier() uint64 {
+	f := s.frontier.Load()
+	if !s.routed() {
+		return f
+	}
+	s.t.mu.Lock()
+	defer s.t.mu.Unlock()
+	switch {
+	case !s.attached:
+	case len(s.queue) > 0:
+		f = max(f, s.queue[0].lower)
+	default:
+		f = max(f, s.t.frontier)
+	}
+	return f
+}
 
 // QueuedBytes is the bytes waiting in the subscriber's queue, and the
 // snapshot it holds back to order or envelope it whole.
@@ -107,7 +146,7 @@ func (s *Subscriber) push(b *batch) {
 		return
 	}
 	if s.req.MaxBufferedBytes > 0 && s.queued+b.bytes > s.req.MaxBufferedBytes {
-		s.detach(s.queued + b.bytes)
+		s.detach(s.queued+b.bytes, b.lower)
 		s.t.m.metrics.detaches.Inc()
 		return
 	}
@@ -119,10 +158,16 @@ func (s *Subscriber) push(b *batch) {
 }
 
 // detach drops the queue of an attached subscriber, which resumes at its
-// next Next from the frontier it delivered; lost is the backlog reported
-// if the shard no longer retains that frontier. t.mu must be held.
-func (s *Subscriber) detach(lost int64) {
+// next Next from the frontier it delivered: the first queued batch's
+// lower, else next (the batch being published, or the tail's frontier);
+// lost is the backlog reported if the shard no longer retains that
+// frontier. t.mu must be held.
+func (s *Subscriber) detach(lost int64, next uint64) {
 	s.lost = lost
+	s.next = next
+	if len(s.queue) > 0 {
+		s.next = s.queue[0].lower
+	}
 	s.t.m.metrics.queueBytes.Sub(float64(s.queued))
 	s.t.releaseQueue(s.queue)
 	clear(s.queue)
@@ -144,8 +189,9 @@ func (s *Subscriber) wake() {
 }
 
 // pos is the next time the subscriber needs: every update below it was
-// delivered.
-func (s *Subscriber) pos() uint64 { return max(s.b.Frontier(), s.req.AsOf+1) }
+// delivered (or, for a routed subscriber, skipped as holding nothing for
+// it).
+func (s *Subscriber) pos() uint64 { return max(s.b.Frontier(), s.req.AsOf+1, s.resumeAt) }
 
 // Next returns up to max output rows (all ready when max <= 0), blocking
 // until at least one is ready; io.EOF once UP TO is reached.
@@ -159,6 +205,9 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 			}
 			s.out = s.out[1:]
 			return rows, nil
+		}
+		if s.fatal != nil {
+			return nil, s.fatal
 		}
 		if s.b.Done() {
 			return nil, io.EOF
@@ -202,6 +251,11 @@ func (s *Subscriber) step(ctx context.Context) error {
 			return err
 		}
 		if p == nil {
+			if s.req.Shape != nil && !s.b.Done() {
+				if err := s.shapedSnapshot(); err != nil {
+					return err
+				}
+			}
 			s.t.leaveShare(s.sh, s)
 			s.sh = nil
 			s.emit(s.b.SnapshotDone())
@@ -210,6 +264,15 @@ func (s *Subscriber) step(ctx context.Context) error {
 		}
 		switch {
 		case s.b.Done():
+		case s.req.Shape != nil:
+			// Rows of different pieces may map to one row: the pieces
+			// are consolidated whole at the end, as on the dataflow path.
+			mp := p.apply(s.req.Shape, false, s.t.m.metrics)
+			if mp.err != nil {
+				s.fatal = mp.err
+				return nil
+			}
+			s.parts = append(s.parts, mp.updates)
 		case s.req.Output.StreamsSnapshotChunks():
 			// Final on its own: formatted once for every subscriber of
 			// the shape.
@@ -228,6 +291,15 @@ func (s *Subscriber) step(ctx context.Context) error {
 		if err != nil {
 			return s.mapErr(err)
 		}
+		if s.req.Shape != nil {
+			d := decoded{updates: updates}
+			mp := d.apply(s.req.Shape, true, s.t.m.metrics)
+			if mp.err != nil {
+				s.fatal = mp.err
+				return nil
+			}
+			updates = mp.updates
+		}
 		s.emit(s.b.Batch(updates, frontier))
 		s.t.mu.Lock()
 		_, covered := s.t.windowFrom(s.pos())
@@ -240,6 +312,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 		s.t.mu.Lock()
 		if s.detached {
 			s.detached = false
+			s.resumeAt = s.next
 			s.t.mu.Unlock()
 			s.t.m.metrics.resumes.Inc()
 			s.phase = phaseJoin
@@ -251,9 +324,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.t.releaseQueue(q)
 			s.queue, s.queued = nil, 0
 			s.t.mu.Unlock()
-			for _, b := range q {
-				s.emit(s.b.Groups(b.rows(s.req.Output), b.upper))
-			}
+			s.deliver(q)
 			return nil
 		}
 		if err := s.t.err; err != nil {
@@ -268,6 +339,41 @@ func (s *Subscriber) step(ctx context.Context) error {
 		case <-ready:
 		}
 	}
+	return nil
+}
+
+// deliver emits the rows of published batches, mapped through the
+// subscriber's shape; false when the shape's MFP failed on one (the rows
+// of the batches before it are emitted, then Next returns the error).
+func (s *Subscriber) deliver(batches []*batch) bool {
+	for _, b := range batches {
+		rows, err := b.rows(s.req.Shape, s.req.Output, s.t.m.metrics)
+		if err != nil {
+			s.fatal = err
+			return false
+		}
+		s.emit(s.b.Groups(rows, b.upper))
+	}
+	return true
+}
+
+// shapedSnapshot emits the snapshot of a shaped subscriber once it took
+// every piece: consolidated and formatted once per shape (and output
+// shape) for every subscriber of the share.
+func (s *Subscriber) shapedSnapshot() error {
+	snap := s.sh.final(s.req.Shape, s.parts)
+	s.parts = nil
+	if s.req.Output.StreamsSnapshotChunks() {
+		s.emit(snap.rows.get(outputKey(nil, s.req.Output), func() []formatter.Row {
+			return formatter.Shared(s.req.Output.Data(s.req.AsOf, snap.updates))
+		}))
+		return nil
+	}
+	rows, err := s.b.Snapshot(snap.updates)
+	if err != nil {
+		return err
+	}
+	s.emit(rows)
 	return nil
 }
 
@@ -289,8 +395,8 @@ func (s *Subscriber) join(ctx context.Context) error {
 	}
 	s.t.mu.Unlock()
 	if covered {
-		for _, b := range batches {
-			s.emit(s.b.Groups(b.rows(s.req.Output), b.upper))
+		if !s.deliver(batches) {
+			return nil
 		}
 		// The shared listen may be ahead of every batch the subscriber took
 		// (it attached at or past the listen's position): report that
@@ -325,7 +431,7 @@ func (s *Subscriber) mapErr(err error) error {
 		s.t.mu.Lock()
 		lost := s.lost
 		s.t.mu.Unlock()
-		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes}
+		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes, HistoryLost: true}
 	}
 	return subscribe.Dropped(err)
 }
@@ -348,7 +454,7 @@ func (s *Subscriber) Close() {
 	t := s.t
 	t.mu.Lock()
 	if _, ok := t.subs[s]; ok {
-		delete(t.subs, s)
+		t.removeSubscriber(s)
 		t.m.metrics.subscribers.Dec()
 		t.m.metrics.queueBytes.Sub(float64(s.queued))
 		t.releaseQueue(s.queue)

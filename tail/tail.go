@@ -37,9 +37,16 @@ type SharedTail struct {
 	frontier uint64
 	// start is the listen's AS OF + 1: nothing below it ever entered the
 	// window.
-	start  uint64
-	subs   map[*Subscriber]struct{}
-	shares map[uint64]*share
+	start uint64
+	subs  map[*Subscriber]struct{}
+	// every holds the subscribers every batch is pushed to; the others
+	// are in their shape's routed set (see addSubscriber).
+	every map[*Subscriber]struct{}
+	// shapes are the distinct shapes of subs by key; indexed routes a
+	// column's value to the shapes whose index equality it satisfies.
+	shapes  map[string]*shapeSubs
+	indexed map[int]map[row.Datum]map[*shapeSubs]struct{}
+	shares  map[uint64]*share
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
 	snapFloor uint64
@@ -70,7 +77,8 @@ func (m *Manager) newSharedTail(ctx context.Context, shard string, asOf uint64) 
 	tctx, stop := context.WithCancel(m.ctx)
 	t := &SharedTail{m: m, shard: shard, ctx: tctx, stop: stop, done: make(chan struct{}),
 		listenReader: lr, snapReader: sr, frontier: asOf + 1, start: asOf + 1,
-		subs: map[*Subscriber]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
+		subs: map[*Subscriber]struct{}{}, every: map[*Subscriber]struct{}{}, shapes: map[string]*shapeSubs{},
+		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
 	m.metrics.tails.Inc()
 	go t.run(l, asOf)
 	return t, nil
@@ -178,8 +186,18 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	t.hold(b, true, 0)
 	t.frontier = frontier
 	t.trimWindow()
-	for s := range t.subs {
+	for s := range t.every {
 		s.push(b)
+	}
+	if len(t.indexed) > 0 {
+		pushed := 0
+		for ss := range t.routedShapes(b) {
+			for s := range ss.routed {
+				s.push(b)
+			}
+			pushed += len(ss.routed)
+		}
+		t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
 	}
 	close(t.changed)
 	t.changed = make(chan struct{})
@@ -274,10 +292,9 @@ func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (
 		}
 		// The share failed or dropped its first pieces: replace it.
 		t.mu.Lock()
-		if t.shares[asOf] == sh {
-			delete(t.shares, asOf)
-		}
+		private := t.forgetShare(sh)
 		t.mu.Unlock()
+		closeReader(private)
 	}
 }
 
@@ -289,22 +306,69 @@ func (t *SharedTail) openShare(ctx context.Context, sh *share, s *Subscriber) (*
 	sh.mu.Unlock()
 	close(sh.opened)
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if err != nil {
 		if t.shares[sh.asOf] == sh {
 			delete(t.shares, sh.asOf)
 		}
+		t.mu.Unlock()
 		return nil, err
 	}
 	sh.join(s)
 	// Finished shares kept for late joiners are superseded by a newer one.
+	var superseded []*persist.Reader
 	for at, old := range t.shares {
 		if at < sh.asOf && old.idle() {
-			delete(t.shares, at)
+			superseded = append(superseded, t.forgetShare(old))
 		}
+	}
+	t.mu.Unlock()
+	// Expiring readers is a CAS each: not under t.mu.
+	for _, r := range superseded {
+		closeReader(r)
 	}
 	t.m.metrics.shares.Inc()
 	return sh, nil
+}
+
+// forgetShare removes sh from the tail's shares, so that no subscriber
+// joins it, and releases its pieces if it has no reader (else its last
+// reader does, in leaveShare). It returns a private reader to close once
+// t.mu is released. t.mu must be held.
+func (t *SharedTail) forgetShare(sh *share) *persist.Reader {
+	if t.shares[sh.asOf] == sh {
+		delete(t.shares, sh.asOf)
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(sh.readers) == 0 && !sh.reading {
+		return sh.release()
+	}
+	return nil
+}
+
+// shrinkShares is the budget's shrink of the tail's snapshot shares: each
+// share drops the pieces all its subscribers took, and finished shares
+// kept only for late joiners are forgotten. It returns private readers to
+// close once t.mu is released. t.mu must be held.
+func (t *SharedTail) shrinkShares() []*persist.Reader {
+	var private []*persist.Reader
+	for _, sh := range t.shares {
+		select {
+		case <-sh.opened:
+		default:
+			continue // opening: nothing read yet
+		}
+		sh.mu.Lock()
+		idle := len(sh.readers) == 0
+		if !idle {
+			sh.dropTaken()
+		}
+		sh.mu.Unlock()
+		if idle {
+			private = append(private, t.forgetShare(sh))
+		}
+	}
+	return private
 }
 
 // openCursor opens a snapshot cursor at asOf on the shared snapshot reader,
@@ -335,16 +399,18 @@ func (t *SharedTail) openCursor(ctx context.Context, asOf uint64) (*persist.Curs
 // supersedes it; others are forgotten with their last subscriber.
 func (t *SharedTail) leaveShare(sh *share, s *Subscriber) {
 	sh.leave(s)
+	t.mu.Lock()
 	sh.mu.Lock()
-	forget := len(sh.readers) == 0 && !(sh.done && sh.base == 0)
+	// A share no longer in t.shares (replaced, superseded) goes with its
+	// last reader.
+	forget := len(sh.readers) == 0 && (!(sh.done && sh.base == 0) || t.shares[sh.asOf] != sh)
 	sh.mu.Unlock()
+	var private *persist.Reader
 	if forget {
-		t.mu.Lock()
-		if t.shares[sh.asOf] == sh {
-			delete(t.shares, sh.asOf)
-		}
-		t.mu.Unlock()
+		private = t.forgetShare(sh)
 	}
+	t.mu.Unlock()
+	closeReader(private)
 }
 
 // close stops the listen loop and expires the tail's readers.
@@ -361,7 +427,7 @@ func (t *SharedTail) close() {
 	for _, sh := range t.shares {
 		sh.mu.Lock()
 		if !sh.reading {
-			private = append(private, sh.closeCursor())
+			private = append(private, sh.release())
 		}
 		sh.mu.Unlock()
 	}
@@ -372,4 +438,5 @@ func (t *SharedTail) close() {
 	t.listenReader.Close()
 	t.snapReader.Close()
 	t.m.metrics.tails.Dec()
+	t.m.metrics.shapes.DeleteLabelValues(t.shard)
 }

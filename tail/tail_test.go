@@ -341,6 +341,9 @@ func TestHistoryLoss(t *testing.T) {
 		if !errors.As(err, &be) {
 			t.Fatalf("got %v, want a BufferError", err)
 		}
+		if got := be.Detail(); got != subscribe.DetailHistoryLost {
+			t.Fatalf("detail %q, want %q: the position is gone, a client must not resume", got, subscribe.DetailHistoryLost)
+		}
 		return
 	}
 }

@@ -26,13 +26,16 @@ directories and loopback ports, loads the same rows, and runs:
   (c) live fan-out latency under a steady writer
   (d) slow-client isolation: 10% of the clients stop reading
   (e) server memory per idle subscriber (10,000 subscribers)
+  (h) shapes: 2,048 clients on 64 filters of the view next to the bare
+      storm; 10,000 subscribers each of its own user_id (and 100) under a
+      writer of 1,000 rows/s
 and, when PostgreSQL is installed, the same storms (SELECT *) and the same
 large read (COPY ... TO STDOUT) on a throwaway PostgreSQL. Then
   (f) the storms of (a) through a tail process ("serve --upstream"), next to
       its upstream (role all) serving them directly, both on shared storage
       (S3 over loopback HTTP and a throwaway PostgreSQL consensus)
 and, on each path,
-  (g) the HTTP change feed: 2,048 SSE clients resuming at once with
+  (i) the HTTP change feed: 2,048 SSE clients resuming at once with
       Last-Event-ID after 1,000 changes, and 2,048 taking the snapshot,
       each next to the same storm over pgwire; 10,000 idle SSE streams
 It writes latest.md, latest.json and PNG plots into --out. Ctrl-C stops it
@@ -54,7 +57,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a small run (N=64, 100,000 rows) for smoke checks")
 	out := fs.String("out", "", "directory for the report (default bench/results; with --quick a temporary directory)")
 	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
-	scenarios := fs.String("scenarios", "", "scenarios to run, letters a-g (default all)")
+	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-i, or comma-separated letters and names (budget: g, shapes: h, feed: i) (default all)")
 	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048; quick 64)")
 	tailClients := fs.String("tail-clients", "", "storm sizes for (f), comma-separated (default 256,1024,2048; quick 64)")
 	tailDataflow := fs.Int("tail-dataflow-clients", -1, "size of (f)'s dataflow-path storms; 0: none (default 256; quick 32)")
@@ -63,11 +66,19 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	mode := fs.String("mode", "copy", "how storm clients subscribe: copy, fetch or bare")
 	noPostgres := fs.Bool("no-postgres", false, "skip the PostgreSQL peer")
 	timeout := fs.Duration("timeout", 0, "per-client timeout (default 3m; quick 1m)")
-	feedClients := fs.Int("feed-clients", 0, "size of (g)'s storms (default 2,048; quick 64)")
-	feedIdle := fs.Int("feed-idle-clients", 0, "idle SSE streams of (g) (default 10,000; quick 200)")
+	feedClients := fs.Int("feed-clients", 0, "size of (i)'s storms (default 2,048; quick 64)")
+	feedIdle := fs.Int("feed-idle-clients", 0, "idle SSE streams of (i) (default 10,000; quick 200)")
 	idle := fs.Int("idle-clients", 0, "idle subscribers for (e) (default 10,000; quick 200)")
+	shapesClients := fs.Int("shapes-clients", 0, "storm size of (h) (default 2,048; quick 64)")
+	shapesUsers := fs.Int("shapes-users", 0, "routed subscribers of (h)'s large live run (default 10,000; quick 200)")
 	bigRows := fs.Int("big-rows", 0, "rows of the large view for (b) (default 1,000,000; quick 100,000)")
 	runs := fs.Int("runs", 0, fmt.Sprintf("runs of each measurement; the report shows the median and min–max (default %d; quick %d)", bench.DefaultRuns, bench.DefaultQuickRuns))
+	budgetReaders := fs.Int("budget-readers", 0, "reading subscribers of (g) (default 1,000; quick 64)")
+	budgetStalled := fs.Int("budget-stalled", -1, "stalled subscribers of (g) (default 500; quick 32)")
+	budgetCollections := fs.Int("budget-collections", 0, "tables (g) spreads its subscribers and writes over (default 8)")
+	var budgetWrite, budgetBytes sizeFlag
+	fs.Var(&budgetWrite, "budget-write", "bytes (g) writes, e.g. 2GB or 256MiB (default 2GB; quick 64MiB)")
+	fs.Var(&budgetBytes, "budget", "(g)'s server's --memory-budget (default 256MiB; quick 32MiB)")
 	render := fs.String("render", "", "run nothing: re-render the report (markdown, plots) from this latest.json into its directory (or --out)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,9 +100,26 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		}
 	}
 	cfg := bench.DefaultSuite(*quick)
-	cfg.Scenarios = *scenarios
-	cfg.Postgres = !*noPostgres
 	var err error
+	if cfg.Scenarios, err = bench.ParseScenarios(*scenarios); err != nil {
+		return err
+	}
+	cfg.Postgres = !*noPostgres
+	if *budgetReaders > 0 {
+		cfg.BudgetReaders = *budgetReaders
+	}
+	if *budgetStalled >= 0 {
+		cfg.BudgetStalled = *budgetStalled
+	}
+	if *budgetCollections > 0 {
+		cfg.BudgetCollections = *budgetCollections
+	}
+	if budgetWrite > 0 {
+		cfg.BudgetWriteBytes = int64(budgetWrite)
+	}
+	if budgetBytes > 0 {
+		cfg.BudgetBytes = int64(budgetBytes)
+	}
 	if cfg.StormMode, err = bench.ParseMode(*mode); err != nil {
 		return err
 	}
@@ -123,6 +151,12 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	}
 	if *bigRows > 0 {
 		cfg.BigRows = *bigRows
+	}
+	if *shapesClients > 0 {
+		cfg.ShapesClients = *shapesClients
+	}
+	if *shapesUsers > 0 {
+		cfg.ShapesUsers = *shapesUsers
 	}
 	if *runs > 0 {
 		cfg.Runs, cfg.Repeat = *runs, *runs

@@ -3,6 +3,7 @@
 //	shardtail serve      the server (role all, or a tail process with --upstream)
 //	shardtail storm      N clients subscribing at once (a reconnect storm)
 //	shardtail bench      the A/B benchmark suite and its report
+//	shardtail sink       land collections in a target (PostgreSQL, …)
 //	shardtail version    print the version
 package main
 
@@ -58,6 +59,7 @@ Usage:
   shardtail serve [flags]     run the server (see: shardtail serve -h)
   shardtail storm [flags]     N clients subscribing at once (see: shardtail storm -h)
   shardtail bench [flags]     run the A/B benchmark suite, write the report (see: shardtail bench -h)
+  shardtail sink KIND [flags] land collections in a target (see: shardtail sink --help)
   shardtail version           print the version
 
 Example:
@@ -79,6 +81,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.storm(ctx, args[1:])
 	case "bench":
 		return m.bench(ctx, args[1:])
+	case "sink":
+		return m.sink(ctx, args[1:])
 	case "version":
 		fmt.Fprintln(m.Stdout, "shardtail", Version)
 		return nil

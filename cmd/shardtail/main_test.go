@@ -2,22 +2,16 @@ package main
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/shardtail/shardtail/internal/testsupport/pgtest"
 	"github.com/shardtail/shardtail/internal/testsupport/testbin"
 )
 
-// TestMain removes the binary that the tests exec'ing it built.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := testbin.Remove(); err != nil {
-		fmt.Fprintf(os.Stderr, "testbin: %v\n", err)
-	}
-	os.Exit(code)
-}
+// TestMain removes the binary that the tests exec'ing it built, and stops
+// the throwaway PostgreSQL the sink tests started.
+func TestMain(m *testing.M) { pgtest.Main(m, testbin.Remove) }
 
 // TestHelpExitsZero: --help and -h of every subcommand print its usage and
 // exit 0; no command and an unknown command exit 1.
@@ -31,6 +25,10 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"storm", "--help"}, 0, "shardtail storm"},
 		{[]string{"bench", "--help"}, 0, "shardtail bench"},
 		{[]string{"storm", "-h"}, 0, "shardtail storm"},
+		{[]string{"sink", "--help"}, 0, "shardtail sink postgres"},
+		{[]string{"sink", "postgres", "-h"}, 0, "shardtail sink postgres"},
+		{[]string{"sink"}, 1, "shardtail sink postgres"},
+		{[]string{"sink", "nonsense"}, 1, "shardtail sink postgres"},
 		{[]string{"help"}, 0, "Usage:"},
 		{nil, 1, "Usage:"},
 		{[]string{"nonsense"}, 1, "Usage:"},

@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -165,6 +167,9 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The budget bounds what the holders hold; the runtime's soft limit
+	// keeps garbage from doubling it.
+	runtimeLimit := membudget.ApplyRuntimeLimit(int64(cfg.MemoryBudget))
 	srv, err := server.New(ctx, server.Config{
 		BlobURL:      cfg.Blob,
 		ConsensusURL: cfg.Consensus,
@@ -176,6 +181,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 			UpstreamPassword: cfg.UpstreamPass,
 			RequirePassword:  cfg.RequirePassword,
 			Version:          Version,
+			AfterTxnCommit:   killAfterTxnCommit(),
 		},
 		PGWire:       pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns},
 		MemoryBudget: int64(cfg.MemoryBudget),
@@ -199,7 +205,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	if a := srv.FeedAddr(); a != nil {
 		feedAddr = a.String()
 	}
-	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "feed", feedAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns, "memory_budget", cfg.MemoryBudget.String())
+	log.Info("shardtail serving", "pgwire", srv.Addr().String(), "http", httpAddr, "feed", feedAddr, "blob", cfg.Blob, "consensus", redactURL(cfg.Consensus), "max_connections", maxConns, "memory_budget", cfg.MemoryBudget.String(), "go_memory_limit", membudget.FormatSize(runtimeLimit))
 	fmt.Fprintf(m.Stdout, "shardtail %s is ready. Connect with:\n  psql -h %s -p %s -U materialize materialize\n", Version, host, port)
 
 	err = srv.Wait(ctx)
@@ -207,6 +213,26 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		log.Info("shutting down")
 	}
 	return errors.Join(err, srv.Close())
+}
+
+// killAfterTxnCommitEnv names the crash tests' hook: a probability with
+// which the process SIGKILLs itself after a table write's commit to the
+// txns shard and before its applies, the moment a random kill rarely
+// hits. It is not a flag: nothing but a test should ever set it.
+const killAfterTxnCommitEnv = "SHARDTAIL_TEST_KILL_AFTER_TXN_COMMIT"
+
+// killAfterTxnCommit is the hook killAfterTxnCommitEnv asks for, or nil.
+func killAfterTxnCommit() func() {
+	p, err := strconv.ParseFloat(os.Getenv(killAfterTxnCommitEnv), 64)
+	if err != nil || p <= 0 {
+		return nil
+	}
+	return func() {
+		if rand.Float64() < p {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

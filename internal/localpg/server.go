@@ -48,6 +48,9 @@ type Server struct {
 
 	dir  string // owns data/, the unix socket, postgres.log
 	proc *childproc.Process
+	bin  string
+	cred *syscall.Credential
+	opts Options
 }
 
 // Start initdbs a new cluster and starts postgres on it, returning once it
@@ -143,6 +146,9 @@ func launch(ctx context.Context, bin, dir string, cred *syscall.Credential, opts
 		PID:  proc.PID,
 		dir:  dir,
 		proc: proc,
+		bin:  bin,
+		cred: cred,
+		opts: opts,
 	}
 	if err := proc.WaitReady(ctx, readyTimeout, s.accepts); err != nil {
 		proc.Kill()
@@ -165,6 +171,24 @@ func (s *Server) accepts(ctx context.Context) error {
 	}
 	conn.Close(ctx)
 	return nil
+}
+
+// Crash stops postgres at once (immediate shutdown: no checkpoint, so the
+// next start recovers from its WAL as after a crash) and starts it again on
+// the same cluster at a new port: URL and PID change. Tests of clients that
+// must survive their database's crash use it.
+func (s *Server) Crash(ctx context.Context) error {
+	s.proc.Kill()
+	for attempt := 1; ; attempt++ {
+		ns, err := launch(ctx, s.bin, s.dir, s.cred, s.opts)
+		if err == nil {
+			s.URL, s.PID, s.proc = ns.URL, ns.PID, ns.proc
+			return nil
+		}
+		if !errors.Is(err, errPortTaken) || attempt == startAttempts {
+			return err
+		}
+	}
 }
 
 // Stop shuts postgres down (fast shutdown: SIGINT, which ends open

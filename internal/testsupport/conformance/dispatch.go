@@ -234,9 +234,12 @@ func (r *runner) statement(ctx context.Context, c *Case, wc *wireConn, out *outp
 		return err
 	}
 	st := r.newStmt(wc, sql)
-	if c.Flag("binary") {
-		err = wc.sendExtended(sql, 1)
-	} else {
+	switch {
+	case c.Flag("binary"):
+		err = wc.sendExtended(sql, 1, c.args()...)
+	case c.Flag("args"):
+		err = wc.sendExtended(sql, 0, c.args()...)
+	default:
 		err = wc.sendQuery(sql)
 	}
 	if err != nil {
@@ -274,9 +277,9 @@ func (r *runner) stream(ctx context.Context, c *Case, wc *wireConn, out *output)
 	}
 	switch {
 	case c.Flag("extended"):
-		err = wc.sendExtended(sql, 0)
+		err = wc.sendExtended(sql, 0, c.args()...)
 	case c.Flag("binary"):
-		err = wc.sendExtended(sql, 1)
+		err = wc.sendExtended(sql, 1, c.args()...)
 	default:
 		err = wc.sendQuery(sql)
 	}

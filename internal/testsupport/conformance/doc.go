@@ -41,7 +41,8 @@
 // use and kept by name; user=R and app=A apply when it opens):
 //
 //	exec      run SQL (simple protocol, one or more statements): rows,
-//	          notices, the command tags, errors
+//	          notices, the command tags, errors; with args=V1,V2 one
+//	          statement in the extended protocol, with those values
 //	query     the same without command tags; sort sorts the rows
 //	fetch     exec for FETCH; binary uses the extended protocol with
 //	          binary results (values decoded by type and printed as text)
@@ -49,7 +50,7 @@
 //	          those (for tick scripts, where progress rows are untimed)
 //	subscribe a bare SUBSCRIBE: read to completion (UP TO), or with rows=N
 //	          read N rows, then cancel; extended / binary use the extended
-//	          protocol
+//	          protocol, with args=V1,V2 as the text values of $1, $2
 //	copy      COPY (SUBSCRIBE ...) TO STDOUT in text, csv or binary (the
 //	          PGCOPY stream is decoded); rows=N as for subscribe
 //	send      send SQL and return at once (no output)

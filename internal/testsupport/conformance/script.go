@@ -54,6 +54,16 @@ func (c *Case) Flag(key string) bool {
 	return ok
 }
 
+// args are the text values of $1, $2, ... given as args=V1,V2 (for the
+// extended protocol); none without.
+func (c *Case) args() []string {
+	v, ok := c.Arg("args")
+	if !ok {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
 // OnPath reports whether the case runs on the fast path (fast) or the
 // dataflow path: path=fast and path=dataflow restrict a case to one, for
 // the behaviours SUBSCRIBE-SPEC.md lets differ (a slow client).

@@ -77,9 +77,10 @@ func (c *wireConn) sendQuery(sql string) error {
 	return nil
 }
 
-// sendExtended sends Parse, Bind (with resultFormat for every column),
-// Describe (portal), Execute and Sync for sql: the extended protocol.
-func (c *wireConn) sendExtended(sql string, resultFormat int16) error {
+// sendExtended sends Parse, Bind (with resultFormat for every column and
+// params as text parameter values), Describe (portal), Execute and Sync
+// for sql: the extended protocol.
+func (c *wireConn) sendExtended(sql string, resultFormat int16, params ...string) error {
 	if c.broken != nil {
 		return c.broken
 	}
@@ -87,7 +88,11 @@ func (c *wireConn) sendExtended(sql string, resultFormat int16) error {
 		return fmt.Errorf("conn %s: a statement is still pending (recv it first)", c.name)
 	}
 	c.fe.Send(&pgproto3.Parse{Query: sql})
-	c.fe.Send(&pgproto3.Bind{ResultFormatCodes: []int16{resultFormat}})
+	values := make([][]byte, len(params))
+	for i, p := range params {
+		values[i] = []byte(p)
+	}
+	c.fe.Send(&pgproto3.Bind{ResultFormatCodes: []int16{resultFormat}, Parameters: values})
 	c.fe.Send(&pgproto3.Describe{ObjectType: 'P'})
 	c.fe.Send(&pgproto3.Execute{})
 	c.fe.Send(&pgproto3.Sync{})

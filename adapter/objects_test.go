@@ -1,0 +1,59 @@
+package adapter_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+)
+
+// TestStorageShardsAndIDReference: mz_internal.mz_storage_shards gives each
+// collection's id, shard, since and upper; SUBSCRIBE [id AS name] reads the
+// object by id, and after a drop and recreate under the same name the old
+// id is unknown (42P01) while the name finds the new object.
+func TestStorageShardsAndIDReference(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connect(t, s)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE orders (id int)", "INSERT INTO orders VALUES (1)", "CREATE VIEW v AS SELECT id FROM orders")
+
+	var id, shard, kind, since, upper string
+	if err := c.QueryRow(ctx, "SELECT object_id, shard_id, type, since, upper FROM mz_internal.mz_storage_shards WHERE name = 'orders'").
+		Scan(&id, &shard, &kind, &since, &upper); err != nil {
+		t.Fatal(err)
+	}
+	sn, err1 := strconv.ParseUint(since, 10, 64)
+	up, err2 := strconv.ParseUint(upper, 10, 64)
+	if id == "" || id[0] != 'u' || shard == "" || kind != "table" || err1 != nil || err2 != nil || sn > up {
+		t.Fatalf("orders: id %q shard %q type %q since %q upper %q", id, shard, kind, since, upper)
+	}
+	var viewShard *string
+	if err := c.QueryRow(ctx, "SELECT shard_id FROM mz_internal.mz_storage_shards WHERE name = 'v'").Scan(&viewShard); err != nil || viewShard != nil {
+		t.Fatalf("view shard_id = %v, %v; want NULL", viewShard, err)
+	}
+
+	fetchOne := func(stmt string) error {
+		t.Helper()
+		mustExec(t, c, "BEGIN")
+		defer mustExec(t, c, "ROLLBACK")
+		if _, err := c.Exec(ctx, "DECLARE cur CURSOR FOR "+stmt); err != nil {
+			return err
+		}
+		rows, err := c.Query(ctx, "FETCH 1 cur WITH (TIMEOUT = '0s')")
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	}
+	if err := fetchOne("SUBSCRIBE [" + id + " AS orders]"); err != nil {
+		t.Fatalf("subscribe by id: %v", err)
+	}
+	mustExec(t, c, "DROP VIEW v", "DROP TABLE orders", "CREATE TABLE orders (id int)")
+	err := fetchOne("SUBSCRIBE [" + id + " AS orders]")
+	wantCode(t, err, "42P01", "subscribe by the dropped object's id")
+	if err := fetchOne("SUBSCRIBE orders"); err != nil {
+		t.Fatalf("subscribe by name: %v", err)
+	}
+}

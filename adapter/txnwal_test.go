@@ -1,0 +1,230 @@
+package adapter_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardtail/shardtail/adapter"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	"github.com/shardtail/shardtail/persist"
+	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
+	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
+	"github.com/shardtail/shardtail/persist/txnwal"
+)
+
+// dyingCommits is an AfterTxnCommit hook that, once armed, ends the
+// committing goroutine after the txns shard's compare-and-set and before
+// any apply, as a process killed there would stop; died is closed then.
+type dyingCommits struct {
+	armed atomic.Bool
+	once  sync.Once
+	died  chan struct{}
+}
+
+func (d *dyingCommits) hook() {
+	if d.armed.Load() {
+		d.once.Do(func() { close(d.died) })
+		runtime.Goexit()
+	}
+}
+
+// listedCommits is how many commits the txns shard lists (not yet
+// tidied), read by a process of its own.
+func listedCommits(t *testing.T, blob persist.Blob, cons persist.Consensus) int {
+	t.Helper()
+	ctx := context.Background()
+	p, err := persist.NewClient(blob, cons, persist.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tx, err := txnwal.Open(ctx, p, txnwal.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	st, err := tx.Refresh(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(st.Commits)
+}
+
+// TestTxnCommitCompletedAfterCrash: a transaction over two tables whose
+// writer dies between its commit to the txns shard and the applies is
+// visible in full — to the next reader in the same process, and after a
+// restart — and never in part.
+func TestTxnCommitCompletedAfterCrash(t *testing.T) {
+	for _, completer := range []string{"NextReader", "Restart"} {
+		t.Run(completer, func(t *testing.T) {
+			blob, cons := blobmem.New(), consmem.New()
+			d := &dyingCommits{died: make(chan struct{})}
+			// No tick: the tick would complete the commit too.
+			s := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons, Tick: -1,
+				Adapter: func(c *adapter.Config) { c.AfterTxnCommit = d.hook }})
+			c := connect(t, s)
+			mustExec(t, c, "CREATE TABLE a (n int)", "CREATE TABLE b (n int)", "INSERT INTO a VALUES (0)")
+			d.armed.Store(true)
+			w := connect(t, s)
+			go w.Exec(context.Background(), "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (1), (2); COMMIT")
+			select {
+			case <-d.died:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the commit never reached the txns shard")
+			}
+			d.armed.Store(false)
+			if n := listedCommits(t, blob, cons); n != 1 {
+				t.Fatalf("txns shard lists %d commits after the writer died, want the 1 unapplied", n)
+			}
+			reader := c
+			if completer == "Restart" {
+				s.Stop()
+				s = testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons, Tick: -1})
+				reader = connect(t, s)
+				if n := listedCommits(t, blob, cons); n != 0 {
+					t.Fatalf("txns shard lists %d commits after the restart, want them applied and tidied", n)
+				}
+			}
+			if got, want := queryRows(t, reader, "SELECT * FROM b"), []string{"1", "2"}; !slices.Equal(got, want) {
+				t.Errorf("b = %v, want %v", got, want)
+			}
+			if got, want := queryRows(t, reader, "SELECT * FROM a"), []string{"0", "1"}; !slices.Equal(got, want) {
+				t.Errorf("a = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestTxnIdleTablesTickWithOneWrite: however many tables there are, a
+// tick is one compare-and-set (of the txns shard), and an idle table's
+// subscribers still see progress.
+func TestTxnIdleTablesTickWithOneWrite(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{Tick: -1})
+	c := connect(t, s)
+	const tables = 50
+	for i := range tables {
+		mustExec(t, c, fmt.Sprintf("CREATE TABLE t%d (n int)", i))
+	}
+	// Each table is read once, as a subscriber would at its start: that
+	// read may advance the table's shard once.
+	for i := range tables {
+		queryRows(t, c, fmt.Sprintf("SELECT * FROM t%d", i))
+	}
+	cas := func() float64 {
+		mfs, err := s.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n float64
+		for _, mf := range mfs {
+			switch mf.GetName() {
+			case "shardtail_persist_cas_attempts_total", "shardtail_txnwal_cas_attempts_total":
+				n += mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return n
+	}
+	// The first tick after those reads moves each table's retention since
+	// up to its new physical upper, once.
+	s.Coordinator.Tick(context.Background())
+	before := cas()
+	const ticks = 5
+	for range ticks {
+		s.Coordinator.Tick(context.Background())
+	}
+	if got := cas() - before; got > ticks {
+		t.Errorf("%d ticks over %d idle tables made %v compare-and-sets, want at most %d", ticks, tables, got, ticks)
+	}
+	// An idle table's subscribers, on either path, see its progress move
+	// with the ticks, though nobody writes it.
+	for _, fast := range []string{"on", "off"} {
+		t.Run("FastPath"+fast, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			sc := connect(t, s)
+			execAll(t, sc, "SET enable_subscribe_persist_fast_path = "+fast, "BEGIN",
+				"DECLARE c CURSOR FOR SUBSCRIBE t1 WITH (PROGRESS)")
+			first := lastProgress(t, fetch(t, ctx, sc, "FETCH ALL c WITH (timeout = '1s')"))
+			if first == 0 {
+				t.Fatal("no progress row after the snapshot")
+			}
+			s.Coordinator.Tick(ctx)
+			for {
+				if p := lastProgress(t, fetch(t, ctx, sc, "FETCH ALL c WITH (timeout = '1s')")); p > first {
+					break
+				}
+				s.Coordinator.Tick(ctx)
+			}
+		})
+	}
+}
+
+// lastProgress is the timestamp of the last progress row in rows (as
+// fetchErr renders them), or 0.
+func lastProgress(t *testing.T, rows []string) uint64 {
+	t.Helper()
+	var last uint64
+	for _, r := range rows {
+		f := strings.Fields(r)
+		if len(f) > 1 && f[1] == "t" {
+			ts, err := strconv.ParseUint(f[0], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = ts
+		}
+	}
+	return last
+}
+
+// TestTxnTailProcessSeesOneTimestamp: fast-path subscribers in a tail
+// process, which reads tables through the txns shard, see a transaction
+// over two tables at one timestamp — even one whose writer upstream died
+// between its commit and the applies, which the tail's reads complete.
+func TestTxnTailProcessSeesOneTimestamp(t *testing.T) {
+	d := &dyingCommits{died: make(chan struct{})}
+	// No tick upstream: it would complete the commit itself.
+	p := startProxyPair(t, testserver.Options{Tick: -1, Adapter: func(c *adapter.Config) { c.AfterTxnCommit = d.hook }}, testserver.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := connect(t, p.proxy)
+	mustExec(t, w, "CREATE TABLE a (n int)", "CREATE TABLE b (n int)")
+	subs := map[string]*pgx.Conn{}
+	for _, tb := range []string{"a", "b"} {
+		c := connect(t, p.proxy)
+		execAll(t, c, "BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE "+tb+" WITH (PROGRESS)")
+		for lastProgress(t, fetch(t, ctx, c, "FETCH ALL c WITH (timeout = '1s')")) == 0 {
+		}
+		subs[tb] = c
+	}
+	if got, want := p.subscribes(t), []string{"proxy:fast", "proxy:fast"}; !slices.Equal(got, want) {
+		t.Fatalf("subscribes run at %v, want %v", got, want)
+	}
+	d.armed.Store(true)
+	go connect(t, p.proxy).Exec(context.Background(), "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (2); COMMIT")
+	<-d.died
+	d.armed.Store(false)
+	at := map[string]string{}
+	for tb, c := range subs {
+		for at[tb] == "" {
+			for _, r := range fetch(t, ctx, c, "FETCH ALL c WITH (timeout = '1s')") {
+				if f := strings.Fields(r); f[1] != "t" {
+					at[tb] = f[0]
+				}
+			}
+		}
+	}
+	if at["a"] != at["b"] {
+		t.Errorf("the transaction reached the tail's subscribers at %s in a and %s in b, want one timestamp", at["a"], at["b"])
+	}
+}

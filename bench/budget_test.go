@@ -1,0 +1,134 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/tail"
+)
+
+// budgetPeak samples a budget's accounted total until stop, keeping the
+// largest and the holders at that moment.
+type budgetPeak struct {
+	mu      sync.Mutex
+	peak    int64            // mu
+	holders map[string]int64 // mu: at the peak
+	samples int              // mu
+}
+
+// sample starts sampling b every millisecond; the returned func stops it.
+func (p *budgetPeak) sample(b *membudget.Budget) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			if n := b.Total(); n > 0 {
+				p.mu.Lock()
+				p.samples++
+				if n > p.peak {
+					p.peak, p.holders = n, b.Bytes()
+				}
+				p.mu.Unlock()
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// TestBudgetStorm is the scaled-down memory-budget scenario: stalled and
+// reading fast-path subscribers over 8 collections while far more than the
+// budget is written. The accounted total (sampled) stays within the budget
+// plus the slack below, the server survives, every reader receives every
+// row, and every stalled subscriber reading again receives every row of
+// its table in order and once, or, only if the shard compacted past it,
+// the history-loss error.
+func TestBudgetStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 64 MiB through 40 clients: minutes under -race")
+	}
+	const (
+		limit                   = 16 << 20
+		collections             = 8
+		readers, stalled        = 24, 16
+		rowBytes, rowsPerInsert = 4 << 10, 32
+		written                 = 64 << 20
+		batch                   = rowBytes * rowsPerInsert
+	)
+	// The slack is what the policy leaves or has not shed yet: per
+	// collection, a listen batch between its charge and the enforcement
+	// it triggers, the newest batch its window keeps, and the queues of
+	// subscribers keeping up (at most 1/64 of the budget: tail's detach
+	// floor); and pgwire's send buffers, which grow by up to about a
+	// formatted batch per client between two enforcements.
+	const slack = collections*(2*batch+limit/64) + (readers+stalled)*batch
+	budget := membudget.New(limit)
+	srv := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: budget}})
+	var peak budgetPeak
+	stop := peak.sample(budget)
+	r, err := BudgetStorm(context.Background(), BudgetConfig{
+		URL: srv.URL(), Collections: collections, Readers: readers, Stalled: stalled,
+		WriteBytes: written, RowBytes: rowBytes, RowsPerInsert: rowsPerInsert, Timeout: 2 * time.Minute,
+	})
+	stop()
+	must(t, err)
+	s := r.Storm
+	t.Logf("live %.1fs, storm %.1fs; peak accounted %s of budget %s + slack %s over %d samples, at %v; detaches %v, resumes %v, catch-ups %v, history loss %v",
+		s.LiveSeconds, s.StormSeconds, mib(float64(peak.peak)), mib(limit), mib(slack), peak.samples, peak.holders,
+		counterValue(t, srv, "shardtail_tail_budget_detaches_total"), counterValue(t, srv, "shardtail_tail_resumes_total"),
+		counterValue(t, srv, "shardtail_tail_private_catchups_total"), counterValue(t, srv, "shardtail_tail_history_loss_errors_total"))
+	if peak.peak > limit+slack {
+		t.Errorf("the accounted total reached %d bytes, over the budget %d + slack %d (holders %v)", peak.peak, limit, slack, peak.holders)
+	}
+	if s.Errors != 0 || s.Completed != readers+stalled {
+		t.Fatalf("completed %d of %d, errors %d %v", s.Completed, readers+stalled, s.Errors, s.ErrorSamples)
+	}
+	if got, want := s.LiveRows, r.RowsPerCollection*readers; got != want {
+		t.Errorf("readers received %d live rows, want %d (%d each)", got, want, r.RowsPerCollection)
+	}
+	// A stalled client that did not get every row must have got the
+	// history-loss error, and the server must have seen that many losses.
+	lost := 0
+	for msg, n := range s.StalledFailures {
+		if !strings.Contains(msg, "53200") || !strings.Contains(msg, "fell behind") {
+			t.Errorf("%d stalled clients failed: %s", n, msg)
+		}
+		lost += n
+	}
+	if s.StalledComplete+lost != stalled {
+		t.Errorf("%d stalled clients complete and %d lost history, of %d", s.StalledComplete, lost, stalled)
+	}
+	if hl := counterValue(t, srv, "shardtail_tail_history_loss_errors_total"); float64(lost) > hl {
+		t.Errorf("%d stalled clients got the history-loss error, but the server lost history for %v", lost, hl)
+	}
+	// The budget, not the kernel or the clients' own limits, held the
+	// stalled backlog: it detached them.
+	if d := counterValue(t, srv, "shardtail_tail_budget_detaches_total"); d == 0 {
+		t.Error("the budget detached no subscriber: the scenario did not exercise it")
+	}
+	must(t, execSQL(context.Background(), srv.URL(), "SELECT 1")) // the server is alive
+}
+
+func TestParseScenarios(t *testing.T) {
+	for in, want := range map[string]string{"": "", "abc": "abc", "budget": "g", "a,budget": "ag", "f, g": "fg", "shapes": "h", "h,budget": "hg", "feed": "i", "i,a": "ia"} {
+		if got, err := ParseScenarios(in); err != nil || got != want {
+			t.Errorf("ParseScenarios(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"j", "budgets", "a,x"} {
+		if got, err := ParseScenarios(in); err == nil {
+			t.Errorf("ParseScenarios(%q) = %q, want an error", in, got)
+		}
+	}
+}

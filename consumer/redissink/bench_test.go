@@ -1,0 +1,220 @@
+package redissink
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardtail/shardtail/consumer"
+	"github.com/shardtail/shardtail/internal/testsupport/redistest"
+	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	"github.com/shardtail/shardtail/row"
+)
+
+// BenchmarkSnapshotLanding lands a snapshot of 1,000,000 rows (id bigint
+// KEY, name text, qty int4, price numeric) in batches the size the consumer
+// cuts by default (Partial chunks of about 4 MiB, then the closing batch),
+// into a real redis-server; it reports keys/s. The source side is not in
+// it: this is the sink's own landing rate.
+func BenchmarkSnapshotLanding(b *testing.B) {
+	const rows, perChunk = 1_000_000, 40_000
+	cols := []row.Column{
+		{Name: "id", Type: row.TypeInt8}, {Name: "name", Type: row.TypeText},
+		{Name: "qty", Type: row.TypeInt4}, {Name: "price", Type: row.TypeNumeric},
+	}
+	chunks := make([]consumer.Batch, 0, rows/perChunk)
+	for start := 0; start < rows; start += perChunk {
+		c := consumer.Batch{Lower: 5, Upper: 5, Partial: true, Snapshot: true, Columns: wire(cols)}
+		for id := start; id < start+perChunk && id < rows; id++ {
+			c.Updates = append(c.Updates, consumer.Update{Timestamp: 5, Diff: 1,
+				Values: []any{int64(id), fmt.Sprintf("customer %d", id), int32(id % 100), row.Numeric("12.5")}})
+		}
+		chunks = append(chunks, c)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		srv := redistest.StartWith(b, redistest.Options{AppendFsync: "everysec"})
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, ReadTimeout: time.Minute})
+		sink, err := New(ctx, Config{Client: rdb, Namespace: "bench:", Key: []string{"id"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sink.Load(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		for _, c := range chunks {
+			if err := sink.Write(ctx, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := sink.Write(ctx, consumer.Batch{Lower: 5, Upper: 6, Snapshot: true, Columns: wire(cols)}); err != nil {
+			b.Fatal(err)
+		}
+		if err := sink.Commit(ctx, consumer.Position{}, consumer.Position{Frontier: 6}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "keys/s")
+		b.StopTimer()
+		b.Logf("landed %d keys in %v: %.0f keys/s (%d in Redis)", rows, time.Since(start).Round(time.Millisecond),
+			float64(rows)/time.Since(start).Seconds(), rdb.DBSize(ctx).Val())
+		for _, line := range strings.Split(rdb.Info(ctx, "commandstats").Val(), "\n") {
+			if strings.HasPrefix(line, "cmdstat_") {
+				b.Logf("redis-side: %s", strings.TrimSpace(line))
+			}
+		}
+		if got := sink.Stats().Applied; got != rows {
+			b.Fatalf("applied %d keys, want %d", got, rows)
+		}
+		rdb.Close()
+	}
+}
+
+// BenchmarkSteadyLatency measures how long a committed change takes to
+// reach Redis: a writer updates one row 200 times, 20 ms apart, through a
+// real server; the sink (consumer.Run, default batching but a 10 ms batch
+// delay) lands it; a poller reads the key every millisecond. Latency is
+// from the UPDATE's acknowledgement to the first read of its value; it
+// reports p50 and p99.
+func BenchmarkSteadyLatency(b *testing.B) {
+	const updates = 200
+	for range b.N {
+		srv := testserver.Start(b, testserver.Options{Tick: 10 * time.Millisecond})
+		rs := redistest.StartWith(b, redistest.Options{AppendFsync: "everysec"})
+		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, srv.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, sql := range []string{"CREATE TABLE t (k text, n bigint)", "INSERT INTO t VALUES ('a', 0)"} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sink, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"k"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- consumer.Run(runCtx, consumer.Config{URL: srv.URL(), Sources: []consumer.Source{{Name: "t"}},
+				Checkpoint: sink, MaxBatchDelay: 10 * time.Millisecond, FetchTimeout: 10 * time.Millisecond}, sink)
+		}()
+		// seen[n] is when the poller first read n.
+		seen := make([]time.Time, updates+1)
+		pollDone := make(chan struct{})
+		go func() { // owned by this iteration: ends when it sees the last update
+			defer close(pollDone)
+			for {
+				prefix := rdb.Get(ctx, ns+keyActive).Val()
+				v := rdb.HGet(ctx, prefix+`["a"]`, "v").Val()
+				now := time.Now()
+				var n int
+				if _, err := fmt.Sscanf(v, `{"k":"a","n":"%d"}`, &n); err == nil && n <= updates && seen[n].IsZero() {
+					seen[n] = now
+					if n == updates {
+						return
+					}
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		acked := make([]time.Time, updates+1)
+		for n := 1; n <= updates; n++ {
+			if _, err := conn.Exec(ctx, fmt.Sprintf("UPDATE t SET n = %d WHERE k = 'a'", n)); err != nil {
+				b.Fatal(err)
+			}
+			acked[n] = time.Now()
+			time.Sleep(20 * time.Millisecond)
+		}
+		<-pollDone
+		cancel()
+		<-done
+		var lat []time.Duration
+		for n := 1; n <= updates; n++ {
+			if !seen[n].IsZero() { // an update overtaken by the next before a poll is not counted
+				lat = append(lat, max(0, seen[n].Sub(acked[n])))
+			}
+		}
+		slices.Sort(lat)
+		p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+		b.Logf("%d of %d updates observed; ack to Redis p50 %v, p99 %v, max %v", len(lat), updates, p50, p99, lat[len(lat)-1])
+		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+		conn.Close(ctx)
+		rdb.Close()
+	}
+}
+
+// BenchmarkEndToEndSnapshot lands a 1,000,000-row table end to end: a real
+// server, consumer.Run with its default batching (4 MiB chunks), the Sink,
+// a real redis-server; it reports keys/s from Run's start to the commit of
+// the snapshot (the active generation's switch).
+func BenchmarkEndToEndSnapshot(b *testing.B) {
+	const rows = 1_000_000
+	for range b.N {
+		srv := testserver.Start(b, testserver.Options{})
+		rs := redistest.StartWith(b, redistest.Options{AppendFsync: "everysec"})
+		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1, ReadTimeout: time.Minute})
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, srv.URL())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "CREATE TABLE t (id bigint, name text, qty int)"); err != nil {
+			b.Fatal(err)
+		}
+		n, err := conn.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"id", "name", "qty"},
+			pgx.CopyFromFunc(func() func() ([]any, error) {
+				i := 0
+				return func() ([]any, error) {
+					if i == rows {
+						return nil, nil
+					}
+					i++
+					return []any{int64(i), fmt.Sprintf("customer %d", i), int32(i % 100)}, nil
+				}
+			}()))
+		if err != nil || n != rows {
+			b.Fatalf("COPY: %d rows, %v", n, err)
+		}
+		conn.Close(ctx)
+		sink, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"id"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		start := time.Now()
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- consumer.Run(runCtx, consumer.Config{URL: srv.URL(), Sources: []consumer.Source{{Name: "t"}}, Checkpoint: sink}, sink)
+		}()
+		for sink.Stats().Generations == 0 {
+			select {
+			case err := <-done:
+				b.Fatalf("Run ended: %v", err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		cancel()
+		<-done
+		b.Logf("landed %d keys end to end in %v: %.0f keys/s (%d keys in Redis)", rows, elapsed.Round(time.Millisecond),
+			float64(rows)/elapsed.Seconds(), rdb.DBSize(ctx).Val())
+		b.ReportMetric(float64(rows)/elapsed.Seconds(), "keys/s")
+		rdb.Close()
+	}
+}
