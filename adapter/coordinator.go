@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/txnwal"
 	"github.com/shardtail/shardtail/pgwire"
+	"github.com/shardtail/shardtail/stmtlog"
 	"github.com/shardtail/shardtail/storage"
 	"github.com/shardtail/shardtail/tail"
 )
@@ -59,6 +61,10 @@ type Config struct {
 	// txns shard and before it is applied to the tables: crash tests kill
 	// the process there. nil in production.
 	AfterTxnCommit func()
+	// StatementLog configures the statement log (mz_internal's
+	// mz_statement_execution_history). Registerer and Sweep are set by
+	// the coordinator: role `all` sweeps expired records.
+	StatementLog stmtlog.Config
 }
 
 // Coordinator is the SQL server behind pgwire: it owns the catalog, the
@@ -78,6 +84,7 @@ type Coordinator struct {
 	// finalizer deletes the data of dropped collections (role `all`).
 	finalizer *storage.Finalizer
 	tails     *tail.Manager
+	stmtlog   *stmtlog.Log
 	metrics   *metrics
 	log       *slog.Logger
 
@@ -177,6 +184,11 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 		if err := txns.Metrics().Register(cfg.Registerer); err != nil {
 			return nil, err
 		}
+	}
+	logCfg := cfg.StatementLog
+	logCfg.Registerer, logCfg.Sweep = cfg.Registerer, !c.isProxy()
+	if c.stmtlog, err = stmtlog.Open(ctx, cfg.Persist, logCfg); err != nil {
+		return nil, err
 	}
 	if err := c.bootstrap(ctx); err != nil {
 		return nil, err
@@ -317,7 +329,12 @@ func (c *Coordinator) Close() error {
 	}
 	c.wg.Wait()
 	c.tails.Close()
-	err := c.storage.Close()
+	// What the sessions' last statements recorded, appended before the
+	// persist client goes.
+	lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	logErr := c.stmtlog.Close(lctx)
+	err := errors.Join(c.storage.Close(), logErr)
 	c.txns.Close()
 	return err
 }
@@ -325,6 +342,9 @@ func (c *Coordinator) Close() error {
 // Tick runs one tick of the storage now: tests that turn the background
 // tick off (Config.Tick < 0) drive it.
 func (c *Coordinator) Tick(ctx context.Context) { c.storage.Tick(ctx) }
+
+// StatementLog returns the statement log (for tests and tools).
+func (c *Coordinator) StatementLog() *stmtlog.Log { return c.stmtlog }
 
 // Catalog returns the catalog (for tests and tools).
 func (c *Coordinator) Catalog() *catalog.Catalog { return c.catalog }

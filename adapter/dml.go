@@ -419,7 +419,7 @@ func (s *Session) planCopy(st *sql.Copy) (*plan, error) {
 			if err := s.noteRead(true); err != nil {
 				return nil, err
 			}
-			sub, err := p.start(ctx, nil)
+			sub, err := p.start(ctx, nil, s.current)
 			if err != nil {
 				return nil, err
 			}

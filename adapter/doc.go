@@ -40,6 +40,20 @@
 // executes FETCH on a cursor, and encodes them there (formatter). Closing
 // the Result, the cursor or the session closes the subscription.
 //
+// # Statement log
+//
+// Session.execute (stmtlog.go) is the one place a statement's record
+// begins and ends, for both protocols and, in a tail process, for the
+// statements it runs itself (the upstream logs what it proxies). The
+// record ends when pgwire closes the statement's Result, except that a
+// subscription holds it open until it ends: trackedSubscription records
+// the path, AS OF, delivered frontier, detaches and resumes, and the end
+// reason (subscribe.EndReason, or a cancel or disconnect seen in its
+// context); a cursor's DECLARE hands its record to the cursor. The records
+// go to package stmtlog, which appends them off the statement path, and
+// are read back as mz_internal.mz_statement_execution_history and
+// mz_recent_activity_log (a non-superuser sees only its own statements).
+//
 // # Errors
 //
 // Client-visible errors are *Error values with a SQLSTATE (errors.go);

@@ -290,6 +290,7 @@ func (s *Session) planConstSelect(sel *sql.Select, paramOIDs []uint32) (*plan, e
 	}
 	cols := m.OutputSchema().Columns
 	return &plan{fields: fieldsOf(cols), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
+		s.current.SetStrategy(strategyConstant)
 		call := &sessionCall{params: params}
 		m, _, err := compile(call)
 		if err == nil {

@@ -203,12 +203,16 @@ func TestSlowCursorClient(t *testing.T) {
 			execAll(t, w, "CREATE TABLE t (a int8 NOT NULL, b text)", "ALTER TABLE t SET (RETAIN HISTORY FOR '1h')",
 				"INSERT INTO t VALUES (0, 'zero')")
 			flag := map[bool]string{true: "on", false: "off"}[fast]
-			for _, c := range []*pgx.Conn{steady, slow} {
+			// Both streams start at the steady client's AS OF: a time chosen
+			// for each would differ when an upper advanced between them.
+			declare := func(c *pgx.Conn, asOf string) {
 				execAll(t, c, "SET enable_subscribe_persist_fast_path = "+flag, "SET subscribe_max_buffered_bytes = 2000",
-					"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t")
+					"BEGIN", "DECLARE c CURSOR FOR SUBSCRIBE t"+asOf)
 			}
 			var steadyRows, slowRows []string
+			declare(steady, "")
 			steadyRows = append(steadyRows, fetch(t, ctx, steady, "FETCH ALL c")...)
+			declare(slow, " AS OF "+strings.Fields(steadyRows[0])[0])
 			slowRows = append(slowRows, fetch(t, ctx, slow, "FETCH ALL c")...)
 			for i := 1; i <= 40; i++ {
 				execAll(t, w, fmt.Sprintf("INSERT INTO t VALUES (%d, '%s')", i, strings.Repeat("x", 100)))

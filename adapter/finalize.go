@@ -1,6 +1,10 @@
 package adapter
 
-import "context"
+import (
+	"context"
+
+	"github.com/shardtail/shardtail/stmtlog"
+)
 
 // FinalizeDropped runs one pass of the finalizer now and returns how many
 // dropped shards it finished with (tests and tools; the coordinator runs
@@ -17,7 +21,8 @@ func (c *Coordinator) liveShards(ctx context.Context) (map[string]bool, error) {
 	if err := c.catalog.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	live := map[string]bool{}
+	// The statement log's shard is named by no item, and never dropped.
+	live := map[string]bool{stmtlog.ShardID: true}
 	for _, it := range c.catalog.State().Items {
 		if it.Shard != "" {
 			live[it.Shard] = true

@@ -318,6 +318,11 @@ func (s *Session) planSelect(ctx context.Context, sel *sql.Select, paramOIDs []u
 		if err := s.noteRead(false); err != nil {
 			return nil, err
 		}
+		if q.values != nil {
+			s.current.SetStrategy(strategyConstant)
+		} else {
+			s.current.SetStrategy(strategyPersist)
+		}
 		src, err := s.runQuery(ctx, q, params)
 		if err != nil {
 			return nil, err
@@ -516,6 +521,14 @@ var systemRelations = map[string]systemRelation{
 		schema: row.Schema{Columns: subscriptionsColumns},
 		rows:   (*Session).subscriptionRows,
 	},
+	"mz_internal.mz_statement_execution_history": {
+		schema: row.Schema{Columns: statementLogColumns},
+		rows:   (*Session).statementHistoryRows,
+	},
+	"mz_internal.mz_recent_activity_log": {
+		schema: row.Schema{Columns: activityLogColumns},
+		rows:   (*Session).recentActivityRows,
+	},
 }
 
 // planSystemSelect serves queries over system relations (a select list,
@@ -553,6 +566,7 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 	return &plan{fields: fieldsOf(out.Columns), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
 		bound := m.bind(params)
 		var rows []row.Row
+		s.current.SetStrategy(strategyConstant)
 		all, err := rel.rows(s, ctx)
 		if err != nil {
 			return nil, err

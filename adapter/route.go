@@ -111,7 +111,9 @@ func (s *Session) fastPathEligible(st *sql.Subscribe) bool {
 func (s *Session) runProxied(ctx context.Context, st sql.Statement, text string) (pgwire.Result, error) {
 	switch s.route(ctx, st) {
 	case routeLocal:
-		return s.run(ctx, st, nil, nil)
+		return s.execute(ctx, st, text, func(ctx context.Context) (pgwire.Result, error) {
+			return s.run(ctx, st, nil, nil)
+		})
 	case routeBoth:
 		if err := s.alsoUpstream(ctx, st, text); err != nil {
 			return nil, err

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgrepr"
@@ -14,6 +16,7 @@ import (
 	"github.com/shardtail/shardtail/proxy"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/stmtlog"
 )
 
 // txState is a session's transaction state.
@@ -33,7 +36,18 @@ type Session struct {
 	c    *Coordinator
 	id   uint32
 	user string
-	vars map[string]string
+	// sid identifies the session in the statement log, across processes
+	// (id is only unique in this one).
+	sid uuid.UUID
+	// current is the record of the statement running (nil between
+	// statements or when not sampled); gone is set when the session
+	// closes, so that what it still runs ends as aborted.
+	current *stmtlog.Execution
+	gone    bool
+	// unsettled are records of results closed without an outcome (see
+	// settle).
+	unsettled []*stmtlog.Execution
+	vars      map[string]string
 	// overridden marks variables the session SET (system variables not in
 	// it follow ALTER SYSTEM).
 	overridden map[string]bool
@@ -74,7 +88,7 @@ type pendingWrite struct {
 func newSession(c *Coordinator, info pgwire.ConnInfo) *Session {
 	// vars, overridden and cursors stay nil until used: most sessions (idle
 	// subscribers) never set a variable.
-	s := &Session{c: c, id: info.ProcessID, user: info.User, password: info.Password}
+	s := &Session{c: c, id: info.ProcessID, user: info.User, password: info.Password, sid: uuid.New()}
 	if s.id == 0 {
 		s.id = c.nextConnID.Add(1)
 	}
@@ -131,14 +145,16 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 		for _, st := range stmts {
 			var res pgwire.Result
 			var err error
+			stText := text
+			if len(stmts) > 1 {
+				stText = st.String()
+			}
 			if s.c.isProxy() {
-				stText := text
-				if len(stmts) > 1 {
-					stText = st.String()
-				}
 				res, err = s.runProxied(ctx, st, stText)
 			} else {
-				res, err = s.run(ctx, st, nil, nil)
+				res, err = s.execute(ctx, st, stText, func(ctx context.Context) (pgwire.Result, error) {
+					return s.run(ctx, st, nil, nil)
+				})
 			}
 			if err != nil {
 				s.fail()
@@ -211,11 +227,12 @@ func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) 
 	if err != nil {
 		return nil, err
 	}
-	return &preparedStatement{s: s, stmt: stmts[0], plan: p, paramOIDs: p.paramOIDs(paramOIDs), seq: s.c.catalog.Seq(), both: both}, nil
+	return &preparedStatement{s: s, stmt: stmts[0], text: text, plan: p, paramOIDs: p.paramOIDs(paramOIDs), seq: s.c.catalog.Seq(), both: both}, nil
 }
 
 // Sync implements pgwire.Session.
 func (s *Session) Sync(ctx context.Context, failed bool) error {
+	s.settle(stmtlog.StatusSuccess, "")
 	if s.tx == txImplicit {
 		if failed {
 			s.rollback()
@@ -231,6 +248,8 @@ func (s *Session) Sync(ctx context.Context, failed bool) error {
 
 // Close implements pgwire.Session.
 func (s *Session) Close() error {
+	s.gone = true
+	s.settle(stmtlog.StatusAborted, pgwire.ErrClientGone.Error())
 	s.closeCursors()
 	if s.up != nil {
 		s.up.Close()
@@ -305,6 +324,7 @@ func (s *Session) endTx() {
 type preparedStatement struct {
 	s         *Session
 	stmt      sql.Statement
+	text      string
 	plan      *plan
 	paramOIDs []uint32
 	empty     bool
@@ -390,7 +410,7 @@ func (p *preparedStatement) Bind(ctx context.Context, params [][]byte, paramForm
 			return nil, err
 		}
 	}
-	return &portal{s: p.s, stmt: p.stmt, plan: p.plan, params: vals, formats: append([]int16(nil), resultFormats...), both: p.both}, nil
+	return &portal{s: p.s, stmt: p.stmt, text: p.text, plan: p.plan, params: vals, formats: append([]int16(nil), resultFormats...), both: p.both}, nil
 }
 
 func (p *preparedStatement) Close() {}
@@ -399,6 +419,7 @@ func (p *preparedStatement) Close() {}
 type portal struct {
 	s       *Session
 	stmt    sql.Statement
+	text    string
 	plan    *plan
 	params  []row.Datum
 	formats []int16
@@ -414,13 +435,18 @@ func (p *portal) Execute(ctx context.Context) (pgwire.Result, error) {
 	if p.s.tx == txFailed && !isTxEnd(p.stmt) {
 		return nil, errInFailedTx
 	}
+	run := func(ctx context.Context) (pgwire.Result, error) { return p.plan.exec(ctx, p.params, p.formats) }
+	var res pgwire.Result
+	var err error
 	if p.both != "" {
 		if err := p.s.alsoUpstream(ctx, p.stmt, p.both); err != nil {
 			p.s.fail()
 			return nil, err
 		}
+		res, err = run(ctx) // logged upstream, where it runs too
+	} else {
+		res, err = p.s.execute(ctx, p.stmt, p.text, run)
 	}
-	res, err := p.plan.exec(ctx, p.params, p.formats)
 	if err != nil {
 		p.s.fail()
 	}

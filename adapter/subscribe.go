@@ -14,6 +14,7 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/stmtlog"
 	"github.com/shardtail/shardtail/subscribe"
 )
 
@@ -162,11 +163,12 @@ func (p *subscribePlan) relationName() string {
 
 // start chooses the timestamps and starts the subscription with the
 // parameter values params on the fast path when eligible, else on the
-// dataflow path.
-func (p *subscribePlan) start(ctx context.Context, params []row.Datum) (subscribe.Subscription, error) {
+// dataflow path. e is the record of the statement the subscription
+// belongs to (nil when not sampled).
+func (p *subscribePlan) start(ctx context.Context, params []row.Datum, e *stmtlog.Execution) (subscribe.Subscription, error) {
 	s := p.s
 	if p.q != nil && p.q.values != nil {
-		return p.startConstant(params)
+		return p.startConstant(params, e)
 	}
 	src := s.c.catalog.State().ItemByID(p.source.ID)
 	if src == nil {
@@ -182,7 +184,7 @@ func (p *subscribePlan) start(ctx context.Context, params []row.Datum) (subscrib
 		bound = p.q.mfp.bind(params)
 	}
 	if !takesFastPath(p, s.fastPath()) {
-		return s.c.trackSubscribe(s, p, src, "dataflow", asOf, p.startDataflow(req, bound, nil)), nil
+		return s.c.trackSubscribe(s, p, src, "dataflow", asOf, p.startDataflow(req, bound, nil), e), nil
 	}
 	if bound != nil && !bound.identity() {
 		req.Shape = bound.shape()
@@ -191,7 +193,7 @@ func (p *subscribePlan) start(ctx context.Context, params []row.Datum) (subscrib
 	if err != nil {
 		return nil, mapPersistErr(err, p.relationName())
 	}
-	return s.c.trackSubscribe(s, p, src, "fast", asOf, ts), nil
+	return s.c.trackSubscribe(s, p, src, "fast", asOf, ts, e), nil
 }
 
 // takesFastPath is the fast-path eligibility rule, the one place both
@@ -242,7 +244,7 @@ func (p *subscribePlan) budget() int64 { return p.s.c.cfg.Tail.Budget.Limit() }
 // constant input. Its rows hold from the beginning of time, so every AS
 // OF is valid (there is no since); without one it reads now, like a
 // collection's latest complete time.
-func (p *subscribePlan) startConstant(params []row.Datum) (subscribe.Subscription, error) {
+func (p *subscribePlan) startConstant(params []row.Datum, e *stmtlog.Execution) (subscribe.Subscription, error) {
 	s := p.s
 	if p.item != nil && s.c.catalog.State().ItemByID(p.item.ID) == nil {
 		return nil, errDropped(p.relationName())
@@ -263,7 +265,7 @@ func (p *subscribePlan) startConstant(params []row.Datum) (subscribe.Subscriptio
 	if err != nil {
 		return nil, err
 	}
-	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(p.request(nil, asOf, upTo), p.q.mfp.bind(params), rows)), nil
+	return s.c.trackSubscribe(s, p, nil, "dataflow", asOf, p.startDataflow(p.request(nil, asOf, upTo), p.q.mfp.bind(params), rows), e), nil
 }
 
 // startDataflow starts the private pipeline of the dataflow path for req
@@ -367,7 +369,7 @@ func (s *Session) planSubscribe(st *sql.Subscribe, paramOIDs []uint32) (*plan, e
 		if err := s.noteRead(true); err != nil {
 			return nil, err
 		}
-		sub, err := p.start(ctx, params)
+		sub, err := p.start(ctx, params, s.current)
 		if err != nil {
 			return nil, err
 		}
@@ -522,7 +524,10 @@ type cursor struct {
 	query   *plan // a cursor over SELECT
 	running subscribe.Subscription
 	// params are the DECLARE's parameter values (extended protocol).
-	params  []row.Datum
+	params []row.Datum
+	// exec is the DECLARE's record, handed off to the cursor: it ends
+	// when the cursor's subscription does.
+	exec    *stmtlog.Execution
 	pending []formatter.Row
 	done    bool
 	// selectRows buffers a SELECT cursor's rows.
@@ -534,6 +539,7 @@ func (c *cursor) close() {
 	if c.running != nil {
 		c.running.Close()
 	}
+	c.exec.Release()
 	if c.selectRes != nil {
 		c.selectRes.Close()
 	}
@@ -577,6 +583,9 @@ func (s *Session) planDeclare(st *sql.DeclareCursor, paramOIDs []uint32) (*plan,
 		}
 		if s.cursors == nil {
 			s.cursors = map[string]*cursor{}
+		}
+		if cur.sub != nil {
+			cur.exec = s.current.Handoff()
 		}
 		s.cursors[st.Name] = cur
 		return command("DECLARE CURSOR"), nil
@@ -651,6 +660,7 @@ func (s *Session) planFetch(st *sql.Fetch) (*plan, error) {
 		if limit := s.maxResultSize(); size > limit {
 			return nil, errResultTooLarge(limit)
 		}
+		cur.exec.AddResult(int64(len(rows)), size)
 		return &fetchResult{fields: cur.sub.fields(formats), msgs: msgs, n: len(rows)}, nil
 	}}, nil
 }
@@ -662,8 +672,9 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 		return nil, nil
 	}
 	if cur.running == nil && !cur.done {
-		sub, err := cur.sub.start(ctx, cur.params)
+		sub, err := cur.sub.start(ctx, cur.params, cur.exec)
 		if err != nil {
+			cur.exec.End(outcome(ctx, err))
 			return nil, err
 		}
 		cur.running = sub

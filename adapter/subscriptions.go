@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/catalog"
+	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/row"
+	"github.com/shardtail/shardtail/stmtlog"
 	"github.com/shardtail/shardtail/subscribe"
 )
 
@@ -23,14 +25,35 @@ type subInfo struct {
 	sub        subscribe.Subscription
 }
 
-// trackedSubscription unregisters itself when closed.
+// trackedSubscription unregisters itself when closed, and ends its
+// statement's record with how it ended (stmtlog.go).
 type trackedSubscription struct {
 	subscribe.Subscription
 	c    *Coordinator
 	info *subInfo
+
+	// Owned by the session's goroutine, like Next and Close.
+	s *Session
+	p *subscribePlan
+	e *stmtlog.Execution // the statement's record; nil when not sampled
+	// ended: an ending error was recorded; lastCtx is the last Next's
+	// context (a cancel or a disconnect shows there).
+	ended   bool
+	lastCtx context.Context
+}
+
+func (t *trackedSubscription) Next(ctx context.Context, max int) ([]formatter.Row, error) {
+	rows, err := t.Subscription.Next(ctx, max)
+	if t.e != nil {
+		t.noteNext(ctx, err)
+	}
+	return rows, err
 }
 
 func (t *trackedSubscription) Close() {
+	if t.e != nil {
+		t.closeRecord()
+	}
 	t.Subscription.Close()
 	t.c.mu.Lock()
 	_, ok := t.c.subs[t.info.id]
@@ -42,7 +65,10 @@ func (t *trackedSubscription) Close() {
 	}
 }
 
-func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.Item, path string, asOf uint64, sub subscribe.Subscription) subscribe.Subscription {
+// trackSubscribe registers a started subscription for mz_subscriptions and
+// attaches it to e, its statement's record, which then stays open until
+// the subscription ends.
+func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.Item, path string, asOf uint64, sub subscribe.Subscription, e *stmtlog.Execution) subscribe.Subscription {
 	var ids []uint64
 	if src != nil {
 		ids = append(ids, src.ID)
@@ -69,7 +95,16 @@ func (c *Coordinator) trackSubscribe(s *Session, p *subscribePlan, src *catalog.
 	c.metrics.subscribes.WithLabelValues(path).Inc()
 	c.metrics.byTransportTotal.WithLabelValues(info.transport).Inc()
 	c.metrics.byTransport.WithLabelValues(info.transport).Inc()
-	return &trackedSubscription{Subscription: sub, c: c, info: info}
+	strategy := strategyPersist
+	switch {
+	case src == nil:
+		strategy = strategyConstant
+	case path == "dataflow":
+		strategy = strategyStandard
+	}
+	e.SetStrategy(strategy)
+	e.StartSubscribe(path, info.collection, asOf)
+	return &trackedSubscription{Subscription: sub, c: c, info: info, s: s, p: p, e: e.Hold()}
 }
 
 // subscriptionsColumns are mz_internal.mz_subscriptions' columns:

@@ -7,6 +7,7 @@ import (
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/stmtlog"
 	"github.com/shardtail/shardtail/subscribe"
 )
 
@@ -50,8 +51,15 @@ func (s *Session) startSubscribe(ctx context.Context, st *sql.Subscribe) (*Subsc
 	if err != nil {
 		return nil, err
 	}
-	sub, err := p.start(ctx, nil)
+	// Logged as the SUBSCRIBE it is, under the transport's name; the
+	// subscription holds the record until it ends.
+	e := s.c.stmtlog.Begin(s.sampleRate(), stmtlog.Record{SessionID: s.sid, ConnectionID: s.id,
+		ApplicationName: "shardtail feed (" + s.transport + ")", User: s.user, SQL: st.String(),
+		StatementType: statementType(st), MzVersion: s.c.cfg.Version})
+	defer e.Release()
+	sub, err := p.start(ctx, nil, e)
 	if err != nil {
+		e.Finish(outcome(ctx, err))
 		return nil, err
 	}
 	return &Subscription{s: s, p: p, sub: sub}, nil

@@ -38,6 +38,7 @@ var varDefaults = map[string]string{
 	"subscribe_max_buffered_bytes":       strconv.Itoa(DefaultMaxBufferedBytes),
 	"is_superuser":                       "off",
 	"mz_version":                         "",
+	"statement_logging_sample_rate":      "1",
 }
 
 // reportedVars are sent as ParameterStatus at startup and when SET.
@@ -48,7 +49,8 @@ var reportedVars = []string{"application_name", "client_encoding", "datestyle", 
 var varDisplayNames = map[string]string{"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
 
 // systemVars may be set with ALTER SYSTEM; their session default follows.
-var systemVars = map[string]bool{"enable_subscribe_persist_fast_path": true, "subscribe_max_buffered_bytes": true, "max_result_size": true}
+var systemVars = map[string]bool{"enable_subscribe_persist_fast_path": true, "subscribe_max_buffered_bytes": true, "max_result_size": true,
+	"statement_logging_sample_rate": true}
 
 func displayName(name string) string {
 	if d, ok := varDisplayNames[name]; ok {
@@ -129,6 +131,26 @@ func (s *Session) maxResultSize() int64 {
 	return n
 }
 
+// sampleRate is statement_logging_sample_rate: the fraction of statements
+// the statement log records.
+func (s *Session) sampleRate() float64 {
+	v, _ := s.getVar("statement_logging_sample_rate")
+	r, err := parseSampleRate(v)
+	if err != nil {
+		return 1
+	}
+	return r
+}
+
+// parseSampleRate parses a sample rate, a number in [0, 1].
+func parseSampleRate(v string) (float64, error) {
+	r, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(r >= 0 && r <= 1) {
+		return 0, errorf(codeInvalidParamValue, "parameter \"statement_logging_sample_rate\" requires a number between 0 and 1, got %q", v)
+	}
+	return r, nil
+}
+
 // parseBytes parses a byte size: 1024, '128MB', '1GB', '64kB'.
 func parseBytes(v string) (int64, error) {
 	v = strings.TrimSpace(strings.ToUpper(v))
@@ -158,6 +180,10 @@ func validateVar(name, value string) error {
 	case "subscribe_max_buffered_bytes", "max_result_size":
 		if n, err := parseBytes(value); err != nil || n < 0 {
 			return errorf(codeInvalidParamValue, "invalid value for parameter %q: %q", name, value)
+		}
+	case "statement_logging_sample_rate":
+		if _, err := parseSampleRate(value); err != nil {
+			return err
 		}
 	case "server_version", "server_version_num", "server_encoding", "integer_datetimes_ro", "mz_version", "is_superuser", "max_identifier_length":
 		return errorf(codeCantChangeRuntime, "parameter %q cannot be changed", name)

@@ -340,8 +340,9 @@ func (m *MemoryResult) Idle() bool {
 }
 
 // StormCounterNames are the server counters recorded around each storm:
-// how many snapshot cursors and part fetches the storm cost, and how many
-// subscribes each path served.
+// how many snapshot cursors and part fetches the storm cost, how many
+// subscribes each path served, and how many appends the statement log made
+// for them (batched: a few per storm, not one per statement).
 var StormCounterNames = []string{
 	"shardtail_subscribes_total",
 	"shardtail_tail_snapshot_cursors_total",
@@ -350,6 +351,7 @@ var StormCounterNames = []string{
 	"shardtail_persist_parts_fetched_total",
 	"shardtail_persist_cas_attempts_total",
 	"shardtail_persist_cas_conflicts_total",
+	"shardtail_statement_log_appends_total",
 }
 
 // Table and relation names. Both shardtail servers and PostgreSQL hold the

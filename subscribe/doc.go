@@ -33,4 +33,9 @@
 //
 // Frontier and QueuedBytes may be read from any goroutine meanwhile; they
 // back mz_internal.mz_subscriptions' delivered_frontier and queued_bytes.
+//
+// EndReason classifies the error a subscription ended with (UP TO,
+// fell behind, history lost, dropped, error) the same way for both paths,
+// for the statement log; a subscription that can detach its client
+// implements Counters (the fast path).
 package subscribe

@@ -41,6 +41,9 @@ type Subscriber struct {
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
 	frontier atomic.Uint64
+	// detaches and resumes count detaches over budget and the resumes
+	// that followed (subscribe.Counters, for the statement log).
+	detaches, resumes atomic.Int64
 	// held mirrors b.Buffered(): the snapshot held back to be ordered or
 	// enveloped whole, part of the subscriber's memory (QueuedBytes).
 	held atomic.Int64
@@ -132,6 +135,12 @@ func (s *Subscriber) Frontier() uint64 {
 	return f
 }
 
+// Detaches is how often the subscriber was detached (subscribe.Counters).
+func (s *Subscriber) Detaches() int64 { return s.detaches.Load() }
+
+// Resumes is how often a detached subscriber resumed (subscribe.Counters).
+func (s *Subscriber) Resumes() int64 { return s.resumes.Load() }
+
 // QueuedBytes is the bytes waiting in the subscriber's queue, and the
 // snapshot it holds back to order or envelope it whole.
 func (s *Subscriber) QueuedBytes() int64 {
@@ -173,6 +182,7 @@ func (s *Subscriber) detach(lost int64, next uint64) {
 	clear(s.queue)
 	s.queue, s.queued = nil, 0
 	s.attached, s.detached = false, true
+	s.detaches.Add(1)
 	s.wake()
 }
 
@@ -315,6 +325,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.resumeAt = s.next
 			s.t.mu.Unlock()
 			s.t.m.metrics.resumes.Inc()
+			s.resumes.Add(1)
 			s.phase = phaseJoin
 			return nil
 		}

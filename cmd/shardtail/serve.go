@@ -26,6 +26,7 @@ import (
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/server"
+	"github.com/shardtail/shardtail/stmtlog"
 	"github.com/shardtail/shardtail/storage"
 )
 
@@ -47,10 +48,12 @@ type serveConfig struct {
 	FastPath        bool
 	RequirePassword bool
 	Tick            time.Duration
-	MaxConnections  int
-	OrphanGrace     time.Duration
-	SweepInterval   time.Duration
-	MemoryBudget    sizeFlag
+	// StatementLogRetention is how long the statement log keeps records.
+	StatementLogRetention time.Duration
+	MaxConnections        int
+	OrphanGrace           time.Duration
+	SweepInterval         time.Duration
+	MemoryBudget          sizeFlag
 }
 
 // sizeFlag is a byte size flag: 268435456, 256MiB, 1GB.
@@ -102,6 +105,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.RequirePassword, "require-password", false, "require every role to authenticate with a password (SCRAM-SHA-256)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", 0, "most client connections at once; past it a client gets FATAL 53300 (0: derived from RLIMIT_NOFILE, raised to its hard limit, less a reserve of max(256, 10%) descriptors for storage)")
 	fs.DurationVar(&cfg.Tick, "tick", storage.DefaultTick, "how often table and source uppers advance without writes")
+	fs.DurationVar(&cfg.StatementLogRetention, "statement-log-retention", stmtlog.DefaultRetention, "how long the statement log (mz_internal.mz_statement_execution_history) keeps a statement's record")
 	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
@@ -182,6 +186,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 			RequirePassword:  cfg.RequirePassword,
 			Version:          Version,
 			AfterTxnCommit:   killAfterTxnCommit(),
+			StatementLog:     stmtlog.Config{Retention: cfg.StatementLogRetention},
 		},
 		PGWire:       pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns},
 		MemoryBudget: int64(cfg.MemoryBudget),
