@@ -282,8 +282,8 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 // second sink with the same name waits here and then finds itself fenced
 // before it writes anything.
 func (s *Sink) begin(ctx context.Context) error {
-	// BEGIN and the lock go in one round trip: a batch's latency is
-	// mostly round trips.
+	// BEGIN and the lock share one round trip: every round trip adds to
+	// each batch's latency.
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	var cur consumer.Position

@@ -242,7 +242,7 @@ const savepointName = "shardtail_sp"
 // (if any) in a savepoint: on error the transaction is back where it was and
 // stays usable. first and last share their round trip with the SAVEPOINT
 // and the RELEASE (one simple-protocol query each, which stops at its first
-// error): a batch's latency is mostly round trips.
+// error): every round trip adds to each batch's latency.
 func (w *tableWriter) savepoint(ctx context.Context, first string, f func() error, last string) error {
 	err := w.exec(ctx, "SAVEPOINT "+savepointName, first)
 	if err == nil {
