@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +52,7 @@ func BenchmarkSnapshotLanding(b *testing.B) {
 		if _, err := sink.Load(ctx); err != nil {
 			b.Fatal(err)
 		}
+		redisCPU0, clientCPU0 := redisCPU(b, rdb), processCPU(b)
 		b.StartTimer()
 		start := time.Now()
 		for _, c := range chunks {
@@ -65,6 +68,15 @@ func BenchmarkSnapshotLanding(b *testing.B) {
 		}
 		b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "keys/s")
 		b.StopTimer()
+		// Which side bounds the rate: CPU per key of redis-server and
+		// of this process (the sink, and the benchmark's GC of its
+		// prebuilt chunks), against wall time per key.
+		redisUs := (redisCPU(b, rdb) - redisCPU0).Seconds() * 1e6 / rows
+		clientUs := (processCPU(b) - clientCPU0).Seconds() * 1e6 / rows
+		b.ReportMetric(redisUs, "redis-cpu-us/key")
+		b.ReportMetric(clientUs, "client-cpu-us/key")
+		b.Logf("per key: %.2f µs wall, %.2f µs redis-server CPU, %.2f µs client CPU",
+			time.Since(start).Seconds()*1e6/rows, redisUs, clientUs)
 		b.Logf("landed %d keys in %v: %.0f keys/s (%d in Redis)", rows, time.Since(start).Round(time.Millisecond),
 			float64(rows)/time.Since(start).Seconds(), rdb.DBSize(ctx).Val())
 		for _, line := range strings.Split(rdb.Info(ctx, "commandstats").Val(), "\n") {
@@ -217,4 +229,32 @@ func BenchmarkEndToEndSnapshot(b *testing.B) {
 		b.ReportMetric(float64(rows)/elapsed.Seconds(), "keys/s")
 		rdb.Close()
 	}
+}
+
+// redisCPU is the CPU time redis-server has used (INFO cpu: main thread
+// and background threads, user and system).
+func redisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	var total float64
+	for _, line := range strings.Split(rdb.Info(context.Background(), "cpu").Val(), "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu %s: %v", line, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
