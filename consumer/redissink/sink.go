@@ -412,7 +412,10 @@ func (s *Sink) loadChunk(ctx context.Context, st *stagedBatch, expected string) 
 		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 			// The prefixed keys share one buffer, and a snapshot's one
 			// timestamp one decimal: fewer allocations per key.
-			keys := make([]byte, 0, len(st.ops)*(len(st.prefix)+len(st.ops[0].key)+8))
+			var keys []byte
+			if len(st.ops) > 0 {
+				keys = make([]byte, 0, len(st.ops)*(len(st.prefix)+len(st.ops[0].key)+8))
+			}
 			var ts uint64
 			var tsArg any
 			for i, o := range st.ops {
