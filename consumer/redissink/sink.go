@@ -124,8 +124,9 @@ type Sink struct {
 	// inflight receives the outcome of the snapshot chunk being loaded in
 	// the background (loadChunk), nil if none: loading one chunk while
 	// the consumer fetches the next overlaps the source and Redis. Every
-	// method but Stats waits for it first, so chunks land in order and
-	// the goroutine never outlives the Sink's use (Close waits too).
+	// method but Stats waits for it before it sends anything (Write
+	// converts its batch first), so chunks land in order and the
+	// goroutine never outlives the Sink's use (Close waits too).
 	inflight chan error
 
 	applied, stale, violations, generations, deleted atomic.Int64
