@@ -346,28 +346,24 @@ func (s *Session) bufferModify() bool {
 }
 
 // modifyInTx runs an UPDATE or DELETE of the table it in the transaction:
-// modify sees the table as of the transaction's read timestamp (chosen
-// at its first UPDATE or DELETE) together with the transaction's own
-// earlier writes to it, and its result is buffered for COMMIT with the
-// transaction's other writes. COMMIT checks that no other commit wrote
-// the table after the read timestamp (see Session.commit).
+// modify sees the table at the latest time, together with the
+// transaction's own earlier writes to it, and its result is buffered for
+// COMMIT with the transaction's other writes. The transaction's read
+// timestamp of a table is its first read of it: COMMIT fails if another
+// commit wrote the table after that (see Session.commit), so every read
+// the transaction made is what the table holds at the commit's time.
+// Reading each table at its latest time, rather than all at the first
+// read's, keeps a slow block readable: tables keep only RETAIN HISTORY
+// (default 1 s) of history.
 func (s *Session) modifyInTx(ctx context.Context, it *catalog.Item, modify func([]row.Update) ([]row.Update, error)) error {
-	if !s.txReadSet {
-		ts, err := s.c.storage.TxnReadTS(ctx)
-		if errors.Is(err, storage.ErrNoTxns) {
-			return errorf(codeFeatureNotSupp, "UPDATE and DELETE in transactions need the txns shard")
-		}
-		if err != nil {
-			return storageError(err)
-		}
-		s.txReadTS, s.txReadSet = ts, true
+	ts, err := s.c.storage.TxnReadTS(ctx)
+	if errors.Is(err, storage.ErrNoTxns) {
+		return errorf(codeFeatureNotSupp, "UPDATE and DELETE in transactions need the txns shard")
 	}
-	current, err := s.c.storage.ReadTableAt(ctx, it.Shard, s.txReadTS)
-	if errors.Is(err, persist.ErrSinceAdvanced) {
-		// The table compacted past the transaction's reads: it cannot be
-		// read consistently with them any more.
-		return errSerialization
+	if err != nil {
+		return storageError(err)
 	}
+	current, err := s.c.storage.ReadTableAt(ctx, it.Shard, ts)
 	if err != nil {
 		return mapPersistErr(err, it.Name)
 	}
@@ -391,7 +387,9 @@ func (s *Session) modifyInTx(ctx context.Context, it *catalog.Item, modify func(
 	if s.txRead == nil {
 		s.txRead = map[string]uint64{}
 	}
-	s.txRead[it.Shard] = s.txReadTS
+	if _, ok := s.txRead[it.Shard]; !ok {
+		s.txRead[it.Shard] = ts
+	}
 	return s.write(ctx, it, out)
 }
 

@@ -64,12 +64,10 @@ type Session struct {
 	// txMulti marks the implicit transaction of a multi-statement simple
 	// query: its UPDATEs and DELETEs are buffered too (see bufferModify).
 	txMulti bool
-	// txReadTS is the time the transaction's UPDATEs and DELETEs read
-	// tables at (valid once txReadSet), and txRead the shards they read:
-	// COMMIT fails if another commit wrote one of them after it.
-	txReadTS  uint64
-	txReadSet bool
-	txRead    map[string]uint64
+	// txRead maps the shards the transaction's UPDATEs and DELETEs read
+	// to the time of the first read: COMMIT fails if another commit
+	// wrote one of them after it.
+	txRead map[string]uint64
 	// txReads counts reads in the block (SUBSCRIBE must be the only one).
 	txReads     int
 	txSubscribe bool
@@ -330,7 +328,7 @@ func (s *Session) endTx() {
 	s.tx = txIdle
 	s.savedVars, s.savedOverridden, s.varsSaved = nil, nil, false
 	s.txWrites, s.txMulti = nil, false
-	s.txReadTS, s.txReadSet, s.txRead = 0, false, nil
+	s.txRead = nil
 	s.txReads, s.upReads = 0, 0
 	s.txSubscribe, s.upSubscribe = false, false
 	s.closeCursors()

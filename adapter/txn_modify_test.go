@@ -38,8 +38,7 @@ func wantTable(t *testing.T, c *pgx.Conn, q string, want ...string) {
 }
 
 // TestTxnModifySeesOwnWrites: an UPDATE or DELETE in a transaction block
-// sees the table as of the transaction plus the block's own earlier
-// writes, and nobody else sees any of it before COMMIT.
+// sees the table plus the block's own earlier writes, and nobody else sees any of it before COMMIT.
 func TestTxnModifySeesOwnWrites(t *testing.T) {
 	s := testserver.Start(t, testserver.Options{})
 	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
@@ -77,7 +76,7 @@ func TestTxnModifyRollback(t *testing.T) {
 
 // TestTxnModifyConflict: COMMIT fails with 40001, applying nothing, when
 // another commit wrote a table the block's UPDATE or DELETE read after
-// the transaction's read timestamp. A write to a table the block only
+// that read. A write to a table the block only
 // inserted into is no conflict.
 func TestTxnModifyConflict(t *testing.T) {
 	s := testserver.Start(t, testserver.Options{})
@@ -200,4 +199,24 @@ func TestTxnModifySubscribersSeeOneTimestamp(t *testing.T) {
 			t.Errorf("SUBSCRIBE %s (fast path %s) = %q, want %q", sb.table, sb.path, got, want)
 		}
 	}
+}
+
+// TestTxnModifySlowBlock: a block whose UPDATEs of two tables are far
+// apart, further than the second table keeps history (RETAIN HISTORY),
+// still commits: each table is read at its latest time, and only a write
+// after a table's first read fails COMMIT.
+func TestTxnModifySlowBlock(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{Tick: -1})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	mustExec(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)",
+		"ALTER TABLE b SET (RETAIN HISTORY FOR '1ms')", "INSERT INTO a VALUES (1)", "INSERT INTO b VALUES (1)")
+	mustExec(t, c, "BEGIN", "UPDATE a SET k = 2")
+	// b's since passes the time of a's read.
+	for range 3 {
+		time.Sleep(20 * time.Millisecond)
+		s.Coordinator.Tick(context.Background())
+	}
+	mustExec(t, c, "UPDATE b SET k = 2", "COMMIT")
+	wantTable(t, c, "SELECT * FROM a", "2")
+	wantTable(t, c, "SELECT * FROM b", "2")
 }

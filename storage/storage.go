@@ -367,7 +367,7 @@ func (s *Storage) AppendMulti(ctx context.Context, writes map[string][]row.Updat
 	return ts, nil
 }
 
-// TxnReadTS returns the read timestamp of a transaction that reads
+// TxnReadTS returns a read timestamp for a transaction that reads
 // tables to modify them (UPDATE and DELETE in a transaction block): the
 // latest time every table can be read at, one less than the txns shard's
 // progress. ErrNoTxns without txns, which has no way to check the reads
