@@ -67,7 +67,6 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 			}
 			s.tx = txBlock
 			s.savedVars = maps.Clone(s.vars)
-			s.savedOverridden = maps.Clone(s.overridden)
 			s.varsSaved = true
 			return command("BEGIN"), nil
 		}), nil
@@ -113,7 +112,7 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 		return execOnly(func(ctx context.Context) (pgwire.Result, error) {
 			if st.Target == "ALL" {
 				s.closeCursors()
-				s.vars, s.overridden = nil, nil
+				s.vars = nil
 			}
 			return command("DISCARD " + st.Target), nil
 		}), nil

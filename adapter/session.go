@@ -48,15 +48,12 @@ type Session struct {
 	// unsettled are records of results closed without an outcome (see
 	// settle).
 	unsettled []*stmtlog.Execution
-	vars      map[string]string
-	// overridden marks variables the session SET (system variables not in
-	// it follow ALTER SYSTEM).
-	overridden map[string]bool
-	// savedVars and savedOverridden are the variables at BEGIN, restored by
-	// ROLLBACK.
-	savedVars       map[string]string
-	savedOverridden map[string]bool
-	varsSaved       bool
+	// vars are the variables the session SET (or its startup packet did);
+	// system variables not in it follow ALTER SYSTEM.
+	vars map[string]string
+	// savedVars are the variables at BEGIN, restored by ROLLBACK.
+	savedVars map[string]string
+	varsSaved bool
 
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
@@ -94,7 +91,7 @@ type pendingWrite struct {
 }
 
 func newSession(c *Coordinator, info pgwire.ConnInfo) *Session {
-	// vars, overridden and cursors stay nil until used: most sessions (idle
+	// vars and cursors stay nil until used: most sessions (idle
 	// subscribers) never set a variable.
 	s := &Session{c: c, id: info.ProcessID, user: info.User, password: info.Password, sid: uuid.New()}
 	if s.id == 0 {
@@ -319,14 +316,14 @@ func (s *Session) commit(ctx context.Context) error {
 // rollback discards the transaction, including the SETs made in it.
 func (s *Session) rollback() {
 	if s.varsSaved {
-		s.vars, s.overridden = s.savedVars, s.savedOverridden
+		s.vars = s.savedVars
 	}
 	s.endTx()
 }
 
 func (s *Session) endTx() {
 	s.tx = txIdle
-	s.savedVars, s.savedOverridden, s.varsSaved = nil, nil, false
+	s.savedVars, s.varsSaved = nil, false
 	s.txWrites, s.txMulti = nil, false
 	s.txRead = nil
 	s.txReads, s.upReads = 0, 0

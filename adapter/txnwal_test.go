@@ -113,7 +113,10 @@ func TestTxnIdleTablesTickWithOneWrite(t *testing.T) {
 	c := connect(t, s)
 	const tables = 50
 	for i := range tables {
-		mustExec(t, c, fmt.Sprintf("CREATE TABLE t%d (n int)", i))
+		// No history window: the first tick moves each since to its cap,
+		// the table's physical upper, at once (with the default 1 s it
+		// would climb toward it over the ticks of that second).
+		mustExec(t, c, fmt.Sprintf("CREATE TABLE t%d (n int) WITH (RETAIN HISTORY FOR '0s')", i))
 	}
 	// Each table is read once, as a subscriber would at its start: that
 	// read may advance the table's shard once.
@@ -226,5 +229,43 @@ func TestTxnTailProcessSeesOneTimestamp(t *testing.T) {
 	}
 	if at["a"] != at["b"] {
 		t.Errorf("the transaction reached the tail's subscribers at %s in a and %s in b, want one timestamp", at["a"], at["b"])
+	}
+}
+
+// TestFreshTablesStartAtTheOracle: on a fresh txns shard, before any tick,
+// a new table's logical upper is the oracle's time, not a count of the
+// registrations before it (which would give a subscriber AS OF 3 and, a
+// tick later, a since an hour past it).
+func TestFreshTablesStartAtTheOracle(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{Tick: time.Hour})
+	c := connect(t, s)
+	before := uint64(time.Now().Add(-time.Minute).UnixMilli())
+	for i := range 3 {
+		execAll(t, c, fmt.Sprintf("CREATE TABLE fresh%d (a int8)", i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "DECLARE c CURSOR FOR SUBSCRIBE fresh2 WITH (PROGRESS, SNAPSHOT = false)"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, "FETCH 1 c", pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		t.Fatalf("no progress row: %v", rows.Err())
+	}
+	ts, err := strconv.ParseUint(string(rows.RawValues()[0]), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts < before {
+		t.Errorf("first progress of a fresh table at %d, want the oracle's time (≥ %d)", ts, before)
 	}
 }

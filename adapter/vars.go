@@ -63,7 +63,7 @@ func displayName(name string) string {
 // SYSTEM's for system variables, else the default.
 func (s *Session) getVar(name string) (string, bool) {
 	name = strings.ToLower(name)
-	if systemVars[name] && !s.overridden[name] {
+	if _, set := s.vars[name]; systemVars[name] && !set {
 		if v, ok := s.c.systemVar(name); ok {
 			return v, true
 		}
@@ -255,17 +255,12 @@ func (s *Session) planSet(ctx context.Context, st *sql.SetVariable) (*plan, erro
 func (s *Session) setVar(name, value string, reset bool) {
 	if reset {
 		delete(s.vars, name)
-		delete(s.overridden, name)
 		return
 	}
 	if s.vars == nil {
 		s.vars = map[string]string{}
 	}
-	if s.overridden == nil {
-		s.overridden = map[string]bool{}
-	}
 	s.vars[name] = value
-	s.overridden[name] = true
 }
 
 // paramStatus returns the ParameterStatus message for name if it is
@@ -286,7 +281,7 @@ func (s *Session) planReset(st *sql.ResetVariable) (*plan, error) {
 	}
 	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
 		if st.All {
-			for k := range s.overridden {
+			for k := range s.vars {
 				s.setVar(k, "", true)
 			}
 			return command("RESET"), nil

@@ -121,12 +121,12 @@ func TestBudgetStorm(t *testing.T) {
 }
 
 func TestParseScenarios(t *testing.T) {
-	for in, want := range map[string]string{"": "", "abc": "abc", "budget": "g", "a,budget": "ag", "f, g": "fg", "shapes": "h", "h,budget": "hg"} {
+	for in, want := range map[string]string{"": "", "abc": "abc", "budget": "g", "a,budget": "ag", "f, g": "fg", "shapes": "h", "h,budget": "hg", "feed": "i", "i,a": "ia"} {
 		if got, err := ParseScenarios(in); err != nil || got != want {
 			t.Errorf("ParseScenarios(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"i", "budgets", "a,x"} {
+	for _, in := range []string{"j", "budgets", "a,x"} {
 		if got, err := ParseScenarios(in); err == nil {
 			t.Errorf("ParseScenarios(%q) = %q, want an error", in, got)
 		}

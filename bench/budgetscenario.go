@@ -14,7 +14,7 @@ import (
 const ScenarioBudget = "g"
 
 // scenarioNames are the scenarios that also go by a name in --scenarios.
-var scenarioNames = map[string]string{"budget": ScenarioBudget, "shapes": ScenarioShapes}
+var scenarioNames = map[string]string{"budget": ScenarioBudget, "shapes": ScenarioShapes, "feed": ScenarioFeed}
 
 // BudgetCounterNames are the server counters (g) records: what the
 // budget's policy did, and what it cost the stalled subscribers.

@@ -73,6 +73,18 @@
 // row (or the history-loss error); TestBudgetStorm runs it scaled down in
 // process, sampling the budget's accounted total.
 //
+// # The HTTP change feed (i)
+//
+// Scenario i (--scenarios i or feed; sized by --feed-clients and
+// --feed-idle-clients) runs on each path's fresh server started with the
+// feed (ServerOptions.Feed): after 1,000 rows of the storms' view change,
+// FeedClients SSE clients (net/http, a Transport each) resume at once
+// with Last-Event-ID from before the changes, then as many take the
+// snapshot, each storm next to the same one over pgwire (COPY (SUBSCRIBE
+// ...)), all ending at UP TO; then FeedIdleClients idle SSE streams for
+// RSS per subscriber. The report gives p50/p95/storm time and the server's
+// CPU per client, SSE next to pgwire.
+//
 // WriteReport renders a Report as latest.md, latest.json and two plots
 // (statement-to-snapshot p95 and server CPU against N).
 package bench

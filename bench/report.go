@@ -96,7 +96,7 @@ type reportView struct {
 // with nothing measured writes nothing.
 var reportSections = []func(io.Writer, *reportView){
 	writeIntro, writeMachine, writeGoals,
-	writeStormSection, writeBigSection, writeLiveSection, writeSlowSection, writeMemorySection, writeProxyStormSection, writeBudgetSection, writeShapesSection,
+	writeStormSection, writeBigSection, writeLiveSection, writeSlowSection, writeMemorySection, writeFeedSection, writeProxyStormSection, writeBudgetSection, writeShapesSection,
 	writeProblems, writeSetupTimes,
 }
 
@@ -895,5 +895,6 @@ func checkGoals(r *Report) []Goal {
 		memv = fast.Memory.PerClientKB
 	}
 	add(fmt.Sprintf("fast path, RSS per idle subscriber (%s)", commas(r.Config.IdleClients)), "< 30 KiB", memv, kib, func(x float64) bool { return x < 30 })
+	feedGoals(r, add)
 	return goals
 }

@@ -39,6 +39,9 @@ type Server struct {
 	// Upstream is the --upstream it was started with: set for a tail
 	// process.
 	Upstream string
+	// FeedAddr is the HTTP change feed's address (HOST:PORT) when it was
+	// started with ServerOptions.Feed; else "".
+	FeedAddr string
 
 	dir  string
 	proc *childproc.Process
@@ -57,6 +60,10 @@ type ServerOptions struct {
 	// front of the role-all server at this pgwire address; it must share
 	// that server's Blob and Consensus.
 	Upstream string
+	// Feed serves the HTTP change feed on a free loopback port
+	// (Server.FeedAddr), with room for any number of streams; without it
+	// the feed is off, since several servers run at once.
+	Feed bool
 	// MemoryBudget, when positive, is --memory-budget in bytes; else the
 	// server's default.
 	MemoryBudget int64
@@ -96,8 +103,17 @@ func StartServer(ctx context.Context, bin string, opt ServerOptions) (*Server, e
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen", s.Addr,
 		"--http-listen", fmt.Sprintf("127.0.0.1:%d", hp),
-		"--feed-listen", "", // several servers run at once
 		"--subscribe-persist-fast-path=" + strconv.FormatBool(opt.FastPath)}
+	if opt.Feed {
+		fp, err := loopback.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s.FeedAddr = fmt.Sprintf("127.0.0.1:%d", fp)
+		args = append(args, "--feed-listen", s.FeedAddr, "--feed-max-connections", "1000000")
+	} else {
+		args = append(args, "--feed-listen", "")
+	}
 	if opt.Blob != "" {
 		args = append(args, "--blob", opt.Blob)
 	}

@@ -29,10 +29,12 @@ const (
 	ScenarioSlow   = "d" // slow-client isolation
 	ScenarioMemory = "e" // RSS per idle subscriber
 	ScenarioTail   = "f" // the storm through a tail process
+	ScenarioFeed   = "i" // the HTTP change feed's storms and idle streams
 )
 
-// scenarioLetters are every scenario, in run order.
-const scenarioLetters = "abcdefgh"
+// scenarioLetters are every scenario. (i) runs on each path after (h),
+// before (f).
+const scenarioLetters = "abcdefghi"
 
 // SuiteConfig configures `shardtail bench`. Zero fields take the full
 // run's defaults (or the quick run's, with Quick).
@@ -41,7 +43,7 @@ type SuiteConfig struct {
 	ServerBin string
 	// Quick runs a small version for smoke checks.
 	Quick bool
-	// Scenarios to run, letters a-h; empty: all. ParseScenarios reads
+	// Scenarios to run, letters a-i; empty: all. ParseScenarios reads
 	// names too.
 	Scenarios string
 	// Postgres runs the peer when its binaries are installed.
@@ -92,6 +94,10 @@ type SuiteConfig struct {
 	// ShapesSmallUsers the subscribers of its two live runs, under a
 	// writer of ShapesRate rows/s for LiveDuration.
 	ShapesClients, ShapesUsers, ShapesSmallUsers, ShapesRate int
+	// FeedClients are the size of (i)'s storms, after FeedChanges rows
+	// of the storms' view were updated; FeedIdleClients the idle SSE
+	// streams of its memory probe.
+	FeedClients, FeedChanges, FeedIdleClients int
 	// Timeout bounds each client (connect; statement to snapshot).
 	Timeout time.Duration
 	// MaxServerRSS aborts a storm whose server grows past it (a shared
@@ -130,6 +136,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 			LiveClients: 32, LiveRate: 50, LiveDuration: 3 * time.Second,
 			SlowClients: 20, SlowStalled: 2, SlowRate: 1000, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 			IdleClients: 200,
+			FeedClients: 64, FeedChanges: 1000, FeedIdleClients: 200,
 			TailClients: []int{64}, TailDataflowClients: 32, TailStorage: StorageS3,
 			BudgetReaders: 64, BudgetStalled: 32, BudgetCollections: 8, BudgetWriteBytes: 64 << 20, BudgetBytes: 32 << 20,
 			ShapesClients: 64, ShapesUsers: 200, ShapesSmallUsers: 20, ShapesRate: 100,
@@ -143,6 +150,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 		LiveClients: 1024, LiveRate: 100, LiveDuration: 15 * time.Second,
 		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 		IdleClients: 10_000,
+		FeedClients: 2048, FeedChanges: 1000, FeedIdleClients: 10_000,
 		TailClients: []int{256, 1024, 2048}, TailDataflowClients: 256, TailStorage: StorageS3,
 		BudgetReaders: 1000, BudgetStalled: 500, BudgetCollections: 8, BudgetWriteBytes: 2e9, BudgetBytes: 256 << 20,
 		ShapesClients: 2048, ShapesUsers: 10_000, ShapesSmallUsers: 100, ShapesRate: 1000,
@@ -168,11 +176,14 @@ func (c *SuiteConfig) Validate() error {
 	}
 	for _, r := range c.Scenarios {
 		if !strings.ContainsRune(scenarioLetters, r) {
-			return fmt.Errorf("%w: scenario %q (want letters a-h)", ErrConfig, r)
+			return fmt.Errorf("%w: scenario %q (want letters a-i)", ErrConfig, r)
 		}
 	}
 	if c.runs(ScenarioShapes) && (c.ShapesClients < 1 || c.ShapesUsers < 1 || c.ShapesSmallUsers < 1 || c.ShapesRate < 1) {
 		return fmt.Errorf("%w: ShapesClients, ShapesUsers, ShapesSmallUsers and ShapesRate must be positive", ErrConfig)
+	}
+	if c.runs(ScenarioFeed) && (c.FeedClients < 1 || c.FeedChanges < 1 || c.FeedChanges > c.SmallRows || c.FeedIdleClients < 0) {
+		return fmt.Errorf("%w: FeedClients and FeedChanges must be positive, FeedChanges at most SmallRows, FeedIdleClients not negative", ErrConfig)
 	}
 	if c.runs(ScenarioTail) {
 		switch {
@@ -195,8 +206,8 @@ func (c *SuiteConfig) Validate() error {
 	return nil
 }
 
-// ParseScenarios reads --scenarios: letters a-h, or comma-separated
-// letters and names ("budget" is g).
+// ParseScenarios reads --scenarios: letters a-i, or comma-separated
+// letters and names ("budget" is g, "feed" i).
 func ParseScenarios(s string) (string, error) {
 	var out strings.Builder
 	for _, f := range strings.Split(s, ",") {
@@ -206,7 +217,7 @@ func ParseScenarios(s string) (string, error) {
 		}
 		for _, r := range f {
 			if !strings.ContainsRune(scenarioLetters, r) {
-				return "", fmt.Errorf("%w: scenario %q (want letters a-h, budget or shapes)", ErrConfig, f)
+				return "", fmt.Errorf("%w: scenario %q (want letters a-i, budget, shapes or feed)", ErrConfig, f)
 			}
 		}
 		out.WriteString(f)
@@ -259,6 +270,8 @@ type PathResults struct {
 	MemoryRuns []*MemoryResult `json:"memory_runs,omitempty"`
 	// Shapes (h).
 	Shapes *ShapesResult `json:"shapes,omitempty"`
+	// Feed (i): the HTTP change feed next to pgwire.
+	Feed *FeedResult `json:"feed,omitempty"`
 	// Problems are failures observed on this path: scenario errors, a
 	// server that exited.
 	Problems []string `json:"problems,omitempty"`
@@ -477,7 +490,7 @@ func (s *serverSession) ensure(ctx context.Context, data ...string) (*Server, er
 	}
 	if s.srv == nil {
 		s.cfg.Status.Set(s.pr.Path+": starting server", nil)
-		srv, err := StartServer(ctx, s.cfg.ServerBin, ServerOptions{FastPath: s.fast})
+		srv, err := StartServer(ctx, s.cfg.ServerBin, ServerOptions{FastPath: s.fast, Feed: s.cfg.runs(ScenarioFeed)})
 		if err != nil {
 			return nil, err
 		}
@@ -766,6 +779,21 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 				return err
 			}
 			return runShapes(ctx, cfg, srv, pr, label)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.runs(ScenarioFeed) {
+		// A fresh server, as for (e): its idle streams' RSS is measured.
+		ss.close()
+		err := step("(i)", viewSmall, func(srv *Server) error {
+			if _, err := ss.ensure(ctx, tableIdle); err != nil {
+				return err
+			}
+			fr, err := runFeed(ctx, cfg, srv, label("(i) the HTTP feed"))
+			pr.Feed = fr
+			return err
 		})
 		if err != nil {
 			return err

@@ -2,23 +2,21 @@ package feed_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/feed"
+	"github.com/shardtail/shardtail/internal/testsupport/testcert"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
@@ -159,7 +157,7 @@ func TestLimitsAndCORS(t *testing.T) {
 // TestHTTP2OverTLS: with a TLS certificate the feed speaks HTTP/2, and
 // several streams share one connection.
 func TestHTTP2OverTLS(t *testing.T) {
-	cfg, pool := selfSignedTLS(t)
+	cfg, pool := testcert.SelfSigned(t)
 	srv := start(t, testserver.Options{PGWire: pgwire.Config{TLSConfig: cfg}})
 	c := connect(t, srv)
 	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (7)")
@@ -198,33 +196,66 @@ func TestHTTP2OverTLS(t *testing.T) {
 	}
 }
 
-// selfSignedTLS returns a server config with a certificate for 127.0.0.1
-// and the pool that trusts it.
-func selfSignedTLS(t *testing.T) (*tls.Config, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
+// TestAuthThrottleShared: failed HTTP Basic logins are throttled by
+// address with the same throttle as pgwire's: after pgwire's free
+// failures, a burst of wrong feed passwords from the same address waits,
+// and the part of it that would wait too long gets 429 (28000) at once.
+// With a throttle of the feed's own, the burst's first five would be free
+// and none would get 429.
+func TestAuthThrottleShared(t *testing.T) {
+	blob, cons := blobmem.New(), consmem.New()
+	boot := testserver.Start(t, testserver.Options{Blob: blob, Consensus: cons})
+	execAll(t, connect(t, boot), "CREATE TABLE t (a int)", "CREATE ROLE alice LOGIN PASSWORD 'secret'", "GRANT SELECT ON t TO alice")
+	boot.Stop()
+	srv := start(t, testserver.Options{Blob: blob, Consensus: cons, Adapter: func(c *adapter.Config) { c.RequirePassword = true }})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range pgwire.DefaultAuthThrottleFree {
+		c, err := pgconn.Connect(ctx, "postgres://alice:wrong@"+srv.Addr+"/materialize?sslmode=disable")
+		if err == nil {
+			c.Close(ctx)
+			t.Fatal("pgwire login with a wrong password succeeded")
+		}
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "shardtail feed test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		IsCA:         true, BasicConstraintsValid: true,
+	// Delays 100 ms, 200 ms, ... 5 s queue up: the seventh attempt would
+	// wait past the feed's 10 s and is refused at once.
+	burst, cut := context.WithCancel(ctx)
+	defer cut()
+	url := "http://" + srv.FeedAddr + "/v1/subscribe/t?live=false"
+	type answer struct {
+		status int
+		code   string
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
+	answers := make(chan answer, 8)
+	for range 8 {
+		go func() {
+			req, _ := http.NewRequestWithContext(burst, "GET", url, nil)
+			req.SetBasicAuth("alice", "wrong")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{} // cancelled while waiting
+				return
+			}
+			defer resp.Body.Close()
+			var body struct{ Code string }
+			json.NewDecoder(resp.Body).Decode(&body)
+			answers <- answer{resp.StatusCode, body.Code}
+		}()
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
+	var got []answer
+	for range 8 {
+		a := <-answers
+		got = append(got, a)
+		if a.status == http.StatusTooManyRequests {
+			cut() // the rest need not wait out their delays
+		}
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, pool
+	if !slices.Contains(got, answer{http.StatusTooManyRequests, "28000"}) {
+		t.Errorf("answers %v, want a 429 with 28000 among them", got)
+	}
+	for _, a := range got {
+		if a.status == http.StatusOK {
+			t.Errorf("answers %v: a wrong password was accepted", got)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/pgwire"
 )
 
 // Defaults of Config's zero fields.
@@ -26,6 +27,14 @@ const (
 	DefaultWriteTimeout = 30 * time.Second
 	// DefaultMaxConnections is the most streams at once.
 	DefaultMaxConnections = 10000
+	// DefaultMaxSnapshotBytes bounds a ?live=false answer, which is held
+	// whole until its frontier is known: subscribe_max_buffered_bytes's
+	// default, what a subscriber may have queued.
+	DefaultMaxSnapshotBytes = 128 << 20
+	// DefaultMaxHeldBytes bounds the rows a stream of several collections
+	// holds for a collection ahead of a lagging one: as
+	// subscribe_max_buffered_bytes's default bounds a subscriber's queue.
+	DefaultMaxHeldBytes = 128 << 20
 )
 
 // Config configures the feed. The zero value serves with the defaults
@@ -42,6 +51,16 @@ type Config struct {
 	// MaxConnections is the most streams at once; past it a request gets
 	// 503 with SQLSTATE 53300.
 	MaxConnections int
+	// MaxSnapshotBytes bounds the JSON of a ?live=false answer, held
+	// whole until its frontier (a header) is known: past it, or when the
+	// memory budget is over its limit while it grows, the request gets
+	// 503 with SQLSTATE 53200, and the client streams instead.
+	MaxSnapshotBytes int64
+	// MaxHeldBytes bounds the rows a stream of several collections holds
+	// until every collection's frontier passes them: past it, the stream
+	// ends with event: reset (53200), as a subscriber past its budget on
+	// the dataflow path does (a ?live=false answer gets 503).
+	MaxHeldBytes int64
 	// Heartbeat, Retry and WriteTimeout: see the defaults.
 	Heartbeat    time.Duration
 	Retry        time.Duration
@@ -55,13 +74,18 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Log receives the feed's log lines; nil means slog.Default().
 	Log *slog.Logger
+	// Throttle slows password guessing from one address, as pgwire's
+	// AuthThrottle does; the server passes pgwire's own, so that an
+	// address guesses no faster over both. nil: a throttle of the feed's
+	// own, with pgwire's defaults.
+	Throttle *pgwire.Throttle
 }
 
 // Validate reports the first field that is wrong, and why.
 func (c *Config) Validate() error {
 	switch {
-	case c.MaxConnections < 0:
-		return errors.New("feed config: MaxConnections must not be negative (0 is the default)")
+	case c.MaxConnections < 0, c.MaxSnapshotBytes < 0, c.MaxHeldBytes < 0:
+		return errors.New("feed config: MaxConnections, MaxSnapshotBytes and MaxHeldBytes must not be negative (0 is the default)")
 	case c.Heartbeat < 0, c.Retry < 0, c.WriteTimeout < 0:
 		return errors.New("feed config: Heartbeat, Retry and WriteTimeout must not be negative (0 is the default)")
 	}
@@ -72,6 +96,12 @@ func (c *Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxSnapshotBytes == 0 {
+		c.MaxSnapshotBytes = DefaultMaxSnapshotBytes
+	}
+	if c.MaxHeldBytes == 0 {
+		c.MaxHeldBytes = DefaultMaxHeldBytes
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = DefaultHeartbeat
@@ -84,6 +114,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
+	}
+	if c.Throttle == nil {
+		c.Throttle = pgwire.NewThrottle(pgwire.AuthThrottle{}, c.Log)
 	}
 	return c
 }

@@ -32,7 +32,10 @@
 // announces progress at the least frontier: a progress event at F closes
 // every collection below F. Its rows name their collection
 // ("mz_collection":"a"); it takes no shape parameters. A collection far
-// ahead of a lagging one is held in the stream's memory (holder "feed").
+// ahead of a lagging one is held in the stream's memory (holder "feed"),
+// up to Config.MaxHeldBytes (128 MiB, as subscribe_max_buffered_bytes):
+// past it the stream ends with event: reset (53200), a ?live=false answer
+// with 503.
 //
 // # Events
 //
@@ -58,7 +61,9 @@
 // infinities as null, timestamps as Postgres text). Rows are JSON-encoded
 // once per output shape and the bytes shared by every subscriber of it
 // (formatter.Wire over the fast path's shared rows), as pgwire's DataRows
-// are.
+// are, each followed by its separator (',' or a newline), so that a shared
+// snapshot piece is written to every stream from those bytes
+// (formatter.Runs), not framed again per subscriber.
 //
 // Only progress events carry an id, and a progress event at F means every
 // row below F was sent. A client applies rows when the progress event
@@ -79,7 +84,10 @@
 // {"reset":true,"code":...,"error":...} and {"code":...,"error":...}.
 // ?live=false answers with the snapshot as one JSON array and its
 // frontier in the Shardtail-Frontier header; ?after=<it> streams the
-// rest.
+// rest. Since the header comes first, the answer is held whole: past
+// Config.MaxSnapshotBytes (128 MiB), or growing while the memory budget is
+// over its limit, it fails with 503 (53200) and the client streams
+// instead.
 //
 // # Authentication and limits
 //
@@ -87,7 +95,10 @@
 // as pgwire checks it), over TLS when the server has --tls-cert (HTTP/2
 // then, so that a page holds many streams on one connection). A request
 // without credentials is the default role, which needs no password unless
-// the server requires them. Privileges are those of SUBSCRIBE. Errors
+// the server requires them. Failed password logins are throttled by
+// address with pgwire's throttle (pgwire.AuthThrottle; one per process,
+// so an address guesses no faster over both transports): an attempt that
+// would wait past 10 s gets 429 (28000). Privileges are those of SUBSCRIBE. Errors
 // before streaming are JSON bodies naming the SQLSTATE with a fitting
 // status (401, 403, 404, 400, 503). Past Config.MaxConnections streams a
 // request gets 503 (53300). Config.CORSOrigins lists the origins whose

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -39,6 +40,10 @@ func toErrorBody(err error) *errorBody {
 	switch {
 	case errors.Is(err, ErrBadParameter):
 		return &errorBody{status: http.StatusBadRequest, Code: "22023", Msg: err.Error()}
+	case errors.Is(err, pgwire.ErrAuthThrottled):
+		return &errorBody{status: http.StatusTooManyRequests, Code: pgwire.ErrAuthThrottled.SQLState(), Msg: err.Error()}
+	case errors.Is(err, ErrSnapshotTooLarge):
+		return &errorBody{status: http.StatusServiceUnavailable, Code: "53200", Msg: err.Error()}
 	case errors.Is(err, ErrTooManyConnections):
 		return &errorBody{status: http.StatusServiceUnavailable, Code: "53300", Msg: err.Error()}
 	case errors.As(err, &coded):

@@ -9,3 +9,8 @@ var ErrBadParameter = errors.New("bad request")
 // ErrTooManyConnections is a request past Config.MaxConnections (503,
 // SQLSTATE 53300).
 var ErrTooManyConnections = errors.New("too many feed connections")
+
+// ErrSnapshotTooLarge is a ?live=false answer past Config.MaxSnapshotBytes,
+// or growing while the memory budget is over its limit (503, SQLSTATE
+// 53200): the client should stream the collection instead.
+var ErrSnapshotTooLarge = errors.New("the snapshot is too large to answer as one document; stream it instead (without live=false)")

@@ -3,6 +3,7 @@ package feed_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -371,4 +372,82 @@ func TestTailProcess(t *testing.T) {
 	execAll(t, c, "INSERT INTO t VALUES (2)")
 	waitFor(t, r, m, func(ev event) bool { return ev.Name == "progress" && len(m) == 2 })
 	wantModel(t, m, `{"a":1} x1`, `{"a":2} x1`)
+}
+
+// TestLargeSnapshot: a snapshot far over one write (its rows written from
+// the shared encoding, not copied per stream) arrives whole and well
+// framed over SSE, NDJSON and live=false, to two streams at once.
+func TestLargeSnapshot(t *testing.T) {
+	const n = 3000
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("(%d, 'row %d')", i+1, i+1)
+	}
+	execAll(t, c, "CREATE TABLE t (a int, b text)", "INSERT INTO t VALUES "+strings.Join(values, ", "))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe/t"
+	want := model{}
+	for i := 1; i <= n; i++ {
+		want[fmt.Sprintf(`{"a":%d,"b":"row %d"}`, i, i)] = 1
+	}
+	for i := range 2 {
+		m := model{}
+		waitFor(t, newSSEReader(get(t, ctx, base).Body), m, func(ev event) bool { return ev.Name == "progress" })
+		if got, want := m.String(), want.String(); got != want {
+			t.Fatalf("SSE stream %d: %d rows, want %d", i, len(m), n)
+		}
+	}
+	m := model{}
+	lines := bufioLines(get(t, ctx, base, "Accept", "application/x-ndjson").Body)
+	for line := range lines {
+		if strings.HasPrefix(line, `{"frontier"`) {
+			break
+		}
+		m.apply(t, "["+line+"]")
+	}
+	if got, want := m.String(), want.String(); got != want {
+		t.Fatalf("NDJSON: %d rows, want %d", len(m), n)
+	}
+	body, err := io.ReadAll(get(t, ctx, base+"?live=false").Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = model{}
+	m.apply(t, string(body))
+	if got, want := m.String(), want.String(); got != want {
+		t.Fatalf("live=false: %d rows, want %d", len(m), n)
+	}
+}
+
+// TestSnapshotBound: a ?live=false answer, held whole until its frontier
+// is known, fails with 503 (53200) past Config.MaxSnapshotBytes, for one
+// collection and for several, and is answered below it.
+func TestSnapshotBound(t *testing.T) {
+	srv := start(t, testserver.Options{Feed: feed.Config{MaxSnapshotBytes: 4 << 10}})
+	c := connect(t, srv)
+	values := make([]string, 200)
+	for i := range values {
+		values[i] = fmt.Sprintf("(%d, '%s')", i, strings.Repeat("x", 40))
+	}
+	execAll(t, c, "CREATE TABLE big (a int, b text)", "INSERT INTO big VALUES "+strings.Join(values, ", "),
+		"CREATE TABLE small (a int)", "INSERT INTO small VALUES (1)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe"
+	for _, tc := range []struct {
+		url    string
+		status int
+		code   string
+	}{
+		{base + "/big?live=false", 503, "53200"},
+		{base + "?collection=big&collection=small&live=false", 503, "53200"},
+		{base + "/small?live=false", 200, ""},
+	} {
+		if got, code, _ := status(t, ctx, http.DefaultClient, tc.url, "", ""); got != tc.status || code != tc.code {
+			t.Errorf("%s: status %d code %q, want %d %q", tc.url, got, code, tc.status, tc.code)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package feed
 
 import (
-	"slices"
 	"strconv"
 	"time"
 )
@@ -13,8 +12,13 @@ type framing interface {
 	contentType() string
 	// open is what the response starts with.
 	open(buf []byte) []byte
-	// rows frames data rows, each msgs[i] one JSON object.
-	rows(buf []byte, msgs [][]byte) []byte
+	// sep follows each row object (jsonWire); a rows event is
+	// rowsOpen, the objects, rowsClose, with the last object's sep left
+	// out when trimLast.
+	sep() byte
+	trimLast() bool
+	rowsOpen(buf []byte) []byte
+	rowsClose(buf []byte) []byte
 	// progress frames a closed timestamp: no more rows below frontier.
 	progress(buf []byte, frontier uint64) []byte
 	// reset tells the client its position is no longer in history.
@@ -50,23 +54,10 @@ func (f sseFraming) open(buf []byte) []byte {
 	return append(buf, "\n\n"...)
 }
 
-func (sseFraming) rows(buf []byte, msgs [][]byte) []byte {
-	// One growth for the whole event, not a doubling per few rows: a
-	// snapshot piece is thousands of rows.
-	n := len("event: rows\ndata: []\n\n")
-	for _, m := range msgs {
-		n += len(m) + 1
-	}
-	buf = slices.Grow(buf, n)
-	buf = append(buf, "event: rows\ndata: ["...)
-	for i, m := range msgs {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, m...)
-	}
-	return append(buf, "]\n\n"...)
-}
+func (sseFraming) sep() byte                   { return ',' }
+func (sseFraming) trimLast() bool              { return true }
+func (sseFraming) rowsOpen(buf []byte) []byte  { return append(buf, "event: rows\ndata: ["...) }
+func (sseFraming) rowsClose(buf []byte) []byte { return append(buf, "]\n\n"...) }
 
 func (sseFraming) progress(buf []byte, frontier uint64) []byte {
 	buf = append(buf, "event: progress\nid: "...)
@@ -103,12 +94,10 @@ func (ndjsonFraming) contentType() string { return "application/x-ndjson" }
 
 func (ndjsonFraming) open(buf []byte) []byte { return buf }
 
-func (ndjsonFraming) rows(buf []byte, msgs [][]byte) []byte {
-	for _, m := range msgs {
-		buf = append(append(buf, m...), '\n')
-	}
-	return buf
-}
+func (ndjsonFraming) sep() byte                   { return '\n' }
+func (ndjsonFraming) trimLast() bool              { return false }
+func (ndjsonFraming) rowsOpen(buf []byte) []byte  { return buf }
+func (ndjsonFraming) rowsClose(buf []byte) []byte { return buf }
 
 func (ndjsonFraming) progress(buf []byte, frontier uint64) []byte {
 	return append(appendFrontier(buf, frontier), '\n')

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/formatter"
@@ -134,6 +135,16 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// authThrottleWait is the longest a password attempt waits for the
+// throttle; one that would wait longer gets 429 at once.
+const authThrottleWait = 10 * time.Second
+
+// errPasswordFailed is the answer to a missing or wrong password, and to
+// an unknown role.
+func errPasswordFailed(user string) error {
+	return pgwire.Errorf("28P01", "password authentication failed for user \"%s\"", user)
+}
+
 // authenticate returns the request's role: HTTP Basic, checked against
 // the role's SCRAM verifier when it has a password (Role says so) and the
 // feed does not trust, or the default role without credentials.
@@ -153,10 +164,21 @@ func (h *Handler) authenticate(r *http.Request) (string, error) {
 		}
 		return user, nil
 	}
+	if !basic {
+		return "", errPasswordFailed(user)
+	}
+	// Password attempts are throttled by address, as over pgwire (with
+	// which the server shares the throttle).
+	end, err := h.cfg.Throttle.Attempt(r.Context(), pgwire.ThrottleKey(r.RemoteAddr), time.Now().Add(authThrottleWait))
+	if err != nil {
+		return "", err
+	}
 	// The same answer for an unknown role and a wrong password: the
 	// client learns nothing about which roles exist.
-	if !basic || unknown || !pgwire.VerifyPassword(role.Verifier, password) {
-		return "", pgwire.Errorf("28P01", "password authentication failed for user \"%s\"", user)
+	ok := !unknown && pgwire.VerifyPassword(role.Verifier, password)
+	end(!ok)
+	if !ok {
+		return "", errPasswordFailed(user)
 	}
 	return user, nil
 }
@@ -261,19 +283,37 @@ func (s *stream) open(ctx context.Context, user string, tr transport, req *reque
 	if s.sub, err = s.h.coord.Subscribe(ctx, user, tr.String(), st); err != nil {
 		return err
 	}
-	s.wire = newJSONWire(s.sub.Columns(), "")
+	s.wire = newJSONWire(s.sub.Columns(), "", s.f.sep())
 	return nil
 }
 
 // finishSnapshot answers ?live=false with the array in buf, closed at
 // frontier.
 func (s *stream) finishSnapshot(frontier uint64) {
+	// Every object is followed by a comma: the last one's is the end.
+	if s.buf[len(s.buf)-1] == ',' {
+		s.buf = s.buf[:len(s.buf)-1]
+	}
 	s.buf = append(s.buf, "]\n"...)
 	s.w.Header().Set("Content-Type", "application/json")
 	s.w.Header().Set(FrontierHeader, strconv.FormatUint(frontier, 10))
 	s.charge(false)
 	n, _ := s.w.Write(s.buf)
 	s.sent += int64(n)
+}
+
+// chargeSnapshot charges a ?live=false answer's buffer and fails it once
+// it passes Config.MaxSnapshotBytes, or grows while the memory budget is
+// over its limit: it is held whole, and a stream would not be.
+func (s *stream) chargeSnapshot() error {
+	s.charge(false)
+	if int64(len(s.buf)) > s.h.cfg.MaxSnapshotBytes {
+		return fmt.Errorf("%w: over %d bytes", ErrSnapshotTooLarge, s.h.cfg.MaxSnapshotBytes)
+	}
+	if s.h.cfg.Budget.Over() {
+		return fmt.Errorf("%w: the server's memory budget is over its limit", ErrSnapshotTooLarge)
+	}
+	return nil
 }
 
 // startStream sends a stream's headers.
@@ -290,7 +330,6 @@ func startStream(w http.ResponseWriter, f framing) {
 func (s *stream) snapshot(ctx context.Context) error {
 	defer s.charge(true)
 	s.buf = append(s.buf, '[')
-	first := true
 	var steps []step
 	for {
 		rows, err := s.sub.Next(ctx, 0)
@@ -303,14 +342,12 @@ func (s *stream) snapshot(ctx context.Context) error {
 				s.finishSnapshot(st.progress)
 				return nil
 			}
-			for _, m := range formatter.Messages(s.wire, st.rows, &s.enc) {
-				if !first {
-					s.buf = append(s.buf, ',')
-				}
-				first = false
-				s.buf = append(s.buf, m...)
+			for _, r := range formatter.Runs(s.wire, st.rows, &s.enc) {
+				s.buf = append(s.buf, r...)
 			}
 		}
-		s.charge(false)
+		if err := s.chargeSnapshot(); err != nil {
+			return err
+		}
 	}
 }

@@ -15,9 +15,13 @@ import (
 // mz_timestamp is a string (a uint64 does not fit a JavaScript double),
 // mz_diff a number, mz_state a string, and every relation column what
 // pgrepr.AppendJSONValue makes of it. mz_progressed is left out: progress
-// travels as its own event. It implements formatter.Wire, so rows shared
-// by the subscribers of one shape (the fast path) are encoded once for all
-// of them, as pgwire's DataRows are.
+// travels as its own event. Each object is followed by its framing's
+// separator (',' in an SSE event's array, '\n' in NDJSON), so that the
+// objects of a run of rows, back to back, are the bytes the client gets
+// (formatter.Runs). It implements formatter.Wire, so rows shared by the
+// subscribers of one shape (the fast path) are encoded once for all of
+// them, as pgwire's DataRows are, and a snapshot piece is written to every
+// subscriber from those bytes.
 type jsonWire struct {
 	// open starts an object: {"mz_timestamp":" or, in a stream of several
 	// collections, {"mz_collection":"a","mz_timestamp":".
@@ -27,18 +31,19 @@ type jsonWire struct {
 	// punctuation: `,"mz_diff":`, `,"id":`.
 	keys  [][]byte
 	types []formatter.ColType
+	sep   byte // after each object
 }
 
 // newJSONWire returns the wire of a shape's output columns (mz_timestamp
 // first, mz_progressed second when present). collection, when not "",
 // names the collection in every object (mz_collection), for a stream of
-// several.
-func newJSONWire(cols []formatter.Column, collection string) *jsonWire {
-	w := &jsonWire{open: []byte(`{"mz_timestamp":"`), key: "json"}
+// several. sep follows each object.
+func newJSONWire(cols []formatter.Column, collection string, sep byte) *jsonWire {
+	w := &jsonWire{open: []byte(`{"mz_timestamp":"`), key: "json" + string(sep), sep: sep}
 	if collection != "" {
 		w.open = pgrepr.AppendJSONValue([]byte(`{"mz_collection":`), row.TypeText, collection)
 		w.open = append(w.open, `,"mz_timestamp":"`...)
-		w.key = "json mz_collection=" + collection
+		w.key += " mz_collection=" + collection
 	}
 	for _, c := range cols[1:] {
 		if c.Type.Meta == formatter.MetaProgress {
@@ -51,11 +56,13 @@ func newJSONWire(cols []formatter.Column, collection string) *jsonWire {
 	return w
 }
 
-// Key implements formatter.Wire. A shape has one JSON encoding, and one
-// more per stream of several collections it is part of.
+// Key implements formatter.Wire. A shape has a JSON encoding per
+// separator, and one more per stream of several collections it is part
+// of.
 func (w *jsonWire) Key() string { return w.key }
 
-// AppendMessage implements formatter.Wire: it appends r's object.
+// AppendMessage implements formatter.Wire: it appends r's object and the
+// separator.
 func (w *jsonWire) AppendMessage(buf []byte, r formatter.Row) []byte {
 	buf = append(buf, w.open...)
 	buf = strconv.AppendUint(buf, r.Time, 10)
@@ -75,5 +82,5 @@ func (w *jsonWire) AppendMessage(buf []byte, r formatter.Row) []byte {
 			buf = pgrepr.AppendJSONValue(buf, t.RelType(), d)
 		}
 	}
-	return append(buf, '}')
+	return append(buf, '}', w.sep)
 }

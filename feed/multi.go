@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/pgwire"
 )
 
 // source is one collection of a stream of several (GET
@@ -19,8 +20,10 @@ type source struct {
 	name string
 	sub  *adapter.Subscription
 	wire *jsonWire
-	// rows are data rows received and not yet sent, in time order.
+	// rows are data rows received and not yet sent, in time order; held
+	// is their formatter.Row.Size.
 	rows []formatter.Row
+	held int64
 	// frontier is the collection's last progress row; done is set at UP
 	// TO.
 	frontier uint64
@@ -58,7 +61,7 @@ func (s *stream) openSources(ctx context.Context, user string, tr transport, req
 			}
 			if len(rows) > 0 {
 				// The rest waits to be ingested when the stream runs.
-				return &source{name: name, sub: sub, wire: newJSONWire(sub.Columns(), name),
+				return &source{name: name, sub: sub, wire: newJSONWire(sub.Columns(), name, s.f.sep()),
 					frontier: rows[0].Time, rows: rows[1:]}, nil
 			}
 		}
@@ -132,8 +135,11 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 			}
 		}()
 		pending := src.rows
-		src.rows = nil
+		src.rows, src.held = nil, 0
 		s.ingest(src, pending)
+	}
+	if over, err := s.overHeld(snapshot); over {
+		return err
 	}
 	if snapshot {
 		s.buf = append(s.buf, '[')
@@ -148,7 +154,7 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 	defer heartbeat.Stop()
 	for {
 		if !s.emitMerged(snapshot) {
-			return nil
+			return s.snapErr
 		}
 		if snapshot && s.pos.closed > at {
 			s.finishSnapshot(s.pos.closed)
@@ -168,6 +174,9 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 			switch {
 			case b.err == nil:
 				s.ingest(b.src, b.rows)
+				if over, err := s.overHeld(snapshot); over {
+					return err
+				}
 			case errors.Is(b.err, io.EOF):
 				b.src.done, b.src.frontier = true, s.upTo
 			case ctx.Err() != nil:
@@ -197,8 +206,39 @@ func (s *stream) ingest(src *source, rows []formatter.Row) {
 			src.frontier = max(src.frontier, r.Time)
 		case r.Time >= s.pos.minRow:
 			src.rows = append(src.rows, r)
+			src.held += r.Size()
+			s.held += r.Size()
 		}
 	}
+}
+
+// overHeld ends the stream when it holds more than Config.MaxHeldBytes
+// of rows: with event: reset (53200), as a subscriber past its budget, or
+// for a ?live=false answer with the error to answer.
+func (s *stream) overHeld(snapshot bool) (bool, error) {
+	if s.held <= s.h.cfg.MaxHeldBytes {
+		return false, nil
+	}
+	err := pgwire.Errorf("53200", "the stream held over %d bytes of collections ahead of a lagging one (%s); reconnect without Last-Event-ID",
+		s.h.cfg.MaxHeldBytes, s.lagging())
+	if snapshot {
+		return true, err
+	}
+	s.h.metrics.resets.Inc()
+	s.buf = s.f.reset(s.buf, toErrorBody(err))
+	s.write()
+	return true, nil
+}
+
+// lagging names the collection with the least frontier, for errors.
+func (s *stream) lagging() string {
+	slow := s.srcs[0]
+	for _, src := range s.srcs[1:] {
+		if src.frontier < slow.frontier {
+			slow = src
+		}
+	}
+	return slow.name
 }
 
 // emitMerged sends the rows below the collections' common frontier and a
@@ -215,8 +255,6 @@ func (s *stream) emitMerged(snapshot bool) bool {
 	if frontier <= s.pos.closed && !done {
 		return true
 	}
-	first := len(s.buf) == 1 // snapshot: just "["
-	var msgs [][]byte
 	for _, src := range s.srcs {
 		n := 0
 		for n < len(src.rows) && src.rows[n].Time < frontier {
@@ -225,20 +263,18 @@ func (s *stream) emitMerged(snapshot bool) bool {
 		if n == 0 {
 			continue
 		}
-		for _, m := range formatter.Messages(src.wire, src.rows[:n], &s.enc) {
-			if snapshot {
-				if !first {
-					s.buf = append(s.buf, ',')
-				}
-				first = false
-				s.buf = append(s.buf, m...)
-			} else {
-				msgs = append(msgs, m) // copied into buf below, before enc is reused
+		runs := formatter.Runs(src.wire, src.rows[:n], &s.enc)
+		switch {
+		case snapshot:
+			for _, r := range runs {
+				s.buf = append(s.buf, r...)
 			}
+		case !s.rows(runs):
+			return false
 		}
-		if !snapshot {
-			s.buf = s.f.rows(s.buf, msgs)
-			msgs = msgs[:0]
+		for _, r := range src.rows[:n] {
+			src.held -= r.Size()
+			s.held -= r.Size()
 		}
 		src.rows = src.rows[n:]
 	}
@@ -249,7 +285,9 @@ func (s *stream) emitMerged(snapshot bool) bool {
 		}
 	}
 	if snapshot {
-		s.charge(false)
+		if s.snapErr = s.chargeSnapshot(); s.snapErr != nil {
+			return false
+		}
 		return true
 	}
 	if done {

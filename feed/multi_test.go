@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
@@ -105,5 +107,30 @@ func TestMultiCollectionErrors(t *testing.T) {
 		if resp.StatusCode != tc.status || body.Code != tc.code {
 			t.Errorf("%s: %d %s, want %d %s", tc.query, resp.StatusCode, body.Code, tc.status, tc.code)
 		}
+	}
+}
+
+// TestMultiHeldBound: a stream of several collections holds rows until
+// every collection's frontier passes them, up to Config.MaxHeldBytes:
+// past it the stream ends with event: reset (53200), and a ?live=false
+// answer with 503 (53200). (A bound of one byte is passed by any row.)
+func TestMultiHeldBound(t *testing.T) {
+	srv := start(t, testserver.Options{Feed: feed.Config{MaxHeldBytes: 1}})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)", "INSERT INTO a VALUES (1)", "INSERT INTO b VALUES (2)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr + "/v1/subscribe?collection=a&collection=b"
+	ev := waitFor(t, newSSEReader(get(t, ctx, base).Body), nil, func(ev event) bool { return ev.Name == "reset" || ev.Name == "rows" })
+	var body struct{ Code string }
+	if err := json.Unmarshal([]byte(ev.Data), &body); ev.Name != "reset" || err != nil || body.Code != "53200" {
+		t.Errorf("got event %q %s, want reset with 53200", ev.Name, ev.Data)
+	}
+	if got, code, _ := status(t, ctx, http.DefaultClient, base+"&live=false", "", ""); got != 503 || code != "53200" {
+		t.Errorf("live=false: status %d code %q, want 503 53200", got, code)
+	}
+	// One collection holds nothing: the bound does not apply.
+	if got, code, _ := status(t, ctx, http.DefaultClient, "http://"+srv.FeedAddr+"/v1/subscribe/a?live=false", "", ""); got != 200 {
+		t.Errorf("one collection, live=false: status %d code %q, want 200", got, code)
 	}
 }

@@ -94,6 +94,13 @@ type stream struct {
 	// memory holder.
 	charged int64
 	sent    int64
+	// held is the rows a stream of several collections holds until every
+	// collection's frontier passes them (formatter.Row.Size), charged with
+	// the buffers and bounded by Config.MaxHeldBytes.
+	held int64
+	// snapErr ends a ?live=false answer of several collections that grew
+	// too large (chargeSnapshot).
+	snapErr error
 }
 
 // run streams until the subscription ends, the client leaves or ctx ends.
@@ -143,7 +150,9 @@ func (s *stream) run(ctx context.Context) {
 				s.buf = s.f.progress(s.buf, st.progress)
 				continue
 			}
-			s.buf = s.f.rows(s.buf, formatter.Messages(s.wire, st.rows, &s.enc))
+			if !s.rows(formatter.Runs(s.wire, st.rows, &s.enc)) {
+				return
+			}
 		}
 		if len(s.buf) > 0 && !s.write() {
 			return
@@ -151,27 +160,57 @@ func (s *stream) run(ctx context.Context) {
 	}
 }
 
+// directWrite is the size from which a run of row objects is written to
+// the connection from where it lies (for rows the fast path shares, the
+// bytes every subscriber of the shape gets) rather than copied into buf:
+// a snapshot piece is not copied per subscriber.
+const directWrite = 4 << 10
+
+// rows frames one rows event of runs (formatter.Runs with the framing's
+// separator); false means the client is gone.
+func (s *stream) rows(runs [][]byte) bool {
+	s.buf = s.f.rowsOpen(s.buf)
+	for i, r := range runs {
+		if i == len(runs)-1 && s.f.trimLast() {
+			r = r[:len(r)-1]
+		}
+		if len(r) < directWrite {
+			s.buf = append(s.buf, r...)
+			continue
+		}
+		if !s.send(s.buf) || !s.send(r) {
+			return false
+		}
+		s.buf = s.buf[:0]
+	}
+	s.buf = s.f.rowsClose(s.buf)
+	return true
+}
+
 // write sends buf to the client and flushes it; false means the client is
 // gone (or did not take the bytes within Config.WriteTimeout).
 func (s *stream) write() bool {
 	s.charge(false)
+	ok := s.send(s.buf)
+	s.buf = s.buf[:0]
+	return ok && s.rc.Flush() == nil
+}
+
+// send writes b to the client, unflushed; false means the client is gone.
+func (s *stream) send(b []byte) bool {
 	// A client that stopped reading must not hold the handler forever:
 	// its subscription is detached by the fast path's budget meanwhile,
 	// but the connection would stay.
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
-	n, err := s.w.Write(s.buf)
+	n, err := s.w.Write(b)
 	s.sent += int64(n)
-	s.buf = s.buf[:0]
-	if err == nil {
-		err = s.rc.Flush()
-	}
 	return err == nil
 }
 
 // charge brings the memory holder to the buffers' capacity (to zero when
 // done).
 func (s *stream) charge(done bool) {
-	n := int64(cap(s.buf) + cap(s.enc))
+	n := int64(cap(s.buf)+cap(s.enc)) + s.held
 	if done {
 		n = 0
 	}

@@ -17,16 +17,34 @@ type rowGroup struct {
 type groupEntry struct {
 	key  string
 	msgs [][]byte
+	// buf holds msgs back to back; ends[i] is where msgs[i] ends in it.
+	buf  []byte
+	ends []int
 }
 
 // messages returns the group's messages in wire format w.
-func (g *rowGroup) messages(w Wire) [][]byte {
+func (g *rowGroup) messages(w Wire) [][]byte { return g.entry(w).msgs }
+
+// span returns the messages of rows i to j-1 back to back: one slice of
+// the group's buffer in wire format w.
+func (g *rowGroup) span(w Wire, i, j int) []byte {
+	e := g.entry(w)
+	start := 0
+	if i > 0 {
+		start = e.ends[i-1]
+	}
+	return e.buf[start:e.ends[j-1]:e.ends[j-1]]
+}
+
+// entry returns the group's encoding in wire format w, encoding it on
+// first use.
+func (g *rowGroup) entry(w Wire) *groupEntry {
 	key := w.Key()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, e := range g.entries {
-		if e.key == key {
-			return e.msgs
+	for i := range g.entries {
+		if g.entries[i].key == key {
+			return &g.entries[i]
 		}
 	}
 	var buf []byte
@@ -46,8 +64,8 @@ func (g *rowGroup) messages(w Wire) [][]byte {
 		msgs[i] = buf[start:end:end]
 		start = end
 	}
-	g.entries = append(g.entries, groupEntry{key: key, msgs: msgs})
-	return msgs
+	g.entries = append(g.entries, groupEntry{key: key, msgs: msgs, buf: buf, ends: ends})
+	return &g.entries[len(g.entries)-1]
 }
 
 // Shared marks rows as shared between subscribers: their encodings are
@@ -104,4 +122,42 @@ func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
 	}
 	*buf = b
 	return msgs
+}
+
+// Runs encodes rows with w as Messages does, but returns them as runs of
+// messages back to back: a run of consecutive rows of one Shared group is
+// one slice of the group's cached bytes (callers must not modify them), and
+// consecutive other rows are encoded into *buf, which is reused, as one
+// slice. The runs' concatenation is the messages'. A transport that writes
+// a snapshot piece as one stream of bytes writes it from the shared
+// encoding, without copying it per subscriber.
+func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
+	var runs [][]byte
+	b := (*buf)[:0]
+	type span struct{ i, start, end int }
+	var spans []span // runs in b, placed once b stops growing
+	for i := 0; i < len(rows); {
+		r := rows[i]
+		j := i + 1
+		if r.group != nil {
+			for j < len(rows) && rows[j].group == r.group && rows[j].idx == r.idx+(j-i) {
+				j++
+			}
+			runs = append(runs, r.group.span(w, r.idx, r.idx+(j-i)))
+			i = j
+			continue
+		}
+		start := len(b)
+		for b = w.AppendMessage(b, r); j < len(rows) && rows[j].group == nil; j++ {
+			b = w.AppendMessage(b, rows[j])
+		}
+		spans = append(spans, span{len(runs), start, len(b)})
+		runs = append(runs, nil)
+		i = j
+	}
+	for _, s := range spans {
+		runs[s.i] = b[s.start:s.end:s.end]
+	}
+	*buf = b
+	return runs
 }

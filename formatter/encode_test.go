@@ -1,11 +1,13 @@
 package formatter
 
 import (
+	"bytes"
 	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,5 +125,35 @@ func TestSharedMessages(t *testing.T) {
 	bin := NewEncoder(opts, []int16{1})
 	if string(Messages(bin, rows, &b1)[0]) == string(m1[0]) {
 		t.Fatal("binary and text formats share a cache entry")
+	}
+}
+
+// TestRuns: Runs returns what Messages does, back to back in runs: a run
+// of one shared group is a slice of its cached bytes, and the unshared
+// rows between are encoded together.
+func TestRuns(t *testing.T) {
+	opts := &Options{Relation: allTypes}
+	enc := NewEncoder(opts, nil)
+	all := allTypesRows()
+	g1, g2 := Shared(slices.Clone(all[1:])), Shared(slices.Clone(all[1:]))
+	plain := slices.Clone(all[1:3])
+	// Unshared, part of g1, unshared, the rest of g1 (a new run: not
+	// consecutive with the first part), all of g2.
+	rows := slices.Concat(plain[:1], g1[:1], plain, g1[1:], g2)
+	var mbuf, rbuf []byte
+	var want []byte
+	for _, m := range Messages(enc, rows, &mbuf) {
+		want = append(want, m...)
+	}
+	runs := Runs(enc, rows, &rbuf)
+	if got := bytes.Join(runs, nil); !bytes.Equal(got, want) {
+		t.Fatalf("runs joined differ from the messages:\n got %q\nwant %q", got, want)
+	}
+	if got, wantRuns := len(runs), 5; got != wantRuns {
+		t.Fatalf("got %d runs, want %d", got, wantRuns)
+	}
+	var b []byte
+	if &runs[4][0] != &Messages(enc, g2, &b)[0][0] {
+		t.Error("a shared group's run is not its cached bytes")
 	}
 }

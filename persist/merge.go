@@ -59,7 +59,9 @@ func (r *runIter) advance(ctx context.Context) error {
 			}
 		}
 		if r.reader != nil {
-			buf, err := r.reader.Next()
+			// The merge copies each head out of buf, so the next batch
+			// decodes into the same slice rather than a new one.
+			buf, err := r.reader.AppendNext(r.buf[:0])
 			if err == nil {
 				r.buf, r.pos = buf, 0
 				continue

@@ -261,11 +261,21 @@ type Cursor struct {
 	asOf  uint64
 	merge *mergeIter
 	max   int
-	done  bool
+	// size is the bound of the next chunk: it starts at firstChunkRows and
+	// doubles up to max, so that the first rows reach a client after a
+	// small chunk's merge and encoding rather than a full one's, while a
+	// long read soon moves in full chunks.
+	size int
+	done bool
 	// full is whether the last chunk was full: the next one likely is too,
-	// and gets room for max rows at once.
+	// and gets room for size rows at once.
 	full bool
 }
+
+// firstChunkRows bounds a snapshot's first chunk (and the doubling ramp
+// after it): small enough that a FETCH 10 or the first COPY row waits for
+// about a hundred rows, not SnapshotChunkRows.
+const firstChunkRows = 128
 
 // Snapshot returns a cursor over the shard's contents at asOf: every row
 // with its multiplicity summed over times <= asOf, stamped asOf, zero sums
@@ -284,7 +294,8 @@ func (r *Reader) Snapshot(ctx context.Context, asOf uint64) (*Cursor, error) {
 			batches = append(batches, b)
 		}
 	}
-	return &Cursor{r: r, seq: s.SeqNo, asOf: asOf, max: r.c.cfg.SnapshotChunkRows,
+	max := r.c.cfg.SnapshotChunkRows
+	return &Cursor{r: r, seq: s.SeqNo, asOf: asOf, max: max, size: min(max, firstChunkRows),
 		merge: newMergeIter(r.c, s.Schema, batches, snapshotTimes(asOf))}, nil
 }
 
@@ -293,16 +304,17 @@ func (c *Cursor) AsOf() uint64 { return c.asOf }
 
 // Next returns the next chunk: at most SnapshotChunkRows updates, all at
 // AsOf, consolidated and in row order; a row never appears in two chunks.
-// It returns io.EOF after the last chunk.
+// The first chunks are smaller (see firstChunkRows). It returns io.EOF
+// after the last chunk.
 func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 	if c.done {
 		return nil, io.EOF
 	}
 	var out []row.Update
 	if c.full {
-		out = make([]row.Update, 0, c.max)
+		out = make([]row.Update, 0, c.size)
 	}
-	for len(out) < c.max {
+	for len(out) < c.size {
 		u, err := c.merge.next(ctx)
 		if errors.Is(err, io.EOF) {
 			c.Close()
@@ -316,7 +328,8 @@ func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 	if len(out) == 0 {
 		return nil, io.EOF
 	}
-	c.full = len(out) == c.max
+	c.full = len(out) == c.size
+	c.size = min(c.max, 2*c.size)
 	return out, nil
 }
 

@@ -237,3 +237,29 @@ func TestCursorEach(t *testing.T) {
 		t.Errorf("Next after Each stopped = %v; want io.EOF (closed)", err)
 	}
 }
+
+// TestCursorChunkRamp checks that a snapshot starts with a small chunk and
+// doubles up to SnapshotChunkRows: the first rows of a large snapshot wait
+// for a hundred-odd rows' merge, not a full chunk's.
+func TestCursorChunkRamp(t *testing.T) {
+	const n = 1000
+	e := newEnv(t)
+	e.cfg.SnapshotChunkRows = 300
+	c, shard := loadRows(t, e, n, 250)
+	ctx := ctxT(t)
+	asOf := must(c.State(ctx, shard))(t).Upper - 1
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+
+	var sizes []int
+	err := must(r.Snapshot(ctx, asOf))(t).Each(ctx, func(chunk []row.Update) error {
+		sizes = append(sizes, len(chunk))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Each: %v", err)
+	}
+	if got, want := fmt.Sprint(sizes), "[128 256 300 300 16]"; got != want {
+		t.Errorf("chunk sizes %s, want %s", got, want)
+	}
+}

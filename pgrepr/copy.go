@@ -182,18 +182,46 @@ func copyTextEscape(c, delim byte) byte {
 	return 0
 }
 
+// Word-at-a-time constants of copyTextClean.
+const (
+	swarOnes  = 0x0101010101010101
+	swarHighs = 0x8080808080808080
+)
+
+// copyTextClean reports whether no byte of v needs a backslash in COPY
+// text format: none is a control character, a backslash or delim. It tests
+// eight bytes at a time, because it runs over every byte of every text
+// value of a COPY snapshot and almost none needs escaping. (x - ones*n) &^ x
+// & highs is nonzero exactly when some byte of x is below n (n <= 0x80),
+// which with x ^ ones*c tests for a byte equal to c.
+func copyTextClean(v []byte, delim byte) bool {
+	less := func(x, n uint64) bool { return (x-swarOnes*n)&^x&swarHighs != 0 }
+	bs, d := uint64(swarOnes*'\\'), swarOnes*uint64(delim)
+	for len(v) >= 8 {
+		x := binary.LittleEndian.Uint64(v)
+		if less(x, 0x20) || less(x^bs, 1) || less(x^d, 1) {
+			return false
+		}
+		v = v[8:]
+	}
+	for _, c := range v {
+		if c < 0x20 || c == '\\' || c == delim {
+			return false
+		}
+	}
+	return true
+}
+
 // escapeCopyText escapes buf[start:] in place for COPY text format. It
 // counts the escapes first and, if there are any, grows buf once and moves
 // the bytes backwards, so no scratch buffer is needed.
 func escapeCopyText(buf []byte, start int, delim byte) []byte {
-	extra := 0
-	for _, c := range buf[start:] {
-		if copyTextEscape(c, delim) != 0 {
-			extra++
-		}
-	}
-	if extra == 0 {
+	if copyTextClean(buf[start:], delim) {
 		return buf
+	}
+	extra := countCopyTextEscapes(buf[start:], delim)
+	if extra == 0 {
+		return buf // a control character that is not escaped
 	}
 	n := len(buf)
 	buf = append(buf, make([]byte, extra)...)
@@ -209,6 +237,17 @@ func escapeCopyText(buf []byte, start int, delim byte) []byte {
 		}
 	}
 	return buf
+}
+
+// countCopyTextEscapes returns how many bytes of v COPY text format escapes.
+func countCopyTextEscapes(v []byte, delim byte) int {
+	n := 0
+	for _, c := range v {
+		if copyTextEscape(c, delim) != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // AppendCopyCSVRow appends one row of COPY TO's CSV format (opts must be

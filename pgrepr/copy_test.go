@@ -255,3 +255,48 @@ func TestCopyUnusualDelimiters(t *testing.T) {
 		sameRows(t, readAllRows(t, cr, types), []row.Row{r})
 	}
 }
+
+// cleanByByte is copyTextClean's model: one byte at a time.
+func cleanByByte(v []byte, delim byte) bool {
+	for _, c := range v {
+		if c < 0x20 || c == '\\' || c == delim {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCopyTextClean checks the word-at-a-time scan against the byte model
+// with every byte value at every position of values up to 17 bytes (two
+// words and a tail), over clean backgrounds of low and high bytes.
+func TestCopyTextClean(t *testing.T) {
+	for _, delim := range []byte{'\t', ',', '|', 'x'} {
+		for _, bg := range []byte{'a', 0x7f, 0x80, 0xff, 0x21} {
+			for n := 1; n <= 17; n++ {
+				for pos := range n {
+					for c := range 256 {
+						v := bytes.Repeat([]byte{bg}, n)
+						if bg == delim {
+							continue
+						}
+						v[pos] = byte(c)
+						if got, want := copyTextClean(v, delim), cleanByByte(v, delim); got != want {
+							t.Fatalf("copyTextClean(%q, %q) = %v, want %v", v, delim, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzCopyTextClean compares the word-at-a-time scan with the byte model.
+func FuzzCopyTextClean(f *testing.F) {
+	f.Add([]byte("plain text of some length"), byte('\t'))
+	f.Add([]byte("back\\slash and tab\tin it"), byte(','))
+	f.Fuzz(func(t *testing.T, v []byte, delim byte) {
+		if got, want := copyTextClean(v, delim), cleanByByte(v, delim); got != want {
+			t.Fatalf("copyTextClean(%q, %q) = %v, want %v", v, delim, got, want)
+		}
+	})
+}

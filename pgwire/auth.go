@@ -1,7 +1,6 @@
 package pgwire
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
@@ -37,7 +36,7 @@ func (c *conn) authenticate(user string, deadline time.Time) error {
 	secret, verr := parseSCRAMVerifier(role.Verifier)
 	if unknown || verr != nil {
 		if !unknown {
-			c.log.Warn("pgwire: authentication failed", "user", user, "err", fmt.Errorf("%w: %v", errNoVerifier, verr))
+			c.logger().Warn("pgwire: authentication failed", "user", user, "err", fmt.Errorf("%w: %v", errNoVerifier, verr))
 		}
 		secret = c.srv.mockSecret(user)
 	}
@@ -64,25 +63,12 @@ func (c *conn) authenticate(user string, deadline time.Time) error {
 // outcome. An exchange that ends in an error (the client left or broke the
 // protocol) learnt nothing and is not a failure.
 func (c *conn) throttled(deadline time.Time, exchange func() (bool, error)) (bool, error) {
-	key := throttleKey(c.raw.RemoteAddr())
-	wait, allowed := c.srv.throttle.begin(key, time.Now(), deadline)
-	if !allowed {
-		return false, ErrAuthThrottled
+	end, err := c.srv.throttle.Attempt(c.ctx, throttleKey(c.raw.RemoteAddr()), deadline)
+	if err != nil {
+		return false, err
 	}
-	var ok bool
-	var err error
-	defer func() { c.srv.throttle.end(key, err == nil && !ok, time.Now()) }()
-	if wait > 0 {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		select {
-		case <-timer.C:
-		case <-c.ctx.Done():
-			err = context.Cause(c.ctx)
-			return false, err
-		}
-	}
-	ok, err = exchange()
+	ok, err := exchange()
+	end(err == nil && !ok)
 	return ok, err
 }
 

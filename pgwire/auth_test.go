@@ -1,16 +1,9 @@
 package pgwire
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"errors"
-	"math/big"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +11,8 @@ import (
 	"github.com/jackc/pgproto3/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/shardtail/shardtail/internal/testsupport/testcert"
 )
 
 // authBackend has bob (password "secret") and trusty (no password).
@@ -199,7 +194,7 @@ func expectFatal(t *testing.T, c *rawClient, code string) {
 }
 
 func TestTLS(t *testing.T) {
-	tlsConfig := selfSignedTLS(t)
+	tlsConfig := selfSigned(t)
 	ts := startServer(t, authBackend(), Config{TLSConfig: tlsConfig})
 	for _, tc := range []struct {
 		sslmode string
@@ -246,22 +241,10 @@ func TestTLS(t *testing.T) {
 	})
 }
 
-// selfSignedTLS returns a server config with a fresh self-signed certificate
-// for 127.0.0.1.
-func selfSignedTLS(t *testing.T) *tls.Config {
+// selfSigned returns a server config with a fresh self-signed certificate
+// for 127.0.0.1 (clients here skip verification).
+func selfSigned(t *testing.T) *tls.Config {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	must(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "shardtail test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(t, err)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	cfg, _ := testcert.SelfSigned(t)
+	return cfg
 }

@@ -18,7 +18,7 @@ func TestPsql(t *testing.T) {
 	for _, auth := range []AuthMethod{AuthSCRAM, AuthCleartext} {
 		t.Run(auth.String(), func(t *testing.T) {
 			b := authBackend()
-			ts := startServer(t, b, Config{Auth: auth, TLSConfig: selfSignedTLS(t)})
+			ts := startServer(t, b, Config{Auth: auth, TLSConfig: selfSigned(t)})
 			host, port := ts.host()
 			for _, tc := range []struct {
 				name     string

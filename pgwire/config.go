@@ -102,6 +102,10 @@ type Config struct {
 
 	// AuthThrottle slows password guessing from one address; see its doc.
 	AuthThrottle AuthThrottle
+	// Throttle, when set, is the process's throttle of password logins,
+	// shared with its other transports (the HTTP feed); AuthThrottle is
+	// then ignored. Nil: a throttle of AuthThrottle of the server's own.
+	Throttle *Throttle
 
 	// Logger receives connection errors, internal errors behind XX000 and
 	// recovered panics. Nil means slog.Default().

@@ -19,9 +19,9 @@ const (
 	// flushThreshold is the send buffer size at which pgwire writes even in
 	// the middle of a batch, bounding the buffer of a connection.
 	flushThreshold = 64 << 10
-	// maxRetainedBuffer is the largest send buffer kept between flushes; a
-	// larger one (after a huge row) is dropped so an idle connection does not
-	// pin it.
+	// maxRetainedBuffer is the largest send buffer kept for reuse (in
+	// sendBufs) after a flush; a larger one (after a huge row) is dropped so
+	// that no one pins it.
 	maxRetainedBuffer = 256 << 10
 	// closeGrace is how long a canceled connection may still write, to deliver
 	// its final error to a client that is not reading.
@@ -35,8 +35,10 @@ var errConnDone = errors.New("pgwire: connection closed")
 // conn is one client connection. Its goroutine (serveConn) owns every field
 // except those under mu; the input pipe's goroutine only reads the socket.
 type conn struct {
-	srv     *Server
-	log     *slog.Logger
+	srv *Server
+	// logPID adds the backend pid to the connection's log lines once it
+	// has one (see logger).
+	logPID  bool
 	raw     net.Conn // the accepted socket
 	nc      net.Conn // raw, or the TLS connection over it
 	tls     bool
@@ -79,7 +81,6 @@ func newConn(s *Server, ctx context.Context, nc net.Conn) *conn {
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	c := &conn{
 		srv:     s,
-		log:     s.log.With("remote", nc.RemoteAddr().String()),
 		raw:     nc,
 		nc:      nc,
 		ctx:     cctx,
@@ -94,6 +95,18 @@ func newConn(s *Server, ctx context.Context, nc net.Conn) *conn {
 	c.be = pgproto3.NewBackend(c.in, io.Discard)
 	c.unwatch = context.AfterFunc(cctx, c.armDeadlines)
 	return c
+}
+
+// logger returns the connection's logger: the server's, with the client's
+// address and, once it has one, the backend pid. It is built for each use
+// rather than kept: a connection logs rarely, and a kept logger (a cloned
+// handler) would cost each of thousands of idle connections its bytes.
+func (c *conn) logger() *slog.Logger {
+	l := c.srv.log.With("remote", c.raw.RemoteAddr().String())
+	if c.logPID {
+		l = l.With("pid", c.pid)
+	}
+	return l
 }
 
 // armDeadlines unblocks a canceled connection: reads fail at once, and writes
@@ -113,12 +126,12 @@ func (s *Server) serveConn(c *conn) {
 		// only this connection.
 		if r := recover(); r != nil {
 			s.panics.Add(1)
-			c.log.Error("pgwire: panic in connection; closing it", "panic", r, "stack", string(debug.Stack()))
+			c.logger().Error("pgwire: panic in connection; closing it", "panic", r, "stack", string(debug.Stack()))
 			c.fatal(Errorf("XX000", "internal error"))
 		}
 	}()
 	if err := c.serve(); err != nil {
-		c.log.Debug("pgwire: connection ended", "err", err)
+		c.logger().Debug("pgwire: connection ended", "err", err)
 	}
 }
 
@@ -144,7 +157,7 @@ func (c *conn) serve() error {
 	}
 	if err := c.authenticate(params["user"], deadline); err != nil {
 		if errors.Is(err, ErrAuthFailed) {
-			c.log.Info("pgwire: authentication failed", "user", params["user"])
+			c.logger().Info("pgwire: authentication failed", "user", params["user"])
 		}
 		return c.failStartup(err)
 	}
@@ -277,7 +290,7 @@ func (c *conn) close() {
 	if c.sess != nil {
 		c.guard("close session", func() {
 			if err := c.sess.Close(); err != nil {
-				c.log.Warn("pgwire: close session", "err", err)
+				c.logger().Warn("pgwire: close session", "err", err)
 			}
 		})
 	}
@@ -295,7 +308,7 @@ func (c *conn) guard(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.panics.Add(1)
-			c.log.Error("pgwire: panic in "+what, "panic", r, "stack", string(debug.Stack()))
+			c.logger().Error("pgwire: panic in "+what, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
 	f()
@@ -362,12 +375,40 @@ func (c *conn) cancelStatement() {
 	}
 }
 
+// sendBufs holds send buffers between flushes: a connection takes one for
+// the messages it is about to write and gives it back once they are written,
+// so that an idle connection (one of thousands of subscribers waiting for a
+// change) holds none, while a streaming one gets the same buffer back flush
+// after flush instead of growing a new one.
+var sendBufs sync.Pool
+
+// takeOut gives the connection a send buffer if it has none.
+func (c *conn) takeOut() {
+	if c.out == nil {
+		if b, ok := sendBufs.Get().(*[]byte); ok {
+			c.out = (*b)[:0]
+		}
+	}
+}
+
+// releaseOut gives the (written) send buffer back to sendBufs, unless it
+// grew past maxRetainedBuffer after a huge row: nothing should keep that.
+func (c *conn) releaseOut() {
+	if cap(c.out) <= maxRetainedBuffer {
+		b := c.out[:0]
+		sendBufs.Put(&b)
+	}
+	c.out = nil
+	c.chargeOut()
+}
+
 // send appends a message to the send buffer.
 func (c *conn) send(msg pgproto3.BackendMessage) {
+	c.takeOut()
 	out, err := msg.Encode(c.out)
 	if err != nil {
 		// Only a message over 1 GiB fails to encode.
-		c.log.Error("pgwire: encode message", "type", fmt.Sprintf("%T", msg), "err", err)
+		c.logger().Error("pgwire: encode message", "type", fmt.Sprintf("%T", msg), "err", err)
 		return
 	}
 	c.out = out
@@ -386,6 +427,7 @@ func (c *conn) sendRaw(msg []byte) {
 		}
 		return
 	}
+	c.takeOut()
 	c.out = append(c.out, msg...)
 	c.chargeOut()
 	if len(c.out) >= flushThreshold {
@@ -412,12 +454,7 @@ func (c *conn) flush() error {
 		return nil
 	}
 	c.write(c.out)
-	if cap(c.out) > maxRetainedBuffer {
-		c.out = nil
-		c.chargeOut()
-	} else {
-		c.out = c.out[:0]
-	}
+	c.releaseOut()
 	return c.werr
 }
 
@@ -471,7 +508,7 @@ func (c *conn) errorResponse(err error, severity string) *pgproto3.ErrorResponse
 		SQLState() string
 	}
 	if !errors.As(err, &coded) || len(coded.SQLState()) != 5 {
-		c.log.Error("pgwire: internal error", "err", err)
+		c.logger().Error("pgwire: internal error", "err", err)
 		resp.Code = "XX000"
 		resp.Message = err.Error()
 		return resp

@@ -104,7 +104,8 @@
 //
 // Each connection has one goroutine that runs the protocol and every call
 // into its session, and one that only reads the socket into a small pipe
-// (pooled buffers of 512 bytes to 128 KiB, sized to what the client sends). The reader exists so that a client that disconnects
+// (pooled buffers of 512 bytes to 128 KiB, sized to what the client sends,
+// none while it sends nothing). The reader exists so that a client that disconnects
 // while its goroutine is busy streaming, or blocked in Result.Next, is
 // noticed at once: the connection context is canceled (cause ErrClientGone)
 // and with it the running statement. Every session call gets a statement
@@ -163,9 +164,14 @@
 // a buffer that starts at 8 KiB and doubles as it fills, never past the body
 // length, so it is at most twice what has arrived. A client that sends a
 // header claiming 64 MiB and stalls holds 8 KiB. A large body is let go when
-// the next message starts, so an idle connection keeps only its 1 KiB header
-// buffer, the pipe buffer of its blocked read and its send buffer (at most
-// 256 KiB is kept between flushes).
+// the next message starts. An idle connection — waiting for its client, or
+// inside a statement that waits for rows, as thousands of idle subscribers
+// do — holds no message buffer at all: the header buffer is dropped once
+// every byte in it was consumed and a new one is taken only when the client
+// sends; the input pipe waits for the socket to become readable before it
+// takes a read buffer; and the send buffer goes back to a shared pool at
+// every flush (buffers up to 256 KiB are pooled), so a streaming connection
+// gets it back at its next message.
 //
 // Server.MemoryBytes counts these message buffers over all connections, for
 // a process-wide memory budget; Config.Registerer exports the count as the

@@ -30,7 +30,7 @@ type msgReader struct {
 	maxLarge int         // body limit of Query, Parse, Bind, CopyData, FunctionCall
 	mem      *memAccount // charged for buf and body
 
-	buf    []byte // headers and small bodies; allocated on first use
+	buf    []byte // headers and small bodies; nil when all of it was consumed
 	rp, wp int    // read and write positions in buf
 
 	// body is the large body being read: its length is what has arrived,
@@ -43,9 +43,8 @@ type msgReader struct {
 
 // Message buffer sizing.
 const (
-	// smallBufLen is the size of a connection's header buffer, which is
-	// what an idle connection keeps; bodies up to this size are read into
-	// it.
+	// smallBufLen is the size of a connection's header buffer; bodies up
+	// to this size are read into it. An idle connection keeps none.
 	smallBufLen = 1 << 10
 	// bodyStartLen is the first allocation for a larger body beyond what has
 	// already arrived; it then doubles as the buffer fills, up to the body
@@ -91,8 +90,20 @@ func (r *msgReader) Next(n int) (buf []byte, err error) {
 	}
 	if err == nil {
 		r.wantHeader = true
+		r.dropConsumed()
 	}
 	return buf, err
+}
+
+// dropConsumed lets go of buf once every byte in it has been handed out: the
+// message just returned keeps it alive while the caller holds it, and the
+// connection, which may now wait for its client for hours, holds no buffer.
+// The next read allocates a new one, as it would when buf is full.
+func (r *msgReader) dropConsumed() {
+	if r.rp == r.wp && r.buf != nil {
+		r.mem.add(-len(r.buf))
+		r.buf, r.rp, r.wp = nil, 0, 0
+	}
 }
 
 // small returns the next n bytes from buf, reading at least what is missing
@@ -100,6 +111,16 @@ func (r *msgReader) Next(n int) (buf []byte, err error) {
 // buffered.
 func (r *msgReader) small(n int) ([]byte, error) {
 	if r.wp-r.rp < n {
+		if r.buf == nil {
+			// Nothing buffered: wait for the client before allocating,
+			// so that a connection waiting for its next message holds
+			// no buffer (see dropConsumed).
+			if w, ok := r.r.(interface{ wait() error }); ok {
+				if err := w.wait(); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if len(r.buf)-r.rp < n {
 			// No room after the unread bytes: a new buffer, since the old one
 			// may back a message the caller still holds.
@@ -176,10 +197,20 @@ type switchReader struct{ r io.Reader }
 
 func (s *switchReader) Read(p []byte) (int, error) { return s.r.Read(p) }
 
+// wait blocks until the reader has bytes, if it can tell (the input pipe);
+// otherwise it returns at once and the caller's Read blocks instead.
+func (s *switchReader) wait() error {
+	if w, ok := s.r.(interface{ wait() error }); ok {
+		return w.wait()
+	}
+	return nil
+}
+
 // Input pipe sizing. An idle connection (thousands of SUBSCRIBE clients
-// hardly send anything) holds one small buffer, in its blocked read; a
-// connection receiving a stream (COPY FROM) reads into larger ones, one
-// being filled while another is consumed. Buffers come from pools shared by
+// hardly send anything) holds no buffer: it waits for the socket to become
+// readable before it takes one (waitReadable); a connection receiving a
+// stream (COPY FROM) reads into larger ones, one being filled while another
+// is consumed. Buffers come from pools shared by
 // all connections and go back as soon as they are consumed.
 const (
 	pipeBuffers = 2         // buffers in flight per connection
@@ -269,6 +300,7 @@ func (p *inputPipe) readLoop() {
 		case <-p.stop:
 			return
 		}
+		waitReadable(p.nc) // before taking a buffer: an idle client may send nothing for hours
 		buf := getPipeBuf(size)
 		p.mem.add(cap(buf))
 		n, err := p.nc.Read(buf)
@@ -294,6 +326,25 @@ func (p *inputPipe) readLoop() {
 // seen, and returns the context's cause once the connection is canceled and
 // nothing is buffered.
 func (p *inputPipe) Read(b []byte) (int, error) {
+	if err := p.wait(); err != nil {
+		return 0, err
+	}
+	n := copy(b, p.cur)
+	p.cur = p.cur[n:]
+	if len(p.cur) == 0 {
+		// Consumed: the buffer goes back at once, so that a connection
+		// waiting for its client holds none on this side.
+		p.put(p.buf)
+		p.buf = nil
+		<-p.tokens
+	}
+	return n, nil
+}
+
+// wait blocks until the pipe has bytes to read (or fails as Read does),
+// without consuming them: msgReader waits so before it allocates a buffer
+// for them, so that a connection waiting for its client holds none.
+func (p *inputPipe) wait() error {
 	for len(p.cur) == 0 {
 		var (
 			chunk []byte
@@ -309,26 +360,17 @@ func (p *inputPipe) Read(b []byte) (int, error) {
 			select {
 			case chunk, ok = <-p.chunks:
 			case <-p.ctx.Done():
-				return 0, context.Cause(p.ctx)
+				return context.Cause(p.ctx)
 			case <-intr:
-				return 0, context.Cause(p.intr)
+				return context.Cause(p.intr)
 			}
 		}
 		if !ok {
-			return 0, p.err
+			return p.err
 		}
 		p.cur, p.buf = chunk, chunk
 	}
-	n := copy(b, p.cur)
-	p.cur = p.cur[n:]
-	if len(p.cur) == 0 {
-		// Consumed: the buffer goes back at once, so that a connection
-		// waiting for its client holds none on this side.
-		p.put(p.buf)
-		p.buf = nil
-		<-p.tokens
-	}
-	return n, nil
+	return nil
 }
 
 // put returns a consumed buffer to its pool.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgproto3/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,11 +143,14 @@ func waitReleased(t *testing.T, ts *testServer) {
 func TestMemoryGauge(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ts := startServer(t, newFakeBackend(), Config{Registerer: reg})
-	ts.dialRaw(t)
-	want := float64(ts.MemoryBytes())
-	if want == 0 {
-		t.Fatal("MemoryBytes = 0 with a connection open")
+	c := ts.dialRaw(t)
+	// An idle connection holds no buffer: a message half sent makes this
+	// one hold its header buffer.
+	if _, err := c.nc.Write(append(binary.BigEndian.AppendUint32([]byte{'Q'}, 100), "sel"...)); err != nil {
+		t.Fatal(err)
 	}
+	waitFor(t, "the server to buffer the message", func() bool { return ts.MemoryBytes() > 0 })
+	want := float64(ts.MemoryBytes())
 	families, err := reg.Gather()
 	must(t, err)
 	var got []string
@@ -162,5 +166,33 @@ func TestMemoryGauge(t *testing.T) {
 	}
 	if _, err := NewServer(newFakeBackend(), Config{Registerer: reg}); err == nil {
 		t.Error("a second server registered the same gauge")
+	}
+}
+
+// TestIdleConnectionsHoldNoMessageBuffers: connections that ran a query
+// and then wait — for their client, or inside a statement that waits for
+// rows, as an idle subscriber does — hold no message buffer at all: no
+// header buffer, no send buffer, no read buffer in the input pipe.
+func TestIdleConnectionsHoldNoMessageBuffers(t *testing.T) {
+	const clients = 20
+	ts := startServer(t, newFakeBackend(), Config{})
+	for i := range clients {
+		c := ts.dialRaw(t)
+		c.send(query("select 10"))
+		for {
+			if _, ok := c.receive().(*pgproto3.ReadyForQuery); ok {
+				break
+			}
+		}
+		if i%2 == 1 {
+			c.send(query("sleep")) // waits inside the statement
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.MemoryBytes() != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := ts.MemoryBytes(); got != 0 {
+		t.Errorf("MemoryBytes = %d with %d idle connections, want 0", got, clients)
 	}
 }

@@ -28,7 +28,7 @@ type Server struct {
 	// would.
 	mockSalt []byte
 
-	throttle *throttle // of password logins, by address
+	throttle *Throttle // of password logins, by address
 
 	// refuseTimeout is refuseTimeout; tests lengthen it.
 	refuseTimeout time.Duration
@@ -69,10 +69,13 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 		log:           cfg.Logger,
 		mockSalt:      salt,
 		refuseTimeout: refuseTimeout,
-		throttle:      newThrottle(cfg.AuthThrottle, cfg.Logger),
+		throttle:      cfg.Throttle,
 		listeners:     make(map[net.Listener]struct{}),
 		conns:         make(map[*conn]struct{}),
 		byPID:         make(map[uint32]*conn),
+	}
+	if s.throttle == nil {
+		s.throttle = NewThrottle(cfg.AuthThrottle, cfg.Logger)
 	}
 	if cfg.Registerer != nil {
 		if err := s.registerMetrics(cfg.Registerer); err != nil {

@@ -184,7 +184,7 @@ func defaultParameters(appName string) map[string]string {
 func (c *conn) openSession(params map[string]string) error {
 	c.send(&pgproto3.AuthenticationOk{})
 	c.srv.register(c)
-	c.log = c.log.With("pid", c.pid)
+	c.logPID = true
 
 	info := ConnInfo{
 		User:       params["user"],

@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"sync"
@@ -63,9 +64,11 @@ func (a AuthThrottle) withDefaults() AuthThrottle {
 	return a
 }
 
-// throttle is the state of AuthThrottle: one entry per address that made a
-// password attempt within Forget.
-type throttle struct {
+// Throttle is the state of AuthThrottle: one entry per address that made a
+// password attempt within Forget. One Throttle may serve several
+// transports (Config.Throttle; the HTTP feed's Basic logins), so that an
+// address guesses no faster over both than over one.
+type Throttle struct {
 	cfg AuthThrottle
 	log *slog.Logger
 
@@ -86,8 +89,13 @@ type addrThrottle struct {
 // minSweep is the size of the address table below which it is not swept.
 const minSweep = 1024
 
-func newThrottle(cfg AuthThrottle, log *slog.Logger) *throttle {
-	return &throttle{cfg: cfg.withDefaults(), log: log, addrs: make(map[string]*addrThrottle), sweepAt: minSweep}
+// NewThrottle returns the throttle of cfg (zero fields: their defaults),
+// logging the first delayed attempt of each burst to log.
+func NewThrottle(cfg AuthThrottle, log *slog.Logger) *Throttle {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Throttle{cfg: cfg.withDefaults(), log: log, addrs: make(map[string]*addrThrottle), sweepAt: minSweep}
 }
 
 // throttleKey is the address an attempt is throttled under: the IP of a TCP
@@ -99,11 +107,48 @@ func throttleKey(addr net.Addr) string {
 	return addr.String()
 }
 
+// ThrottleKey is the address an attempt from remote (HOST:PORT, as
+// http.Request.RemoteAddr) is throttled under: its host, whatever its
+// port, as for a pgwire client.
+func ThrottleKey(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		if ip := net.ParseIP(host); ip != nil {
+			return ip.String()
+		}
+		return host
+	}
+	return remote
+}
+
+// Attempt waits as the throttle says before a password attempt from addr
+// (a ThrottleKey) and returns end, which records the attempt's outcome:
+// failed when the password was checked and wrong. It returns
+// ErrAuthThrottled, and no end, when the wait would end after deadline,
+// and ctx's cause when ctx ends while waiting (end was called).
+func (t *Throttle) Attempt(ctx context.Context, addr string, deadline time.Time) (end func(failed bool), err error) {
+	wait, allowed := t.begin(addr, time.Now(), deadline)
+	if !allowed {
+		return nil, ErrAuthThrottled
+	}
+	end = func(failed bool) { t.end(addr, failed, time.Now()) }
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			end(false)
+			return nil, context.Cause(ctx)
+		}
+	}
+	return end, nil
+}
+
 // begin registers an attempt from addr at now and returns how long it must
 // wait before its exchange. ok false means the wait would end after
 // deadline: the attempt is not made (and not registered). Every begin with
 // ok true needs an end.
-func (t *throttle) begin(addr string, now, deadline time.Time) (wait time.Duration, ok bool) {
+func (t *Throttle) begin(addr string, now, deadline time.Time) (wait time.Duration, ok bool) {
 	if t.cfg.Off {
 		return 0, true
 	}
@@ -145,7 +190,7 @@ func (t *throttle) begin(addr string, now, deadline time.Time) (wait time.Durati
 // end records the end of an attempt begun at addr: failed means the
 // exchange completed and the password was wrong (an exchange cut short
 // revealed nothing and does not count).
-func (t *throttle) end(addr string, failed bool, now time.Time) {
+func (t *Throttle) end(addr string, failed bool, now time.Time) {
 	if t.cfg.Off {
 		return
 	}
@@ -162,7 +207,7 @@ func (t *throttle) end(addr string, failed bool, now time.Time) {
 // sweep drops the forgotten addresses once the table has grown to sweepAt,
 // so that it stays proportional to the addresses seen within Forget. t.mu
 // must be held.
-func (t *throttle) sweep(now time.Time) {
+func (t *Throttle) sweep(now time.Time) {
 	if len(t.addrs) < t.sweepAt {
 		return
 	}

@@ -20,7 +20,7 @@ import (
 // per burst.
 func TestThrottleDelays(t *testing.T) {
 	var logBuf lockedBuffer
-	th := newThrottle(AuthThrottle{Free: 3, Delay: 100 * time.Millisecond, MaxDelay: time.Second, Forget: time.Minute},
+	th := NewThrottle(AuthThrottle{Free: 3, Delay: 100 * time.Millisecond, MaxDelay: time.Second, Forget: time.Minute},
 		slog.New(slog.NewTextHandler(&logBuf, nil)))
 	now := time.Unix(1000, 0)
 	far := now.Add(time.Hour)

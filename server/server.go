@@ -32,6 +32,7 @@ type Server struct {
 	persist  *persist.Client
 	coord    *adapter.Coordinator
 	pgwire   *pgwire.Server
+	throttle *pgwire.Throttle // of password logins, pgwire's and the feed's
 	registry *prometheus.Registry
 	budget   *membudget.Budget
 	http     *http.Server // nil without Config.HTTPListen
@@ -109,6 +110,16 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	pcfg := cfg.PGWire
 	pcfg.Registerer = s.registry
+	if pcfg.Throttle == nil {
+		// One throttle of password logins for both transports: an
+		// address guesses no faster over pgwire and the feed together.
+		log := pcfg.Logger
+		if log == nil {
+			log = s.log
+		}
+		pcfg.Throttle = pgwire.NewThrottle(pcfg.AuthThrottle, log)
+	}
+	s.throttle = pcfg.Throttle
 	if s.pgwire, err = pgwire.NewServer(s.coord, pcfg); err != nil {
 		return nil, err
 	}
@@ -146,6 +157,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 func (s *Server) startFeed() error {
 	fcfg := s.cfg.Feed
 	fcfg.Budget, fcfg.Registerer, fcfg.Log = s.budget, s.registry, s.log
+	if fcfg.Throttle == nil {
+		fcfg.Throttle = s.throttle
+	}
 	if fcfg.TLSConfig == nil {
 		fcfg.TLSConfig = s.cfg.PGWire.TLSConfig
 	}

@@ -129,12 +129,21 @@ func New(p *persist.Client, o Oracle, txns *txnwal.Txns) *Storage {
 
 // Register registers a new table's shard in the txns shard: the caller
 // does it before the catalog names the table, so that no reader ever
-// meets the table's shard unregistered. Without txns it does nothing.
+// meets the table's shard unregistered. It then advances the txns
+// progress to the oracle's time, so that the table's logical upper starts
+// there: before the first tick of a fresh txns shard the progress counts
+// registrations (1, 2, …), and a subscriber would otherwise get AS OF 3
+// and, a tick later, a since an hour past it. Without txns it does
+// nothing.
 func (s *Storage) Register(ctx context.Context, shard string) error {
 	if s.txns == nil {
 		return nil
 	}
-	return s.txns.Register(ctx, shard)
+	if err := s.txns.Register(ctx, shard); err != nil {
+		return err
+	}
+	_, err := s.txns.Advance(ctx, s.oracle.WriteTS)
+	return err
 }
 
 // OwnTable owns a table's shard: with txns, registered in the txns shard

@@ -34,6 +34,10 @@ large read (COPY ... TO STDOUT) on a throwaway PostgreSQL. Then
   (f) the storms of (a) through a tail process ("serve --upstream"), next to
       its upstream (role all) serving them directly, both on shared storage
       (S3 over loopback HTTP and a throwaway PostgreSQL consensus)
+and, on each path,
+  (i) the HTTP change feed: 2,048 SSE clients resuming at once with
+      Last-Event-ID after 1,000 changes, and 2,048 taking the snapshot,
+      each next to the same storm over pgwire; 10,000 idle SSE streams
 It writes latest.md, latest.json and PNG plots into --out. Ctrl-C stops it
 cleanly.
 
@@ -53,7 +57,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	quick := fs.Bool("quick", false, "a small run (N=64, 100,000 rows) for smoke checks")
 	out := fs.String("out", "", "directory for the report (default bench/results; with --quick a temporary directory)")
 	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
-	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-h, or comma-separated letters and names (budget: g, shapes: h) (default all)")
+	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-i, or comma-separated letters and names (budget: g, shapes: h, feed: i) (default all)")
 	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048; quick 64)")
 	tailClients := fs.String("tail-clients", "", "storm sizes for (f), comma-separated (default 256,1024,2048; quick 64)")
 	tailDataflow := fs.Int("tail-dataflow-clients", -1, "size of (f)'s dataflow-path storms; 0: none (default 256; quick 32)")
@@ -62,6 +66,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	mode := fs.String("mode", "copy", "how storm clients subscribe: copy, fetch or bare")
 	noPostgres := fs.Bool("no-postgres", false, "skip the PostgreSQL peer")
 	timeout := fs.Duration("timeout", 0, "per-client timeout (default 3m; quick 1m)")
+	feedClients := fs.Int("feed-clients", 0, "size of (i)'s storms (default 2,048; quick 64)")
+	feedIdle := fs.Int("feed-idle-clients", 0, "idle SSE streams of (i) (default 10,000; quick 200)")
 	idle := fs.Int("idle-clients", 0, "idle subscribers for (e) (default 10,000; quick 200)")
 	shapesClients := fs.Int("shapes-clients", 0, "storm size of (h) (default 2,048; quick 64)")
 	shapesUsers := fs.Int("shapes-users", 0, "routed subscribers of (h)'s large live run (default 10,000; quick 200)")
@@ -136,6 +142,12 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	}
 	if *idle > 0 {
 		cfg.IdleClients = *idle
+	}
+	if *feedClients > 0 {
+		cfg.FeedClients = *feedClients
+	}
+	if *feedIdle > 0 {
+		cfg.FeedIdleClients = *feedIdle
 	}
 	if *bigRows > 0 {
 		cfg.BigRows = *bigRows

@@ -190,7 +190,11 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 	srv := startBinary(t, bin, dataDir)
 	addr := srv.addr
 	c := srv.connect(t)
-	if _, err := c.Exec(context.Background(), "CREATE TABLE items (id int, v int)"); err != nil {
+	// An hour of history, as a deployment that lands a collection keeps:
+	// a sink killed and restarted resumes where it was (with the default
+	// 1 s, a restart on a loaded machine re-snapshots every time, which
+	// consumer's history-loss tests cover on their own).
+	if _, err := c.Exec(context.Background(), "CREATE TABLE items (id int, v int) WITH (RETAIN HISTORY FOR '1h')"); err != nil {
 		t.Fatal(err)
 	}
 	c.Close(context.Background())

@@ -70,7 +70,7 @@ func TestRedisSinkSurvivesKills(t *testing.T) {
 
 	ctx := context.Background()
 	setup := srv.connect(t)
-	if _, err := setup.Exec(ctx, "CREATE TABLE kv (id int NOT NULL, n bigint, s text)"); err != nil {
+	if _, err := setup.Exec(ctx, "CREATE TABLE kv (id int NOT NULL, n bigint, s text) WITH (RETAIN HISTORY FOR '1h')"); err != nil {
 		t.Fatal(err)
 	}
 	var vals []string

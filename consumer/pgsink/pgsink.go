@@ -111,6 +111,9 @@ type Sink struct {
 	// newTemps those the open transaction created (gone if it aborts).
 	temps    map[string]bool
 	newTemps []string
+	// used are the staging tables the open transaction has filled: the
+	// others are empty (ON COMMIT DELETE ROWS, or rolled back).
+	used map[string]bool
 
 	rejected prometheus.Counter
 }
@@ -132,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect target: %w", err)
 	}
-	s := &Sink{cfg: cfg, conn: conn, loading: map[int]bool{}, temps: map[string]bool{},
+	s := &Sink{cfg: cfg, conn: conn, loading: map[int]bool{}, temps: map[string]bool{}, used: map[string]bool{},
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsink_rejected_rows_total", Help: "Rows the target rejected (dead-lettered, skipped or stalled on)."})}
 	if cfg.Registerer != nil {
@@ -202,11 +205,16 @@ func (s *Sink) Load(ctx context.Context) (consumer.Position, error) {
 func (s *Sink) read(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, suffix string) (consumer.Position, error) {
+	return s.scanPosition(q.QueryRow(ctx, readSQL+suffix, s.cfg.Name))
+}
+
+// readSQL reads the sink's checkpoint row ($1 is its name).
+const readSQL = `SELECT frontier::text, generation, objects FROM ` + CheckpointTable + ` WHERE sink = $1`
+
+func (s *Sink) scanPosition(row pgx.Row) (consumer.Position, error) {
 	var f string
 	var p consumer.Position
-	err := q.QueryRow(ctx, `SELECT frontier::text, generation, objects FROM `+CheckpointTable+` WHERE sink = $1`+suffix, s.cfg.Name).
-		Scan(&f, &p.Generation, &p.Objects)
-	if err != nil {
+	if err := row.Scan(&f, &p.Generation, &p.Objects); err != nil {
 		return p, fmt.Errorf("read checkpoint: %w", err)
 	}
 	n, err := strconv.ParseUint(f, 10, 64)
@@ -274,15 +282,24 @@ func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
 // second sink with the same name waits here and then finds itself fenced
 // before it writes anything.
 func (s *Sink) begin(ctx context.Context) error {
-	tx, err := s.conn.Begin(ctx)
-	if err != nil {
+	// BEGIN and the lock share one round trip: every round trip adds to
+	// each batch's latency.
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	var cur consumer.Position
+	var rerr error
+	b.Queue(readSQL+" FOR UPDATE", s.cfg.Name).QueryRow(func(row pgx.Row) error {
+		cur, rerr = s.scanPosition(row)
+		return rerr
+	})
+	br := s.conn.SendBatch(ctx, b)
+	s.tx = br.Tx()
+	if err := br.Close(); err != nil {
+		s.Abort(ctx) //nolint:errcheck // the batch's error is the one to report
+		if rerr != nil {
+			return rerr
+		}
 		return fmt.Errorf("begin: %w", err)
-	}
-	s.tx = tx
-	cur, err := s.read(ctx, tx, " FOR UPDATE")
-	if err != nil {
-		s.Abort(ctx) //nolint:errcheck // the read's error is the one to report
-		return err
 	}
 	if !cur.Equal(s.pos) {
 		s.Abort(ctx) //nolint:errcheck // nothing was written
@@ -327,6 +344,7 @@ func (s *Sink) Commit(ctx context.Context, expected, next consumer.Position) err
 	err = s.tx.Commit(ctx)
 	s.tx = nil
 	clear(s.loading)
+	clear(s.used)
 	if err != nil {
 		s.newTemps = s.newTemps[:0]
 		return fmt.Errorf("commit: %w", err)
@@ -347,6 +365,7 @@ func (s *Sink) Abort(ctx context.Context) error {
 	err := s.tx.Rollback(ctx)
 	s.tx = nil
 	clear(s.loading)
+	clear(s.used)
 	s.newTemps = s.newTemps[:0]
 	if err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		return fmt.Errorf("rollback: %w", err)
@@ -359,14 +378,13 @@ func stagingName(table string) string { return table + "__shardtail_new" }
 // swap replaces table by its staging table, in the open transaction.
 func (s *Sink) swap(ctx context.Context, table string) error {
 	staging := stagingName(table)
-	for _, q := range []string{
-		`DROP TABLE IF EXISTS ` + ident(table),
-		`ALTER TABLE ` + ident(staging) + ` RENAME TO ` + ident(table),
-		`ALTER TABLE ` + ident(table) + ` RENAME CONSTRAINT ` + ident(staging+"_pkey") + ` TO ` + ident(table+"_pkey"),
-	} {
-		if _, err := s.tx.Exec(ctx, q); err != nil {
-			return fmt.Errorf("swap in %s: %w", table, err)
-		}
+	// One simple-protocol query: the statements run in order and stop
+	// at the first error.
+	q := `DROP TABLE IF EXISTS ` + ident(table) + `;
+		ALTER TABLE ` + ident(staging) + ` RENAME TO ` + ident(table) + `;
+		ALTER TABLE ` + ident(table) + ` RENAME CONSTRAINT ` + ident(staging+"_pkey") + ` TO ` + ident(table+"_pkey")
+	if _, err := s.tx.Exec(ctx, q); err != nil {
+		return fmt.Errorf("swap in %s: %w", table, err)
 	}
 	return nil
 }

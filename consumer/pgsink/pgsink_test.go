@@ -244,6 +244,14 @@ func TestSinkBatches(t *testing.T) {
 	if got := rowsText(t, dst, "SELECT * FROM t"); !slices.Equal(got, want) {
 		t.Errorf("after changes: %v, want %v", got, want)
 	}
+	// A timestamp cut into Partial chunks lands in one transaction: the
+	// second chunk's delete and upsert must not replay the first's rows.
+	mustLand(t, s, &pos, consumer.Batch{Lower: 15, Upper: 15, Partial: true, Updates: []consumer.Update{up(15, 6, "f")}})
+	mustLand(t, s, &pos, consumer.Batch{Lower: 15, Upper: 16, Updates: []consumer.Update{del(15, 6), up(15, 7, "g")}})
+	want = []string{"1|again", "4|d2", "7|g"}
+	if got := rowsText(t, dst, "SELECT * FROM t"); !slices.Equal(got, want) {
+		t.Errorf("after a chunked timestamp: %v, want %v", got, want)
+	}
 	// A new generation replaces the table.
 	mustLand(t, s, &pos, consumer.Batch{Lower: 30, Upper: 31, Snapshot: true, Generation: 1,
 		Updates: []consumer.Update{up(30, 9, "new")}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -56,10 +57,8 @@ func (w *tableWriter) createStaging(ctx context.Context) error {
 		_ = i
 	}
 	fmt.Fprintf(&b, "CONSTRAINT %s PRIMARY KEY (%s))", ident(staging+"_pkey"), w.list(w.names[:w.nkey], ""))
-	for _, q := range []string{"DROP TABLE IF EXISTS " + ident(staging), b.String()} {
-		if _, err := w.tx.Exec(ctx, q); err != nil {
-			return fmt.Errorf("create %s: %w", staging, err)
-		}
+	if _, err := w.tx.Exec(ctx, "DROP TABLE IF EXISTS "+ident(staging)+"; "+b.String()); err != nil {
+		return fmt.Errorf("create %s: %w", staging, err)
 	}
 	return nil
 }
@@ -106,10 +105,10 @@ func (w *tableWriter) copySnapshot(ctx context.Context, ups []consumer.Update) e
 	if len(rows) == 0 {
 		return nil
 	}
-	err := w.savepoint(ctx, func(tx pgx.Tx) error {
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{w.table}, w.names, pgx.CopyFromRows(rows))
+	err := w.savepoint(ctx, "", func() error {
+		_, err := w.tx.CopyFrom(ctx, pgx.Identifier{w.table}, w.names, pgx.CopyFromRows(rows))
 		return err
-	})
+	}, "")
 	if err == nil {
 		return nil
 	}
@@ -186,30 +185,30 @@ func (w *tableWriter) apply(ctx context.Context, ups []consumer.Update) error {
 // columns and runs stmt(temp) over it, inside a savepoint.
 func (w *tableWriter) bulk(ctx context.Context, prefix string, cols []string, rows [][]any, stmt func(tmp string) string) error {
 	tmp := prefix + "_" + w.table
+	// The temporary table lives as long as the connection (created once,
+	// emptied at each commit): creating one per transaction churns the
+	// catalog at every batch. It needs emptying only if this transaction
+	// filled it already.
+	first := ""
 	created := false
-	err := w.savepoint(ctx, func(tx pgx.Tx) error {
-		// The temporary table lives as long as the connection (created
-		// once, emptied at each commit): creating one per transaction
-		// churns the catalog at every batch.
-		if !w.s.temps[tmp] {
-			create := fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s ON COMMIT DELETE ROWS AS SELECT %s FROM %s WITH NO DATA",
-				ident(tmp), w.list(cols, ""), ident(w.table))
-			if _, err := tx.Exec(ctx, create); err != nil {
-				return err
-			}
-			created = true
-		} else if _, err := tx.Exec(ctx, "DELETE FROM "+ident(tmp)); err != nil {
-			return err
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{tmp}, cols, pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, stmt(ident(tmp)))
+	switch {
+	case !w.s.temps[tmp] && !slices.Contains(w.s.newTemps, tmp):
+		first = fmt.Sprintf("CREATE TEMP TABLE IF NOT EXISTS %s ON COMMIT DELETE ROWS AS SELECT %s FROM %s WITH NO DATA",
+			ident(tmp), w.list(cols, ""), ident(w.table))
+		created = true
+	case w.s.used[tmp]:
+		first = "DELETE FROM " + ident(tmp)
+	}
+	err := w.savepoint(ctx, first, func() error {
+		_, err := w.tx.CopyFrom(ctx, pgx.Identifier{tmp}, cols, pgx.CopyFromRows(rows))
 		return err
-	})
-	if err == nil && created {
-		// Only a savepoint that committed keeps what it created.
-		w.s.newTemps = append(w.s.newTemps, tmp)
+	}, stmt(ident(tmp)))
+	if err == nil {
+		w.s.used[tmp] = true
+		if created {
+			// Only a savepoint that committed keeps what it created.
+			w.s.newTemps = append(w.s.newTemps, tmp)
+		}
 	}
 	return err
 }
@@ -223,10 +222,10 @@ func (w *tableWriter) upsertEach(ctx context.Context, rows [][]any) error {
 	}
 	q := w.upsertSQL("VALUES (" + strings.Join(ph, ", ") + ")")
 	for _, r := range rows {
-		err := w.savepoint(ctx, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, q, r...)
+		err := w.savepoint(ctx, "", func() error {
+			_, err := w.tx.Exec(ctx, q, r...)
 			return err
-		})
+		}, "")
 		if err != nil {
 			if err := w.s.reject(ctx, w.tx, w.t.Name, w.frontier, r, err.Error()); err != nil {
 				return err
@@ -236,18 +235,35 @@ func (w *tableWriter) upsertEach(ctx context.Context, rows [][]any) error {
 	return nil
 }
 
-// savepoint runs f in a nested transaction: on error the transaction is
-// back where it was and stays usable.
-func (w *tableWriter) savepoint(ctx context.Context, f func(pgx.Tx) error) error {
-	sp, err := w.tx.Begin(ctx)
+// savepointName is the one savepoint the sink uses: savepoints never nest.
+const savepointName = "shardtail_sp"
+
+// savepoint runs the statement first (if any), f, and the statement last
+// (if any) in a savepoint: on error the transaction is back where it was and
+// stays usable. first and last share their round trip with the SAVEPOINT
+// and the RELEASE (one simple-protocol query each, which stops at its first
+// error): every round trip adds to each batch's latency.
+func (w *tableWriter) savepoint(ctx context.Context, first string, f func() error, last string) error {
+	err := w.exec(ctx, "SAVEPOINT "+savepointName, first)
+	if err == nil {
+		err = f()
+	}
+	if err == nil {
+		err = w.exec(ctx, last, "RELEASE SAVEPOINT "+savepointName)
+	}
 	if err != nil {
-		return err
+		//nolint:errcheck // the statement's error is the one to report; a failed rollback leaves the transaction aborted, which the next statement reports
+		w.exec(ctx, "ROLLBACK TO SAVEPOINT "+savepointName, "RELEASE SAVEPOINT "+savepointName)
 	}
-	if err := f(sp); err != nil {
-		sp.Rollback(ctx) //nolint:errcheck // the outer error is the one to report
-		return err
-	}
-	return sp.Commit(ctx)
+	return err
+}
+
+// exec runs the non-empty statements of stmts as one simple-protocol
+// query.
+func (w *tableWriter) exec(ctx context.Context, stmts ...string) error {
+	stmts = slices.DeleteFunc(stmts, func(s string) bool { return s == "" })
+	_, err := w.tx.Exec(ctx, strings.Join(stmts, "; "))
+	return err
 }
 
 // keyString renders a key for consolidation: equal keys give equal

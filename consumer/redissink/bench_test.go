@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,6 +52,7 @@ func BenchmarkSnapshotLanding(b *testing.B) {
 		if _, err := sink.Load(ctx); err != nil {
 			b.Fatal(err)
 		}
+		redisCPU0, clientCPU0 := redisCPU(b, rdb), processCPU(b)
 		b.StartTimer()
 		start := time.Now()
 		for _, c := range chunks {
@@ -65,6 +68,15 @@ func BenchmarkSnapshotLanding(b *testing.B) {
 		}
 		b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "keys/s")
 		b.StopTimer()
+		// Which side bounds the rate: CPU per key of redis-server and
+		// of this process (the sink, and the benchmark's GC of its
+		// prebuilt chunks), against wall time per key.
+		redisUs := (redisCPU(b, rdb) - redisCPU0).Seconds() * 1e6 / rows
+		clientUs := (processCPU(b) - clientCPU0).Seconds() * 1e6 / rows
+		b.ReportMetric(redisUs, "redis-cpu-us/key")
+		b.ReportMetric(clientUs, "client-cpu-us/key")
+		b.Logf("per key: %.2f µs wall, %.2f µs redis-server CPU, %.2f µs client CPU",
+			time.Since(start).Seconds()*1e6/rows, redisUs, clientUs)
 		b.Logf("landed %d keys in %v: %.0f keys/s (%d in Redis)", rows, time.Since(start).Round(time.Millisecond),
 			float64(rows)/time.Since(start).Seconds(), rdb.DBSize(ctx).Val())
 		for _, line := range strings.Split(rdb.Info(ctx, "commandstats").Val(), "\n") {
@@ -160,61 +172,127 @@ func BenchmarkSteadyLatency(b *testing.B) {
 // BenchmarkEndToEndSnapshot lands a 1,000,000-row table end to end: a real
 // server, consumer.Run with its default batching (4 MiB chunks), the Sink,
 // a real redis-server; it reports keys/s from Run's start to the commit of
-// the snapshot (the active generation's switch).
+// the snapshot (the active generation's switch). BenchmarkSubscribeSnapshot
+// is the same without Redis, its bound.
 func BenchmarkEndToEndSnapshot(b *testing.B) {
-	const rows = 1_000_000
 	for range b.N {
-		srv := testserver.Start(b, testserver.Options{})
+		url := loadedServer(b)
 		rs := redistest.StartWith(b, redistest.Options{AppendFsync: "everysec"})
 		rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1, ReadTimeout: time.Minute})
 		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, srv.URL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := conn.Exec(ctx, "CREATE TABLE t (id bigint, name text, qty int)"); err != nil {
-			b.Fatal(err)
-		}
-		n, err := conn.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"id", "name", "qty"},
-			pgx.CopyFromFunc(func() func() ([]any, error) {
-				i := 0
-				return func() ([]any, error) {
-					if i == rows {
-						return nil, nil
-					}
-					i++
-					return []any{int64(i), fmt.Sprintf("customer %d", i), int32(i % 100)}, nil
-				}
-			}()))
-		if err != nil || n != rows {
-			b.Fatalf("COPY: %d rows, %v", n, err)
-		}
-		conn.Close(ctx)
 		sink, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"id"}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.ResetTimer()
-		start := time.Now()
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() {
-			done <- consumer.Run(runCtx, consumer.Config{URL: srv.URL(), Sources: []consumer.Source{{Name: "t"}}, Checkpoint: sink}, sink)
-		}()
-		for sink.Stats().Generations == 0 {
-			select {
-			case err := <-done:
-				b.Fatalf("Run ended: %v", err)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-		elapsed := time.Since(start)
-		b.StopTimer()
-		cancel()
-		<-done
-		b.Logf("landed %d keys end to end in %v: %.0f keys/s (%d keys in Redis)", rows, elapsed.Round(time.Millisecond),
-			float64(rows)/elapsed.Seconds(), rdb.DBSize(ctx).Val())
-		b.ReportMetric(float64(rows)/elapsed.Seconds(), "keys/s")
+		landSnapshot(b, url, sink, sink, func() bool { return sink.Stats().Generations > 0 })
+		b.Logf("%d keys in Redis", rdb.DBSize(ctx).Val())
 		rdb.Close()
 	}
+}
+
+// BenchmarkSubscribeSnapshot is BenchmarkEndToEndSnapshot with a sink
+// that drops every batch: the rate at which consumer.Run receives the
+// snapshot from the server, which bounds the end-to-end rate.
+func BenchmarkSubscribeSnapshot(b *testing.B) {
+	for range b.N {
+		url := loadedServer(b)
+		var cp consumer.MemoryCheckpoint
+		discard := consumer.SinkFunc(func(context.Context, consumer.Batch) error { return nil })
+		landSnapshot(b, url, &cp, discard, func() bool {
+			pos, err := cp.Load(context.Background())
+			return err == nil && pos.Frontier != 0
+		})
+	}
+}
+
+// endToEndRows is the size of the end-to-end benchmarks' table.
+const endToEndRows = 1_000_000
+
+// loadedServer starts a server holding t (id bigint, name text, qty int)
+// with endToEndRows rows and returns its URL.
+func loadedServer(b *testing.B) string {
+	b.Helper()
+	srv := testserver.Start(b, testserver.Options{})
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (id bigint, name text, qty int)"); err != nil {
+		b.Fatal(err)
+	}
+	n, err := conn.CopyFrom(ctx, pgx.Identifier{"t"}, []string{"id", "name", "qty"},
+		pgx.CopyFromFunc(func() func() ([]any, error) {
+			i := 0
+			return func() ([]any, error) {
+				if i == endToEndRows {
+					return nil, nil
+				}
+				i++
+				return []any{int64(i), fmt.Sprintf("customer %d", i), int32(i % 100)}, nil
+			}
+		}()))
+	if err != nil || n != endToEndRows {
+		b.Fatalf("COPY: %d rows, %v", n, err)
+	}
+	return srv.URL()
+}
+
+// landSnapshot runs consumer.Run from url's t into sink until landed
+// reports the snapshot committed, and reports keys/s and the CPU time per
+// key of this process (server, consumer and sink).
+func landSnapshot(b *testing.B, url string, cp consumer.Checkpoint, sink consumer.Sink, landed func() bool) {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ResetTimer()
+	cpu0, start := processCPU(b), time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- consumer.Run(ctx, consumer.Config{URL: url, Sources: []consumer.Source{{Name: "t"}}, Checkpoint: cp}, sink)
+	}()
+	for !landed() {
+		select {
+		case err := <-done:
+			b.Fatalf("Run ended: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	elapsed, cpu := time.Since(start), processCPU(b)-cpu0
+	b.StopTimer()
+	cancel()
+	<-done
+	b.Logf("%d rows end to end in %v: %.0f keys/s, %.2f µs CPU per key in this process", endToEndRows,
+		elapsed.Round(time.Millisecond), float64(endToEndRows)/elapsed.Seconds(), cpu.Seconds()*1e6/endToEndRows)
+	b.ReportMetric(float64(endToEndRows)/elapsed.Seconds(), "keys/s")
+	b.ReportMetric(cpu.Seconds()*1e6/endToEndRows, "cpu-us/key")
+}
+
+// redisCPU is the CPU time redis-server has used (INFO cpu: main thread
+// and background threads, user and system).
+func redisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	var total float64
+	for _, line := range strings.Split(rdb.Info(context.Background(), "cpu").Val(), "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu %s: %v", line, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -58,7 +58,8 @@
 // never reused, only the claim's owner writes the generation, and the
 // snapshot is its first timestamp, so no stored row can be newer. Such a
 // chunk loads in the background while the consumer fetches the next one
-// (one at a time, in order; every other call waits for it).
+// and the Sink converts it (one at a time, in order; every other call
+// waits for it before it writes).
 //
 // # Generations
 //

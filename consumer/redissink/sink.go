@@ -124,8 +124,9 @@ type Sink struct {
 	// inflight receives the outcome of the snapshot chunk being loaded in
 	// the background (loadChunk), nil if none: loading one chunk while
 	// the consumer fetches the next overlaps the source and Redis. Every
-	// method but Stats waits for it first, so chunks land in order and
-	// the goroutine never outlives the Sink's use (Close waits too).
+	// method but Stats waits for it before it sends anything (Write
+	// converts its batch first), so chunks land in order and the
+	// goroutine never outlives the Sink's use (Close waits too).
 	inflight chan error
 
 	applied, stale, violations, generations, deleted atomic.Int64
@@ -251,14 +252,14 @@ func (s *Sink) Load(ctx context.Context) (consumer.Position, error) {
 // loads in the background while the caller fetches the next one: its
 // error is returned by the next Write, Commit or Close.
 func (s *Sink) Write(ctx context.Context, b consumer.Batch) error {
-	if err := s.wait(); err != nil {
-		return err
-	}
+	// Converting the batch needs nothing from Redis: it overlaps the
+	// chunk still loading, if any.
 	if err := s.setColumns(b); err != nil {
+		s.wait() //nolint:errcheck // the batch's error comes first
 		return err
 	}
 	ops, err := s.consolidate(b)
-	if err != nil {
+	if err := errors.Join(s.wait(), err); err != nil {
 		return err
 	}
 	st, err := s.target(ctx, b.Generation)
@@ -410,8 +411,21 @@ func (s *Sink) loadChunk(ctx context.Context, st *stagedBatch, expected string) 
 				consumer.ErrFenced, cp, claim, expected, loading)
 		}
 		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			for _, o := range st.ops {
-				pipe.HSet(ctx, st.prefix+o.key, "v", o.value, "ts", strconv.FormatUint(o.ts, 10))
+			// The prefixed keys share one buffer, and a snapshot's one
+			// timestamp one decimal: fewer allocations per key.
+			var keys []byte
+			if len(st.ops) > 0 {
+				keys = make([]byte, 0, len(st.ops)*(len(st.prefix)+len(st.ops[0].key)+8))
+			}
+			var ts uint64
+			var tsArg any
+			for i, o := range st.ops {
+				start := len(keys)
+				keys = append(append(keys, st.prefix...), o.key...)
+				if i == 0 || o.ts != ts {
+					ts, tsArg = o.ts, strconv.FormatUint(o.ts, 10)
+				}
+				pipe.Do(ctx, "hset", keys[start:len(keys):len(keys)], "v", o.value, "ts", tsArg)
 			}
 			return nil
 		})
@@ -519,6 +533,15 @@ func (s *Sink) setColumns(b consumer.Batch) error {
 	return nil
 }
 
+// The buffers consolidate renders values into: valueArena bytes each, a
+// new one when less than valueReserve bytes are left (a value that
+// outgrows what is left moves to a larger copy on its own, so any size is
+// correct; these only make that rare).
+const (
+	valueArena   = 256 << 10
+	valueReserve = 4 << 10
+)
+
 // consolidate reduces b to one write per key, its last state in the batch:
 // an insertion at a key's latest timestamp wins over a retraction at that
 // timestamp (an update is both, in no set order), a retraction alone is a
@@ -528,6 +551,9 @@ func (s *Sink) consolidate(b consumer.Batch) ([]op, error) {
 	at := make(map[string]int, len(b.Updates))
 	r := make(row.Row, len(s.cols))
 	var buf []byte
+	// The values share one buffer: a fresh one when it is full, so
+	// earlier values keep theirs.
+	var values []byte
 	for _, u := range b.Updates {
 		if len(u.Values) != len(s.cols) {
 			return nil, fmt.Errorf("%w: %d values for %d columns", ErrBadValue, len(u.Values), len(s.cols))
@@ -559,7 +585,12 @@ func (s *Sink) consolidate(b consumer.Batch) ([]op, error) {
 		k := string(buf)
 		next := op{key: k, ts: u.Timestamp, del: del}
 		if insert {
-			next.value = consumer.ValueJSON(nil, s.cols, r)
+			if cap(values)-len(values) < valueReserve {
+				values = make([]byte, 0, valueArena)
+			}
+			start := len(values)
+			values = consumer.ValueJSON(values, s.cols, r)
+			next.value = values[start:len(values):len(values)]
 		}
 		i, seen := at[k]
 		if !seen {

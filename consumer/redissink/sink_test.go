@@ -375,3 +375,30 @@ func TestOneCollection(t *testing.T) {
 		t.Fatalf("write of two collections: %v, want ErrSeveralCollections", err)
 	}
 }
+
+// TestSnapshotInChunks: a snapshot in Partial chunks, one of them empty,
+// loads through loadChunk (in the background, the next chunk converted
+// meanwhile) and is what readers see once the closing batch commits.
+func TestSnapshotInChunks(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := newClient(t, srv)
+	w := newWorker(t, rdb, false)
+	chunk := func(ups ...kv) consumer.Batch {
+		b := kvBatch(5, 5, kvColumns, ups...)
+		b.Partial, b.Snapshot = true, true
+		return b
+	}
+	w.mustWrite(chunk(kv{"a", 1, 5, 1}, kv{"b", 2, 5, 1}))
+	w.mustWrite(chunk())
+	w.mustWrite(chunk(kv{"c", 3, 5, 1}))
+	closing := kvBatch(5, 6, kvColumns)
+	closing.Snapshot = true
+	w.mustWrite(closing)
+	want := `[["a"]={"k":"a","v":1}@5 ["b"]={"k":"b","v":2}@5 ["c"]={"k":"c","v":3}@5]`
+	if got := values(t, rdb); got != want {
+		t.Errorf("after the snapshot:\ngot  %s\nwant %s", got, want)
+	}
+	if got := w.sink.Stats().Applied; got != 3 {
+		t.Errorf("applied = %d, want 3", got)
+	}
+}

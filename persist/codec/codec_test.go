@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strings"
@@ -324,6 +325,41 @@ func TestPartReader(t *testing.T) {
 	r.Close()
 	if _, err := r.Next(); err == nil || err == io.EOF {
 		t.Fatalf("Next after Close: %v", err)
+	}
+}
+
+// TestPartReaderAppendNext checks that AppendNext decodes into the slice
+// it is given, reusing its array, and that rows of an earlier batch copied
+// out of that slice keep their values when the next batch reuses it.
+func TestPartReaderAppendNext(t *testing.T) {
+	s := row.Schema{Columns: []row.Column{{Name: "k", Type: row.TypeInt8}, {Name: "v", Type: row.TypeText}}}
+	var us []row.Update
+	for i := range 250 {
+		us = append(us, row.Update{Row: row.Row{int64(i), fmt.Sprintf("value %d", i)}, T: 1, Diff: 1})
+	}
+	data, _, err := Config{BatchRows: 100}.EncodePart(s, us)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustReader(t, s, data)
+	defer r.Close()
+	buf := make([]row.Update, 0, 100)
+	var got []row.Update
+	for {
+		b, err := r.AppendNext(buf[:0])
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("AppendNext: %v", err)
+		}
+		if &b[0] != &buf[:1][0] {
+			t.Fatalf("AppendNext of %d rows did not reuse the slice of capacity %d", len(b), cap(buf))
+		}
+		got = append(got, b...)
+	}
+	if err := diffUpdates(us, got); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -39,7 +39,7 @@ func (c Config) DecodePart(schema row.Schema, data []byte) ([]row.Update, error)
 	// let append grow past it.
 	out := make([]row.Update, 0, min(r.Rows(), int64(len(data)/8)))
 	for {
-		out, err = r.appendNext(out)
+		out, err = r.AppendNext(out)
 		if err == io.EOF {
 			return out, nil
 		}
@@ -141,11 +141,14 @@ func (r *PartReader) NumBatches() int { return len(r.blocks) }
 // those slabs, so holding one row of a batch keeps the batch's slabs alive;
 // copy a row's strings and bytes to retain it alone.
 func (r *PartReader) Next() ([]row.Update, error) {
-	return r.appendNext(nil)
+	return r.AppendNext(nil)
 }
 
-// appendNext decodes the next batch, appending its updates to dst.
-func (r *PartReader) appendNext(dst []row.Update) ([]row.Update, error) {
+// AppendNext is Next appending the batch's updates to dst, so that a caller
+// that is done with the previous batch's slice can decode into it again
+// (the rows themselves are always fresh, as Next says). On an error dst
+// comes back unchanged.
+func (r *PartReader) AppendNext(dst []row.Update) ([]row.Update, error) {
 	if r.err != nil {
 		return dst, r.err
 	}

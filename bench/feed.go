@@ -1,0 +1,542 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// FeedResult is (i): the HTTP change feed's storms next to pgwire's on the
+// same server and view, and its idle subscribers' memory.
+type FeedResult struct {
+	// Clients is each storm's size; Rows the view's; Changes the rows
+	// the writer updated between the resume point and the end.
+	Clients int `json:"clients"`
+	Rows    int `json:"rows"`
+	Changes int `json:"changes"`
+	// ResumeRows is what one resuming client receives: the changes' rows
+	// (a retraction and an insertion each).
+	ResumeRows int `json:"resume_rows"`
+	// Storms are the four storms by FeedStorms' names.
+	Storms map[string]*FeedStorm `json:"storms"`
+	// Idle subscribers over SSE: server RSS before (after one warm-up
+	// stream) and with IdleClients streams idle, and per subscriber.
+	IdleClients int     `json:"idle_clients"`
+	IdleOpen    int     `json:"idle_open"`
+	IdleErrors  int     `json:"idle_errors"`
+	RSSBefore   int64   `json:"rss_before_bytes"`
+	RSSIdle     int64   `json:"rss_idle_bytes"`
+	PerClientKB float64 `json:"per_subscriber_kib"`
+}
+
+// FeedStorms are (i)'s storms, in report order: a resume from the
+// frontier before the changes (SSE Last-Event-ID; pgwire AS OF F-1 WITH
+// (SNAPSHOT = false)) and a fresh snapshot, each over SSE and over pgwire
+// (COPY (SUBSCRIBE ...) TO STDOUT), all ending at UP TO the frontier
+// after the changes.
+var FeedStorms = []string{"resume/sse", "resume/pgwire", "snapshot/sse", "snapshot/pgwire"}
+
+// FeedStorm is one storm of (i). Times are seconds from the start barrier:
+// every client is connected first (an SSE client by a GET / on its own
+// Transport, whose connection the stream then reuses), as pgwire's are.
+type FeedStorm struct {
+	Clients      int            `json:"clients"`
+	Completed    int            `json:"completed"`
+	Errors       int            `json:"errors"`
+	ErrorSamples map[string]int `json:"error_samples,omitempty"`
+	// Latency is request to the stream's end (SSE event: end; pgwire the
+	// COPY's CommandComplete) per client.
+	Latency Dist `json:"latency"`
+	// StormSeconds is the barrier to the last client's end.
+	StormSeconds float64 `json:"storm_seconds"`
+	// ServerCPU is the server's CPU seconds from the barrier to the last
+	// end (connects excluded).
+	ServerCPU float64 `json:"server_cpu_seconds"`
+}
+
+// CPUPerClientMS is the server CPU per client in ms (-1: not measured).
+func (s *FeedStorm) CPUPerClientMS() float64 {
+	if s == nil || s.ServerCPU < 0 || s.Clients == 0 {
+		return -1
+	}
+	return s.ServerCPU * 1000 / float64(s.Clients)
+}
+
+// feedWriteBatch is how many rows each UPDATE of (i)'s writer changes.
+const feedWriteBatch = 100
+
+// feedCatchUp bounds waiting for the view to show every change.
+const feedCatchUp = 2 * time.Minute
+
+// runFeed measures (i) on srv (started with ServerOptions.Feed), whose
+// viewSmall holds cfg.SmallRows rows: it updates cfg.FeedChanges rows of
+// tableSmall, then runs the four storms of cfg.FeedClients clients and the
+// idle subscribers.
+func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*FeedResult, error) {
+	if srv.FeedAddr == "" {
+		return nil, fmt.Errorf("%w: the server has no feed", ErrConfig)
+	}
+	fr := &FeedResult{Clients: cfg.FeedClients, Rows: cfg.SmallRows, Changes: cfg.FeedChanges, IdleClients: cfg.FeedIdleClients, Storms: map[string]*FeedStorm{}}
+	base := "http://" + srv.FeedAddr
+	// The storms read from before the changes, minutes later.
+	if err := execSQL(ctx, srv.URL, "ALTER MATERIALIZED VIEW "+viewSmall+" SET (RETAIN HISTORY FOR '1 hour')"); err != nil {
+		return nil, err
+	}
+	before, err := feedFrontier(ctx, base, viewSmall)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Status.Set(label+": writing the changes", nil)
+	for lo := 1; lo <= cfg.FeedChanges; lo += feedWriteBatch {
+		hi := min(lo+feedWriteBatch-1, cfg.FeedChanges)
+		stmt := fmt.Sprintf("UPDATE %s SET payload = 'changed-%d' || payload WHERE id BETWEEN %d AND %d", tableSmall, before, lo, hi)
+		if err := execSQL(ctx, srv.URL, stmt); err != nil {
+			return nil, err
+		}
+	}
+	// The view catches up with the table asynchronously: wait until a
+	// resume from before up to the view's frontier holds every change.
+	cfg.Status.Set(label+": waiting for the view to show the changes", nil)
+	var end uint64
+	deadline := time.Now().Add(feedCatchUp)
+	for {
+		if end, err = feedFrontier(ctx, base, viewSmall); err != nil {
+			return nil, err
+		}
+		rows, err := sseRows(ctx, http.DefaultClient, resumeRequest(ctx, base, before, end))
+		if err != nil {
+			return nil, err
+		}
+		fr.ResumeRows = rows
+		if rows >= 2*cfg.FeedChanges {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the view shows %d of %d changed rows after %v", rows, 2*cfg.FeedChanges, feedCatchUp)
+		}
+		sleepCtx(ctx, 200*time.Millisecond)
+	}
+	storms := map[string]func(context.Context) *feedStormRun{
+		"resume/sse": func(ctx context.Context) *feedStormRun {
+			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, func(ctx context.Context) *http.Request { return resumeRequest(ctx, base, before, end) })
+		},
+		"resume/pgwire": func(ctx context.Context) *feedStormRun {
+			return pgwireStorm(ctx, srv.CPU(), srv.URL, cfg.FeedClients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (SNAPSHOT = false, PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, before-1, end))
+		},
+		"snapshot/sse": func(ctx context.Context) *feedStormRun {
+			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, func(ctx context.Context) *http.Request {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/subscribe/%s?as_of=%d&up_to=%d", base, viewSmall, end-1, end), nil)
+				return req
+			})
+		},
+		"snapshot/pgwire": func(ctx context.Context) *feedStormRun {
+			return pgwireStorm(ctx, srv.CPU(), srv.URL, cfg.FeedClients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, end-1, end))
+		},
+	}
+	for _, name := range FeedStorms {
+		quiesce(ctx, srv.CPU(), cfg.Status, label+": waiting for the server to idle")
+		cfg.Status.Set(fmt.Sprintf("%s: %s storm, %d clients", label, name, cfg.FeedClients), nil)
+		sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		run := storms[name](sctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		fr.Storms[name] = run.result()
+		cfg.Status.Logf("%s: %s", label, feedStormLine(name, fr.Storms[name]))
+	}
+	quiesce(ctx, srv.CPU(), cfg.Status, label+": waiting for the server to idle")
+	if err := feedIdle(ctx, cfg, srv, base, fr, label); err != nil {
+		return fr, err
+	}
+	return fr, nil
+}
+
+// feedFrontier is the frontier of a live=false snapshot of rel: the
+// latest closed time the feed would start a stream at.
+func feedFrontier(ctx context.Context, base, rel string) (uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/subscribe/"+rel+"?live=false", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("feed snapshot of %s: %s", rel, resp.Status)
+	}
+	return strconv.ParseUint(resp.Header.Get("Shardtail-Frontier"), 10, 64)
+}
+
+// resumeRequest is an EventSource's reconnect after before, up to end.
+func resumeRequest(ctx context.Context, base string, before, end uint64) *http.Request {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/subscribe/%s?up_to=%d", base, viewSmall, end), nil)
+	req.Header.Set("Last-Event-ID", strconv.FormatUint(before, 10))
+	return req
+}
+
+// Lines of an SSE stream that the bench's clients look for.
+var (
+	sseEnd      = []byte("event: end")
+	sseProgress = []byte("event: progress")
+	sseRowsEv   = []byte("event: rows")
+	sseDiff     = []byte(`"mz_diff"`)
+)
+
+// readSSE reads an SSE stream until the event named by stop begins,
+// without keeping lines (the clients share the server's cores), and
+// returns how many row objects it saw when count (their mz_diff fields).
+func readSSE(r *bufio.Reader, stop []byte, count bool) (int, error) {
+	rows, start, inRows := 0, true, false
+	for {
+		line, err := r.ReadSlice('\n')
+		if start {
+			switch {
+			case bytes.HasPrefix(line, stop):
+				return rows, nil
+			case bytes.HasPrefix(line, []byte("event: reset")), bytes.HasPrefix(line, []byte("event: error")):
+				ev := string(bytes.TrimSpace(line)) // before the next read reuses the buffer
+				rest, _ := r.ReadSlice('\n')
+				return rows, fmt.Errorf("%s %s", ev, bytes.TrimSpace(rest))
+			case bytes.HasPrefix(line, []byte("event: ")):
+				inRows = bytes.HasPrefix(line, sseRowsEv)
+			}
+		}
+		if count && inRows {
+			rows += bytes.Count(line, sseDiff) // a field split across reads is missed: count only in a probe
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			start = false
+		case err != nil:
+			return rows, fmt.Errorf("before %s: %w", stop, err)
+		default:
+			start = true
+		}
+	}
+}
+
+// sseRows runs req to its end event and returns the rows it carried.
+func sseRows(ctx context.Context, c *http.Client, req *http.Request) (int, error) {
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("feed: %s", resp.Status)
+	}
+	// Lines whole (1 MiB): a rows event of a snapshot piece is one line.
+	return readSSE(bufio.NewReaderSize(resp.Body, 1<<20), sseEnd, true)
+}
+
+// feedStormRun is what a storm's clients measured, before the summary.
+type feedStormRun struct {
+	clients  int
+	lats     []float64
+	errs     *errorCounter
+	storm    float64
+	cpu      float64
+	cpuKnown bool
+}
+
+func (r *feedStormRun) result() *FeedStorm {
+	s := &FeedStorm{Clients: r.clients, Completed: len(r.lats), Errors: r.errs.total(), ErrorSamples: r.errs.samples(),
+		Latency: NewDist(r.lats), StormSeconds: r.storm, ServerCPU: -1}
+	if r.cpuKnown {
+		s.ServerCPU = r.cpu
+	}
+	return s
+}
+
+// barrierStorm connects n clients (connect), then starts them at once
+// (run) and times each to its end, with the server's CPU over the runs.
+func barrierStorm(ctx context.Context, cpu CPUProbe, n int, connect func(i int) error, run func(i int) error) *feedStormRun {
+	res := &feedStormRun{clients: n, errs: newErrorCounter()}
+	ok := make([]bool, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32) // connect 32 at a time, as a pool would
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := connect(i); err != nil {
+				res.errs.add("connect: " + err.Error())
+				return
+			}
+			ok[i] = true
+		})
+	}
+	wg.Wait()
+	var mu sync.Mutex
+	barrier := make(chan struct{})
+	var last atomic.Int64
+	cpu0, cpuErr := cpu.Read(ctx)
+	start := time.Now()
+	for i := range n {
+		if !ok[i] {
+			continue
+		}
+		wg.Go(func() {
+			<-barrier
+			err := run(i)
+			d := time.Since(start)
+			if err != nil {
+				res.errs.add(err.Error())
+				return
+			}
+			for {
+				l := last.Load()
+				if int64(d) <= l || last.CompareAndSwap(l, int64(d)) {
+					break
+				}
+			}
+			mu.Lock()
+			res.lats = append(res.lats, d.Seconds())
+			mu.Unlock()
+		})
+	}
+	close(barrier)
+	wg.Wait()
+	if cpu1, err := cpu.Read(ctx); err == nil && cpuErr == nil {
+		res.cpu, res.cpuKnown = cpu1-cpu0, true
+	}
+	res.storm = time.Duration(last.Load()).Seconds()
+	return res
+}
+
+// sseStorm runs n SSE clients, each on its own http.Transport (its own
+// connection, as n browsers), reading newReq's stream to event: end.
+func sseStorm(ctx context.Context, cpu CPUProbe, n int, newReq func(context.Context) *http.Request) *feedStormRun {
+	clients := make([]*http.Client, n)
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.CloseIdleConnections()
+			}
+		}
+	}()
+	base := newReq(ctx).URL
+	root := base.Scheme + "://" + base.Host + "/"
+	return barrierStorm(ctx, cpu, n, func(i int) error {
+		clients[i] = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, root, nil)
+		resp, err := clients[i].Do(req)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return err
+	}, func(i int) error {
+		resp, err := clients[i].Do(newReq(ctx))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("feed: %s", resp.Status)
+		}
+		_, err = readSSE(bufio.NewReaderSize(resp.Body, 64<<10), sseEnd, false)
+		return err
+	})
+}
+
+// pgwireStorm runs n pgwire clients, each COPY sql TO io.Discard.
+func pgwireStorm(ctx context.Context, cpu CPUProbe, url string, n int, sql string) *feedStormRun {
+	conns := make([]*pgconn.PgConn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close(context.Background())
+			}
+		}
+	}()
+	return barrierStorm(ctx, cpu, n, func(i int) error {
+		c, err := connect(ctx, url)
+		conns[i] = c
+		return err
+	}, func(i int) error {
+		_, err := conns[i].CopyTo(ctx, io.Discard, sql)
+		return err
+	})
+}
+
+// feedIdle opens cfg.FeedIdleClients SSE streams on tableIdle, each on its
+// own Transport, waits for each one's first progress event (snapshot
+// complete), lets them idle and reads the server's RSS.
+func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, fr *FeedResult, label string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // before the Wait: the streams end with ctx
+	open := func() (*http.Response, error) {
+		c := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/subscribe/"+tableIdle, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("feed: %s", resp.Status)
+		}
+		r := bufio.NewReaderSize(resp.Body, 4<<10)
+		if _, err := readSSE(r, sseProgress, false); err != nil {
+			resp.Body.Close()
+			return nil, err
+		}
+		// Idle: read on (heartbeats) until ctx ends the stream.
+		wg.Go(func() {
+			defer resp.Body.Close()
+			io.Copy(io.Discard, r)
+		})
+		return resp, nil
+	}
+	// One stream first, so that one-time costs are in the baseline.
+	if _, err := open(); err != nil {
+		return fmt.Errorf("idle warm-up stream: %w", err)
+	}
+	sleepCtx(ctx, time.Second)
+	var err error
+	if fr.RSSBefore, err = srv.RSS(); err != nil {
+		return err
+	}
+	var opened, failed atomic.Int64
+	cfg.Status.Set(label+": idle SSE subscribers", func() string {
+		return fmt.Sprintf("%d/%d open, %d failed", opened.Load(), cfg.FeedIdleClients, failed.Load())
+	})
+	sem := make(chan struct{}, 64)
+	var ow sync.WaitGroup
+	for range cfg.FeedIdleClients {
+		ow.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := open(); err != nil {
+				if ctx.Err() == nil {
+					failed.Add(1)
+				}
+				return
+			}
+			opened.Add(1)
+		})
+	}
+	ow.Wait()
+	fr.IdleOpen, fr.IdleErrors = int(opened.Load()), int(failed.Load())
+	sleepCtx(ctx, memorySettle)
+	if fr.RSSIdle, err = srv.RSS(); err != nil {
+		return err
+	}
+	fr.PerClientKB = -1
+	if fr.IdleOpen > 0 {
+		fr.PerClientKB = float64(fr.RSSIdle-fr.RSSBefore) / 1024 / float64(fr.IdleOpen)
+	}
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// feedStormLine summarises a storm of (i) for the log.
+func feedStormLine(name string, s *FeedStorm) string {
+	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client",
+		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())))
+}
+
+// writeFeedSection writes (i), the HTTP change feed next to pgwire, when
+// it ran.
+func writeFeedSection(w io.Writer, v *reportView) {
+	cfg := v.r.Config
+	var prs []*PathResults
+	for _, pr := range []*PathResults{v.fast, v.flow} {
+		if pr != nil && pr.Feed != nil {
+			prs = append(prs, pr)
+		}
+	}
+	if len(prs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## (i) The HTTP change feed (SSE) next to pgwire\n\n")
+	if cfg.FeedClients < DefaultSuite(false).FeedClients || cfg.FeedIdleClients < DefaultSuite(false).FeedIdleClients {
+		fmt.Fprintf(w, "**Scaled down**: %s clients per storm and %s idle streams (the issue's run is %s and %s).\n\n",
+			commas(cfg.FeedClients), commas(cfg.FeedIdleClients), commas(DefaultSuite(false).FeedClients), commas(DefaultSuite(false).FeedIdleClients))
+	}
+	fmt.Fprintf(w, "On a fresh server, %s rows of `%s` are updated (UPDATE of %d rows at a time; the view retains an hour of history) after the resume point F0, and once `%s` shows them "+
+		"(at F1), each storm starts its clients at once, all connected first: an SSE client is a net/http client on its own Transport "+
+		"(one connection, as one browser) whose stream reuses the connection of a `GET /`; a pgwire client is a pgconn connection that "+
+		"runs `COPY (...) TO STDOUT`. *resume* reconnects after F0 (`Last-Event-ID: F0`; pgwire `SUBSCRIBE %s WITH (SNAPSHOT = false, PROGRESS) "+
+		"AS OF F0-1 UP TO F1`), *snapshot* takes the whole view (`as_of=F1-1&up_to=F1`; pgwire `AS OF F1-1 UP TO F1`); each reads to the "+
+		"stream's end (`event: end`; the COPY's end). Times are from the start to a client's end; server CPU is over the storm, connects "+
+		"excluded.\n\n", commas(cfg.FeedChanges), tableSmall, feedWriteBatch, viewSmall, viewSmall)
+	for _, pr := range prs {
+		f := pr.Feed
+		fmt.Fprintf(w, "**%s path**: %s clients per storm on %s rows; a resuming client receives %s rows.\n\n",
+			pr.Path, commas(f.Clients), commas(f.Rows), commas(f.ResumeRows))
+		fmt.Fprintf(w, "| storm | ended | errors | p50 | p95 | storm | server CPU per client | SSE ÷ pgwire CPU per client |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, name := range FeedStorms {
+			s := f.Storms[name]
+			if s == nil {
+				continue
+			}
+			ratio := ""
+			if sse, pg := f.Storms[strings.Replace(name, "pgwire", "sse", 1)], s; strings.HasSuffix(name, "/pgwire") && sse != nil {
+				ratio = ratioText(sse.CPUPerClientMS(), pg.CPUPerClientMS())
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, commas(s.Completed), commas(s.Errors),
+				secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), fmtOr(ms, s.CPUPerClientMS()), ratio)
+		}
+		fmt.Fprintln(w)
+		var errs []string
+		for _, name := range FeedStorms {
+			if s := f.Storms[name]; s != nil {
+				for _, e := range SortedErrors(s.ErrorSamples) {
+					errs = append(errs, fmt.Sprintf("- %s: %s", name, e))
+				}
+			}
+		}
+		if len(errs) > 0 {
+			fmt.Fprintf(w, "Errors:\n\n%s\n\n", strings.Join(errs, "\n"))
+		}
+		if f.IdleClients > 0 {
+			fmt.Fprintf(w, "Idle SSE streams on the 10-row `%s` (after one warm-up stream; RSS read after %v idle): %s of %s open (%d failed), "+
+				"server RSS %s before, %s with them: **%s per idle SSE subscriber**.\n\n", tableIdle, memorySettle,
+				commas(f.IdleOpen), commas(f.IdleClients), f.IdleErrors, mib(float64(f.RSSBefore)), mib(float64(f.RSSIdle)), fmtOr(kib, f.PerClientKB))
+		}
+	}
+}
+
+// feedGoals are (i)'s targets, on the fast path: SSE within 1.2× of
+// pgwire's server CPU per client, resuming and snapshotting.
+func feedGoals(r *Report, add func(what, target string, measured float64, format func(float64) string, ok func(float64) bool)) {
+	fast := r.Results.Paths[PathFast]
+	if fast == nil || fast.Feed == nil {
+		return
+	}
+	f := fast.Feed
+	for _, kind := range []string{"resume", "snapshot"} {
+		sse, pg := f.Storms[kind+"/sse"], f.Storms[kind+"/pgwire"]
+		x := -1.0
+		if sse != nil && pg != nil && sse.Errors == 0 && pg.Errors == 0 && sse.CPUPerClientMS() >= 0 && pg.CPUPerClientMS() > 0 {
+			x = sse.CPUPerClientMS() / pg.CPUPerClientMS()
+		}
+		add(fmt.Sprintf("fast path, SSE %s server CPU per client ÷ pgwire's (N=%s)", kind, commas(f.Clients)), "≤ 1.2×", x,
+			func(x float64) string { return fmt.Sprintf("%.2f×", x) }, func(x float64) bool { return x <= 1.2 })
+	}
+}

@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
+
+// TestReadSSE: the bench's SSE reader stops at the named event, counts
+// the rows of rows events only, and fails on reset, error and a stream
+// that ends before the event.
+func TestReadSSE(t *testing.T) {
+	const stream = "retry: 1000\n\n" +
+		"event: rows\ndata: [{\"mz_timestamp\":\"5\",\"mz_diff\":1,\"a\":1},{\"mz_timestamp\":\"5\",\"mz_diff\":-1,\"a\":2}]\n\n" +
+		"event: progress\nid: 6\ndata: {\"frontier\":\"6\"}\n\n" +
+		"event: rows\ndata: [{\"mz_timestamp\":\"6\",\"mz_diff\":1,\"a\":\"event: end\"}]\n\n"
+	for _, tc := range []struct {
+		name, in string
+		stop     []byte
+		rows     int
+		err      string
+	}{
+		{"end", stream + "event: end\ndata: {\"frontier\":\"7\"}\n\n", sseEnd, 3, ""},
+		{"progress", stream, sseProgress, 2, ""},
+		{"reset", stream + "event: reset\ndata: {\"code\":\"53200\"}\n\n", sseEnd, 3, "event: reset data: {"},
+		{"error", "event: error\ndata: {\"code\":\"XX000\"}\n\n", sseEnd, 0, "event: error"},
+		{"cut short", stream, sseEnd, 3, "before event: end: EOF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, size := range []int{4096, 16} {
+				// 16 bytes split lines: a piece that is not a line's
+				// start must not start an event. Counting rows needs
+				// whole lines.
+				rows, err := readSSE(bufio.NewReaderSize(strings.NewReader(tc.in), size), tc.stop, size > 16)
+				switch {
+				case tc.err == "" && err != nil:
+					t.Fatalf("buffer %d: got error %v, want none", size, err)
+				case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+					t.Fatalf("buffer %d: got error %v, want one containing %q", size, err, tc.err)
+				}
+				if size > 16 && rows != tc.rows {
+					t.Errorf("got %d rows, want %d", rows, tc.rows)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package pgwire
+
+import "net"
+
+// waitReadable cannot wait without reading on this platform: the input
+// pipe's Read blocks with its buffer instead.
+func waitReadable(net.Conn) {}
