@@ -14,6 +14,7 @@ import (
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
+	"github.com/shardtail/shardtail/storage"
 )
 
 // writableTable resolves a DML target and checks it may be written.
@@ -81,7 +82,9 @@ func checkNotNull(it *catalog.Item, r row.Row) error {
 // transaction.
 func (s *Session) write(ctx context.Context, it *catalog.Item, updates []row.Update) error {
 	if s.tx != txIdle {
-		s.txWrites = append(s.txWrites, pendingWrite{item: it, updates: updates})
+		if len(updates) > 0 {
+			s.txWrites = append(s.txWrites, pendingWrite{item: it, updates: updates})
+		}
 		return nil
 	}
 	return s.c.write(ctx, it, updates)
@@ -233,8 +236,9 @@ func mergeParams(a, b []uint32) []uint32 {
 	return a
 }
 
-// planUpdate plans UPDATE (and, with set == nil, DELETE): a
-// read-modify-write of the matching rows under the table's write lock.
+// planModify plans UPDATE (and, with set == nil, DELETE): a
+// read-modify-write of the matching rows, committed at once under the
+// table's write lock or, in a transaction, buffered (modifyInTx).
 func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Assignment, paramOIDs []uint32) (*plan, error) {
 	priv, verb := "UPDATE", "UPDATE"
 	if set == nil {
@@ -273,14 +277,13 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 		assigns[c] = sc
 	}
 	return &plan{params: params, exec: func(ctx context.Context, params []row.Datum, _ []int16) (pgwire.Result, error) {
-		if s.inBlock() {
-			return nil, errorf(codeInvalidTxState, "%s cannot be run inside a transaction block", verb)
-		}
 		if s.c.isProxy() {
 			return nil, errorf(codeReadOnlyTx, "writes are not served by a tail process")
 		}
 		n := 0
-		_, err := s.c.storage.ReadModifyWrite(ctx, it.Shard, func(current []row.Update) ([]row.Update, error) {
+		// modify derives the statement's retractions and insertions from
+		// the table's current contents.
+		modify := func(current []row.Update) ([]row.Update, error) {
 			var out []row.Update
 			n = 0
 			for _, u := range current {
@@ -314,7 +317,14 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 				}
 			}
 			return out, nil
-		})
+		}
+		if s.bufferModify() {
+			if err := s.modifyInTx(ctx, it, modify); err != nil {
+				return nil, err
+			}
+			return command(fmt.Sprintf("%s %d", verb, n)), nil
+		}
+		_, err := s.c.storage.ReadModifyWrite(ctx, it.Shard, modify)
 		if err != nil {
 			return nil, mapPersistErr(err, it.Name)
 		}
@@ -323,6 +333,64 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 		}
 		return command(fmt.Sprintf("%s %d", verb, n)), nil
 	}}, nil
+}
+
+// bufferModify reports whether an UPDATE or DELETE joins the transaction
+// (a block, or a multi-statement simple query) rather than committing at
+// once. An extended-protocol batch's implicit transaction commits them at
+// once, retrying on a concurrent write (Storage.ReadModifyWrite): a lone
+// UPDATE sent with Parse/Bind/Execute/Sync, as most drivers send every
+// statement, must not fail with 40001 where it can simply read again.
+func (s *Session) bufferModify() bool {
+	return s.inBlock() || (s.tx == txImplicit && s.txMulti)
+}
+
+// modifyInTx runs an UPDATE or DELETE of the table it in the transaction:
+// modify sees the table at the latest time, together with the
+// transaction's own earlier writes to it, and its result is buffered for
+// COMMIT with the transaction's other writes. The transaction's read
+// timestamp of a table is its first read of it: COMMIT fails if another
+// commit wrote the table after that (see Session.commit), so every read
+// the transaction made is what the table holds at the commit's time.
+// Reading each table at its latest time, rather than all at the first
+// read's, keeps a slow block readable: tables keep only RETAIN HISTORY
+// (default 1 s) of history.
+func (s *Session) modifyInTx(ctx context.Context, it *catalog.Item, modify func([]row.Update) ([]row.Update, error)) error {
+	ts, err := s.c.storage.TxnReadTS(ctx)
+	if errors.Is(err, storage.ErrNoTxns) {
+		return errorf(codeFeatureNotSupp, "UPDATE and DELETE in transactions need the txns shard")
+	}
+	if err != nil {
+		return storageError(err)
+	}
+	current, err := s.c.storage.ReadTableAt(ctx, it.Shard, ts)
+	if err != nil {
+		return mapPersistErr(err, it.Name)
+	}
+	for i := range current {
+		current[i].T = 0
+	}
+	for _, w := range s.txWrites {
+		if w.item.Shard != it.Shard {
+			continue
+		}
+		for _, u := range w.updates {
+			u.T = 0
+			current = append(current, u)
+		}
+	}
+	current = row.Consolidate(current)
+	out, err := modify(current)
+	if err != nil {
+		return err
+	}
+	if s.txRead == nil {
+		s.txRead = map[string]uint64{}
+	}
+	if _, ok := s.txRead[it.Shard]; !ok {
+		s.txRead[it.Shard] = ts
+	}
+	return s.write(ctx, it, out)
 }
 
 func (s *Session) planUpdate(st *sql.Update, paramOIDs []uint32) (*plan, error) {

@@ -19,7 +19,11 @@
 //  4. sequence: exec runs the statement with the transaction rules
 //     (implicit transactions, blocks, a SUBSCRIBE as the only read of its
 //     block), taking timestamps from the oracle and, for SUBSCRIBE, choosing
-//     AS OF and UP TO.
+//     AS OF and UP TO. A block's or multi-statement query's writes wait
+//     for COMMIT; unlike Materialize's insert-only transactions, they may
+//     UPDATE and DELETE, which read a table with the transaction's own
+//     earlier writes (Session.modifyInTx), and COMMIT fails with 40001 if
+//     another commit wrote a table they read since the first read.
 //  5. Result: exec returns a pgwire.Result, which pgwire pulls until io.EOF.
 //
 // # Where a subscribe leaves the coordinator

@@ -85,7 +85,13 @@ const (
 	codeUndefinedFunction = "42883"
 	codeCardinality       = "21000"
 	codeProgramLimit      = "54000"
+	codeSerialization     = "40001"
 )
+
+// errSerialization fails the COMMIT of a transaction whose UPDATE or
+// DELETE read a table that another commit wrote since: applying it would
+// lose that write, as PostgreSQL's SERIALIZABLE would.
+var errSerialization = errorf(codeSerialization, "could not serialize access due to concurrent update")
 
 func errUnknownRelation(name string) *Error {
 	return errorf(codeUndefinedTable, "unknown catalog item '%s'", name)

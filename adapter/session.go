@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/txnwal"
 	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/proxy"
@@ -57,6 +58,13 @@ type Session struct {
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
 	txWrites []pendingWrite
+	// txMulti marks the implicit transaction of a multi-statement simple
+	// query: its UPDATEs and DELETEs are buffered too (see bufferModify).
+	txMulti bool
+	// txRead maps the shards the transaction's UPDATEs and DELETEs read
+	// to the time of the first read: COMMIT fails if another commit
+	// wrote one of them after it.
+	txRead map[string]uint64
 	// txReads counts reads in the block (SUBSCRIBE must be the only one).
 	txReads     int
 	txSubscribe bool
@@ -137,7 +145,7 @@ func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Resul
 		// as in PostgreSQL.
 		implicit := len(stmts) > 1 && s.tx == txIdle
 		if implicit {
-			s.tx = txImplicit
+			s.tx, s.txMulti = txImplicit, true
 		}
 		for _, st := range stmts {
 			var res pgwire.Result
@@ -276,9 +284,11 @@ func (s *Session) inBlock() bool { return s.tx == txBlock || s.tx == txFailed }
 
 // commit applies the buffered writes, all at one timestamp, and ends the
 // transaction. A write to a table dropped since fails the whole commit
-// before anything is written.
+// before anything is written, and so does a write by another commit to a
+// table the transaction's UPDATEs or DELETEs read, after they read it
+// (40001).
 func (s *Session) commit(ctx context.Context) error {
-	writes := s.txWrites
+	writes, readAt := s.txWrites, s.txRead
 	s.endTx()
 	if len(writes) == 0 {
 		return nil
@@ -293,7 +303,10 @@ func (s *Session) commit(ctx context.Context) error {
 		}
 		byShard[w.item.Shard] = append(byShard[w.item.Shard], w.updates...)
 	}
-	if _, err := s.c.storage.AppendMulti(ctx, byShard); err != nil {
+	if _, err := s.c.storage.CommitTxn(ctx, byShard, readAt); err != nil {
+		if errors.Is(err, txnwal.ErrConflict) {
+			return errSerialization
+		}
 		return err
 	}
 	s.c.metrics.writes.Inc()
@@ -311,7 +324,8 @@ func (s *Session) rollback() {
 func (s *Session) endTx() {
 	s.tx = txIdle
 	s.savedVars, s.varsSaved = nil, false
-	s.txWrites = nil
+	s.txWrites, s.txMulti = nil, false
+	s.txRead = nil
 	s.txReads, s.upReads = 0, 0
 	s.txSubscribe, s.upSubscribe = false, false
 	s.closeCursors()

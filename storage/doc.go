@@ -36,6 +36,9 @@
 // therefore own the same shard safely; for tables the txns shard's
 // compare-and-set serializes them, and a read-modify-write whose table
 // another commit wrote since its read reads again (txnwal.ErrConflict).
+// A transaction's UPDATEs and DELETEs cannot read again: they read at a
+// TxnReadTS (ReadTableAt), and CommitTxn fails with txnwal.ErrConflict,
+// writing nothing, if another commit wrote a table they read since.
 //
 // The caller's duties:
 //

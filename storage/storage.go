@@ -376,6 +376,61 @@ func (s *Storage) AppendMulti(ctx context.Context, writes map[string][]row.Updat
 	return ts, nil
 }
 
+// TxnReadTS returns a read timestamp for a transaction that reads
+// tables to modify them (UPDATE and DELETE in a transaction block): the
+// latest time every table can be read at, one less than the txns shard's
+// progress. ErrNoTxns without txns, which has no way to check the reads
+// at commit.
+func (s *Storage) TxnReadTS(ctx context.Context) (uint64, error) {
+	if s.txns == nil {
+		return 0, ErrNoTxns
+	}
+	st, err := s.txns.Refresh(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return st.Progress - 1, nil // registration put progress above 0
+}
+
+// ReadTableAt reads a table's whole contents at ts (a TxnReadTS).
+func (s *Storage) ReadTableAt(ctx context.Context, shard string, ts uint64) ([]row.Update, error) {
+	r, err := s.persist.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "update"})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return ReadAll(ctx, r, ts)
+}
+
+// CommitTxn commits a transaction's writes to tables at one timestamp, as
+// AppendMulti does, iff no other commit wrote a shard of readAt after the
+// time it was read at: else it fails with txnwal.ErrConflict and nothing
+// is written. The shards of readAt need not be written.
+func (s *Storage) CommitTxn(ctx context.Context, writes map[string][]row.Update, readAt map[string]uint64) (uint64, error) {
+	if len(readAt) == 0 {
+		return s.AppendMulti(ctx, writes)
+	}
+	if len(writes) == 0 {
+		return 0, nil // it wrote nothing: its reads serialize at their time
+	}
+	if s.txns == nil {
+		return 0, ErrNoTxns
+	}
+	shards := slices.Sorted(maps.Keys(writes))
+	for _, shard := range shards {
+		o, err := s.owned(shard)
+		if err != nil {
+			return 0, err
+		}
+		if !o.txn {
+			return 0, fmt.Errorf("shard %s is not a table", shard)
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+	}
+	return s.commit(ctx, writes, readAt)
+}
+
 // AppendBatch writes a large load in bounded memory: fill adds updates to
 // a batch builder (which uploads parts as it goes, without holding the
 // shard's write lock); the batch then commits at one fresh timestamp. If

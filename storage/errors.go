@@ -1,0 +1,9 @@
+package storage
+
+import "errors"
+
+// ErrNoTxns is returned by a transaction that reads tables to modify them
+// (UPDATE or DELETE in a transaction block) on a Storage without a txns
+// shard: only the txns shard can check at commit that nothing wrote them
+// since the read.
+var ErrNoTxns = errors.New("transactions that read tables need the txns shard")
