@@ -76,7 +76,16 @@ func TestTxnCommitCompletedAfterCrash(t *testing.T) {
 			mustExec(t, c, "CREATE TABLE a (n int)", "CREATE TABLE b (n int)", "INSERT INTO a VALUES (0)")
 			d.armed.Store(true)
 			w := connect(t, s)
-			go w.Exec(context.Background(), "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (1), (2); COMMIT")
+			// The writer's statement never returns (its session died with
+			// the commit): it ends when its context does, before w's
+			// cleanup closes the connection under it.
+			wctx, cancelW := context.WithCancel(context.Background())
+			wdone := make(chan struct{})
+			go func() {
+				defer close(wdone)
+				w.Exec(wctx, "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (1), (2); COMMIT")
+			}()
+			t.Cleanup(func() { cancelW(); <-wdone })
 			select {
 			case <-d.died:
 			case <-time.After(30 * time.Second):

@@ -29,8 +29,10 @@ func (c *countingConsensus) CompareAndSet(ctx context.Context, key string, exp *
 
 // listenBatches runs a subscribe with the given downgrade interval through
 // batches listen batches, one append each, and returns the CAS commits the
-// subscribe made (all but the appends) and its reader's since at the end.
-func listenBatches(t *testing.T, interval time.Duration, batches uint64) (subscribeCASes int64, since uint64) {
+// subscribe made (all but the appends) and its reader's since at the end:
+// once it reached awaitSince (the downgrade follows the listen on the
+// subscribe's goroutine, a moment after Next returned), or after 10 s.
+func listenBatches(t *testing.T, interval time.Duration, batches, awaitSince uint64) (subscribeCASes int64, since uint64) {
 	t.Helper()
 	cons := &countingConsensus{Consensus: consmem.New()}
 	// No background compaction and no rollups: every CAS is an append or
@@ -55,18 +57,24 @@ func listenBatches(t *testing.T, interval time.Duration, batches uint64) (subscr
 			}
 		}
 	}
-	subscribeCASes = cons.commits.Load() - before - int64(batches)
-	st, err := p.State(ctx, shard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rs := range st.Readers {
-		if rs.Purpose == "counted" {
-			return subscribeCASes, rs.Since
+	readerSince := func() uint64 {
+		st, err := p.State(ctx, shard)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, rs := range st.Readers {
+			if rs.Purpose == "counted" {
+				return rs.Since
+			}
+		}
+		t.Fatal("the subscribe's reader is not registered")
+		return 0
 	}
-	t.Fatal("the subscribe's reader is not registered")
-	return 0, 0
+	since = readerSince()
+	for deadline := time.Now().Add(10 * time.Second); since < awaitSince && time.Now().Before(deadline); since = readerSince() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cons.commits.Load() - before - int64(batches), since
 }
 
 // TestSubscribeDowngradesRateLimited: across many listen batches the
@@ -75,7 +83,7 @@ func listenBatches(t *testing.T, interval time.Duration, batches uint64) (subscr
 // short interval it still follows the listen.
 func TestSubscribeDowngradesRateLimited(t *testing.T) {
 	const batches = 40
-	cases, since := listenBatches(t, time.Hour, batches)
+	cases, since := listenBatches(t, time.Hour, batches, 0)
 	// One CAS registers the reader, at most one downgrades it.
 	if cases > 2 {
 		t.Errorf("%d listen batches with an hour's interval cost the subscribe %d CASes, want at most 2 (register, one downgrade)", batches, cases)
@@ -84,7 +92,7 @@ func TestSubscribeDowngradesRateLimited(t *testing.T) {
 		t.Errorf("since %d after an hour's interval, want it held below %d", since, batches)
 	}
 
-	_, since = listenBatches(t, time.Nanosecond, batches)
+	_, since = listenBatches(t, time.Nanosecond, batches, batches)
 	if since != batches {
 		t.Errorf("since %d with a 1 ns interval, want %d (the frontier %d less one)", since, batches, batches+1)
 	}
