@@ -410,8 +410,11 @@ func TestCrashLeavesNoGarbage(t *testing.T) {
 	t.Logf("blob bytes: %d after the kills, %d after the sweep, %d without crashes", before.bytes, crashed.bytes, clean.bytes)
 	// A kill may leave a temporary file (removed by the blob store after an
 	// hour) and a rollup or a compaction's output the clean run does not
-	// have; everything else must be gone.
-	if slack := 2 * *crashCycles / 3; crashed.files > clean.files+slack {
+	// have; and since tables are written through the txns shard, an idle
+	// table compacts on every tenth tick, so a run with restarts may keep
+	// up to about one more uncompacted part per kill (measured: 9–20 more
+	// after 12 kills). Everything else must be gone.
+	if slack := 2 * *crashCycles; crashed.files > clean.files+slack {
 		t.Errorf("%d blob files after the sweep, want at most the %d of a run without crashes + %d", crashed.files, clean.files, slack)
 	}
 	if m.acked < 20 {
@@ -500,6 +503,12 @@ func countBlobs(t *testing.T, dataDir string) blobStats {
 	t.Helper()
 	var st blobStats
 	err := filepath.WalkDir(filepath.Join(dataDir, "blob"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == stmtlog.ShardID {
+			// The statement log grows with the statements run (more in a
+			// run with restarts and checks), not with garbage; its
+			// retention has tests of its own.
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
