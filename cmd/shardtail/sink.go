@@ -94,6 +94,29 @@ type sinkFlags struct {
 }
 
 // register adds the shared flags to fs.
+// newSinkFlagSet is the flag set of `shardtail sink <kind>`: the flags
+// every sink shares (registered into f) and usage, whose text precedes
+// the flag list. The kind adds its own flags, then calls parseSinkFlags.
+func (m *Main) newSinkFlagSet(kind, usage string, f *sinkFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("sink "+kind, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	f.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseSinkFlags parses args, then fills what they left unset from the
+// SHARDTAIL_<NAME> environment variables.
+func parseSinkFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return envDefaults(fs)
+}
+
 func (f *sinkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.source, "source", "postgres://materialize@127.0.0.1:6875/materialize?sslmode=disable", "shardtail connection URL")
 	fs.Var(&f.collections, "collection", "collection to land (repeat for several)")

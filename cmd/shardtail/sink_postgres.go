@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -37,24 +36,15 @@ Flags:
 
 // sinkPostgres runs `shardtail sink postgres`.
 func (m *Main) sinkPostgres(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sink postgres", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
 	var f sinkFlags
-	f.register(fs)
+	fs := m.newSinkFlagSet("postgres", sinkPostgresUsage, &f)
 	var tables stringList
 	target := fs.String("target", "", "target PostgreSQL URL (required)")
 	fs.Var(&tables, "table", "target table of each --collection, in order (default: the collection's name)")
 	key := fs.String("key", "", "primary key columns, comma-separated, of every collection (required)")
 	name := fs.String("name", "shardtail", "this sink's row in shardtail_sink_checkpoints; two processes with one name fence each other")
 	onReject := fs.String("on-reject", "dead-letter", "rows the target rejects: dead-letter (table shardtail_sink_dead_letters), stall or skip")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), sinkPostgresUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := envDefaults(fs); err != nil {
+	if err := parseSinkFlags(fs, args); err != nil {
 		return err
 	}
 	policy, err := pgsink.ParseRejectPolicy(*onReject)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -40,22 +39,13 @@ Flags:
 
 // sinkRedis runs `shardtail sink redis`.
 func (m *Main) sinkRedis(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("sink redis", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
 	var f sinkFlags
-	f.register(fs)
+	fs := m.newSinkFlagSet("redis", sinkRedisUsage, &f)
 	target := fs.String("target", "redis://127.0.0.1:6379/0", "Redis URL (redis://[user:password@]HOST:PORT/DB)")
 	keys := fs.String("key", "", "KEY columns, comma-separated, in KEY order (required)")
 	namespace := fs.String("namespace", "", `key prefix (default: the collection's name and ":")`)
 	tombstones := fs.Bool("tombstones", false, "keep a deleted row's key with its deletion timestamp and no value")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), sinkRedisUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := envDefaults(fs); err != nil {
+	if err := parseSinkFlags(fs, args); err != nil {
 		return err
 	}
 	cfg, err := f.config()
