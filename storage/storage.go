@@ -127,15 +127,23 @@ func New(p *persist.Client, o Oracle, txns *txnwal.Txns) *Storage {
 	return &Storage{persist: p, oracle: o, txns: txns, log: slog.Default(), shards: map[string]*ownedShard{}}
 }
 
-// Register registers a new table's shard in the txns shard, at the
-// oracle's time: the caller does it before the catalog names the table, so
-// that no reader ever meets the table's shard unregistered. Without txns it
-// does nothing.
+// Register registers a new table's shard in the txns shard: the caller
+// does it before the catalog names the table, so that no reader ever
+// meets the table's shard unregistered. It then advances the txns
+// progress to the oracle's time, so that the table's logical upper starts
+// there: before the first tick of a fresh txns shard the progress counts
+// registrations (1, 2, …), and a subscriber would otherwise get AS OF 3
+// and, a tick later, a since an hour past it. Without txns it does
+// nothing.
 func (s *Storage) Register(ctx context.Context, shard string) error {
 	if s.txns == nil {
 		return nil
 	}
-	return s.txns.Register(ctx, shard, s.oracle.WriteTS)
+	if err := s.txns.Register(ctx, shard); err != nil {
+		return err
+	}
+	_, err := s.txns.Advance(ctx, s.oracle.WriteTS)
+	return err
 }
 
 // OwnTable owns a table's shard: with txns, registered in the txns shard
@@ -147,7 +155,7 @@ func (s *Storage) OwnTable(ctx context.Context, shard string, retainMs int64) er
 	if s.txns == nil {
 		return s.Own(ctx, shard, retainMs, true)
 	}
-	if err := s.txns.Register(ctx, shard, s.oracle.WriteTS); err != nil {
+	if err := s.txns.Register(ctx, shard); err != nil {
 		return fmt.Errorf("register %s in the txns shard: %w", shard, err)
 	}
 	return s.own(ctx, shard, &ownedShard{retainMs: retainMs, txn: true, maintPhase: rand.Uint64N(maintainEvery)})

@@ -54,7 +54,7 @@
 //
 //	txns, err := txnwal.Open(ctx, persistClient, txnwal.Config{})
 //	persistClient.SetTxnReads(txns) // readers of registered shards use it
-//	err = txns.Register(ctx, shard, oracle.WriteTS) // at CREATE TABLE
+//	err = txns.Register(ctx, shard) // at CREATE TABLE
 //	b, err := txns.WriteBatch(ctx, shard, updates)
 //	ts, err := txns.Commit(ctx, []txnwal.Write{{Shard: shard, Batch: b}}, nil, oracle.WriteTS)
 //	_, err = txns.Advance(ctx, oracle.WriteTS) // every tick

@@ -151,7 +151,7 @@ func runModel(t *testing.T, seed uint64, steps int) {
 			if _, err := owner.p.CreateShard(ctx, shard, testSchema); err != nil {
 				t.Fatal(err)
 			}
-			if err := owner.txns.Register(ctx, shard, e.ts); err != nil {
+			if err := owner.txns.Register(ctx, shard); err != nil {
 				t.Fatalf("step %d: register: %v", step, err)
 			}
 			shards = append(shards, shard)

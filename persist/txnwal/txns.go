@@ -274,22 +274,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // Register makes shard a data shard: from now on its writes go through
 // Commit and its readers through the txns shard. It is registered at a
-// time tsFn issues at or above both the txns progress and its physical
-// upper, so a new table's logical upper starts at the oracle's time (a
-// fresh txns shard's progress would otherwise count registrations, 1, 2,
-// …, until its first tick). Registering a registered shard does nothing.
-func (t *Txns) Register(ctx context.Context, shard string, tsFn TSFunc) error {
+// time at or above both the txns progress and its physical upper.
+// Registering a registered shard does nothing.
+func (t *Txns) Register(ctx context.Context, shard string) error {
 	st, err := t.p.State(ctx, shard)
 	if err != nil {
 		return err
 	}
 	for {
 		cur, _ := t.Current()
-		ts, err := tsFn(ctx, max(cur.Progress, st.Upper))
-		if err != nil {
-			return err
-		}
-		_, err = t.cas(ctx, register(shard, ts))
+		_, err := t.cas(ctx, register(shard, max(cur.Progress, st.Upper)))
 		var te *TimestampError
 		if !errors.As(err, &te) {
 			return err
