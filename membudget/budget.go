@@ -48,7 +48,11 @@ type Budget struct {
 
 	// enforcing serializes Enforce; ended counts the victims it ended.
 	enforcing sync.Mutex
-	ended     atomic.Int64
+	// pending is set by every Enforce call and cleared by the one running,
+	// which runs again while it is set: a call that finds one running is
+	// never lost (the running one may have measured before its bytes came).
+	pending atomic.Bool
+	ended   atomic.Int64
 	// all is the counters and sources as one list, rebuilt when one is
 	// added, so that Total needs no lock.
 	all atomic.Pointer[[]func() int64]
@@ -297,12 +301,23 @@ func (b *Budget) AddVictim(v Victim) (remove func()) {
 // Enforce applies the policy when the total is over the budget: each stage
 // in order, while still over; then the victims, largest first, while still
 // over. Holders call it after they grew. Only one Enforce runs at a time:
-// a caller that finds one running goes on (that one sees its bytes).
+// a caller that finds one running goes on, and that one runs the policy
+// again for it.
 func (b *Budget) Enforce() {
-	if !b.Over() || !b.enforcing.TryLock() {
+	if !b.Over() {
 		return
 	}
-	defer b.enforcing.Unlock()
+	b.pending.Store(true)
+	for b.pending.Load() && b.enforcing.TryLock() {
+		for b.pending.Swap(false) {
+			b.enforce()
+		}
+		b.enforcing.Unlock()
+	}
+}
+
+// enforce runs the policy once; b.enforcing is held.
+func (b *Budget) enforce() {
 	b.mu.Lock()
 	stages := make([]*stage, len(b.stages))
 	copy(stages, b.stages)
