@@ -83,9 +83,8 @@ type logTarget struct {
 // endCase makes a subscribe end one way and says how its record must read.
 type endCase struct {
 	name string
-	// fastOnly / dataflowOnly restrict the case to one path; notProxied
-	// leaves out the tail's dataflow path (proxied upstream).
-	fastOnly, dataflowOnly, notProxied bool
+	// fastOnly / dataflowOnly restrict the case to one path.
+	fastOnly, dataflowOnly bool
 	// run runs the case on table tbl with client c and writer w, and
 	// returns the text identifying the subscribe's statement.
 	run func(t *testing.T, ctx context.Context, tg logTarget, c, w *pgx.Conn, tbl string) string
@@ -159,10 +158,9 @@ var endCases = []endCase{
 			wantCode(t, err, "57014", q)
 			return q
 		}},
-	// Not through a tail's proxied (dataflow) path: the tail forwards its
-	// client's disappearance upstream as a cancel, so the upstream records
-	// canceled.
-	{name: "Aborted", notProxied: true, status: stmtlog.StatusAborted, reason: subscribe.EndClientClosed,
+	// Through a tail's proxied (dataflow) path too: the tail passes its
+	// client's disappearance upstream as a disconnect, not as a cancel.
+	{name: "Aborted", status: stmtlog.StatusAborted, reason: subscribe.EndClientClosed,
 		run: func(t *testing.T, ctx context.Context, tg logTarget, _, _ *pgx.Conn, tbl string) string {
 			c := connect(t, tg.s)
 			execAll(t, c, "SET enable_subscribe_persist_fast_path = "+tg.flag)
@@ -270,7 +268,7 @@ func TestStatementLogEndReasons(t *testing.T) {
 		for _, p := range subscribePaths {
 			tg := logTarget{name: via.name + p.name, s: via.s, up: pair.up, flag: p.flag}
 			for _, tc := range endCases {
-				if (tc.fastOnly && p.flag == "off") || (tc.dataflowOnly && p.flag == "on") || (tc.notProxied && via.s == pair.proxy && p.flag == "off") {
+				if (tc.fastOnly && p.flag == "off") || (tc.dataflowOnly && p.flag == "on") {
 					continue
 				}
 				t.Run(tg.name+"/"+tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -83,9 +84,13 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 		}
 	}
 	// Cancel a proxied statement with a CancelRequest, keeping the
-	// connection, as a direct client's cancel would.
+	// connection, as a direct client's cancel would; or close the
+	// connection when the session ends, as a direct client's disconnect
+	// would.
+	ended := new(atomic.Bool)
+	pc.DialFunc = noCancelAfterEnd(pc.DialFunc, ended)
 	pc.BuildContextWatcherHandler = func(conn *pgconn.PgConn) ctxwatch.Handler {
-		return &cancelUpstream{conn: conn}
+		return &cancelUpstream{conn: conn, ended: ended}
 	}
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
@@ -218,11 +223,13 @@ func (c *Conn) Query(ctx context.Context, text string) iter.Seq2[pgwire.Result, 
 // not cancel the statement (pgconn would send a CancelRequest upstream). A
 // cancel of ctx while the statement starts, or of any later Execute while
 // it waits for rows, cancels it upstream; so does closing the portal
-// before it ends.
+// before it ends. The cancel carries the cause of the context that caused
+// it, so that a client's disconnect reaches the upstream as one
+// (cancelUpstream).
 func (c *Conn) ExecParams(ctx context.Context, text string, params [][]byte, paramOIDs []uint32,
 	paramFormats, resultFormats []int16, fields []pgwire.Field) pgwire.Result {
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel)
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
 	rr := c.conn.ExecParams(rctx, text, params, paramOIDs, paramFormats, resultFormats)
 	stop()
 	kind := pgwire.ResultCommand
@@ -230,7 +237,7 @@ func (c *Conn) ExecParams(ctx context.Context, text string, params [][]byte, par
 		kind = pgwire.ResultRows
 	}
 	r := c.newResult(rr, kind, fields, nil)
-	r.cancel = cancel
+	r.cancel, r.last = cancel, ctx
 	return r
 }
 

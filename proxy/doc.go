@@ -48,7 +48,11 @@
 // every half second until the statement ends, because a CancelRequest
 // that arrives before its statement has started upstream is lost; after
 // ten seconds the connection's deadline ends the statement and the
-// connection.
+// connection. A statement context canceled because the session is ending
+// (cause pgwire.ErrClientGone or pgwire.ErrServerClosed) closes the
+// connection instead, so that the upstream sees its client disconnect, as
+// a direct client's disconnect would look, and records the statement as
+// aborted, not canceled.
 //
 // # Example
 //

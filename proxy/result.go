@@ -29,7 +29,12 @@ type result struct {
 	// under, which the result owns (Conn.ExecParams): Next links it to
 	// the context of each call, and Close cancels a statement that has
 	// not ended.
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
+	// last is the context of the latest call (ExecParams, then Next),
+	// kept only for its cause: a result closed because its client
+	// disconnected (a write to the client failed after Next returned)
+	// must close the upstream connection, not cancel the statement.
+	last context.Context
 }
 
 func (c *Conn) newResult(rr *pgconn.ResultReader, kind pgwire.ResultKind, fields []pgwire.Field, onDone func()) *result {
@@ -77,7 +82,8 @@ func (r *result) Describe() pgwire.Description {
 // Next implements pgwire.Result.
 func (r *result) Next(ctx context.Context) ([][]byte, error) {
 	if r.cancel != nil {
-		defer context.AfterFunc(ctx, r.cancel)()
+		r.last = ctx
+		defer context.AfterFunc(ctx, func() { r.cancel(context.Cause(ctx)) })()
 	}
 	if len(r.pre) > 0 {
 		pre := r.pre
@@ -139,12 +145,18 @@ func (r *result) Close() {
 	r.closed = true
 	if r.cancel != nil {
 		// A portal closed before its statement ended (a suspended
-		// SUBSCRIBE): cancel it upstream. After the end this is a no-op.
-		defer r.cancel()
+		// SUBSCRIBE, or one whose client has gone): cancel it upstream,
+		// or close the connection if the client has gone. After the end
+		// this is a no-op.
+		var cause error
+		if r.last != nil && sessionEnded(r.last) {
+			cause = context.Cause(r.last)
+		}
+		defer r.cancel(cause)
 		select {
 		case <-r.done:
 		default:
-			r.cancel()
+			r.cancel(cause)
 		}
 	}
 	go func() {
