@@ -646,6 +646,41 @@ func writeStormCounters(w io.Writer, res *Results, ns []int) {
 	}
 	fmt.Fprintf(w, "Server counters, increase during each storm (from its /metrics):\n\n| path | N |%s\n", counterHeaders("", StormCounterNames))
 	fmt.Fprintf(w, "|---|---:|%s\n%s\n\n", strings.Repeat("---:|", len(StormCounterNames)), strings.Join(rows, "\n"))
+	writeStatementLogCost(w, res, ns)
+}
+
+// writeStatementLogCost says, from the storm counters at the largest N,
+// what logging the storm's statements cost each path: the log batches its
+// records into an append (one consensus write) about once a second, so a
+// storm adds a few consensus writes however many statements it ran.
+func writeStatementLogCost(w io.Writer, res *Results, ns []int) {
+	var parts []string
+	for _, name := range []string{PathFast, PathDataflow} {
+		pr := res.Paths[name]
+		if pr == nil {
+			continue
+		}
+		for _, n := range slices.Backward(slices.Sorted(slices.Values(ns))) {
+			c := pr.StormCounters[n]
+			appends, ok := c["shardtail_statement_log_appends_total"]
+			if !ok {
+				continue
+			}
+			recs := "its statements"
+			if r, ok := c["shardtail_statement_log_records_total"]; ok {
+				recs = count(r) + " statements"
+			}
+			parts = append(parts, fmt.Sprintf("the %s path's storm of %s subscribes logged %s in %s appends to the log shard, of %s consensus "+
+				"writes (CAS attempts) by the whole server", name, commas(n), recs, count(appends), count(c["shardtail_persist_cas_attempts_total"])))
+			break
+		}
+	}
+	if len(parts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Statement log (`mz_internal.mz_statement_execution_history`, statement_logging_sample_rate 1, the default, so every statement is logged): %s. The log appends its "+
+		"buffered records about once a second, off the statement path, one consensus write per append; the counters are read once the "+
+		"storm's sessions have closed and the log has appended their records.\n\n", strings.Join(parts, "; "))
 }
 
 // writePerSubscribeCost explains, from the storm counters, what one

@@ -341,8 +341,9 @@ func (m *MemoryResult) Idle() bool {
 
 // StormCounterNames are the server counters recorded around each storm:
 // how many snapshot cursors and part fetches the storm cost, how many
-// subscribes each path served, and how many appends the statement log made
-// for them (batched: a few per storm, not one per statement).
+// subscribes each path served, and how many statements the statement log
+// recorded and in how many appends (batched: a few per storm, not one per
+// statement).
 var StormCounterNames = []string{
 	"shardtail_subscribes_total",
 	"shardtail_tail_snapshot_cursors_total",
@@ -352,6 +353,7 @@ var StormCounterNames = []string{
 	"shardtail_persist_cas_attempts_total",
 	"shardtail_persist_cas_conflicts_total",
 	"shardtail_statement_log_appends_total",
+	"shardtail_statement_log_records_total",
 }
 
 // Table and relation names. Both shardtail servers and PostgreSQL hold the
@@ -820,10 +822,17 @@ func stormLine(r *StormResult) string {
 }
 
 // counterDelta scrapes StormCounterNames from a server's /metrics now, and
-// returns a function that scrapes them again and returns their increase
-// (nil when either scrape failed).
+// returns a function to call after the storm, which waits for the
+// statement log to append the storm's records (statementLogSettler), then
+// scrapes them again and returns their increase (nil when either scrape
+// failed).
 func counterDelta(ctx context.Context, metricsURL string) func() map[string]float64 {
-	return counterDeltaOf(ctx, metricsURL, StormCounterNames)
+	settle := statementLogSettler(ctx, metricsURL)
+	delta := counterDeltaOf(ctx, metricsURL, StormCounterNames)
+	return func() map[string]float64 {
+		settle()
+		return delta()
+	}
 }
 
 // counterDeltaOf is counterDelta of the named counters.

@@ -94,6 +94,8 @@ type Log struct {
 
 type metrics struct {
 	appends, records, dropped, swept prometheus.Counter
+	// buffered is len(buf)+len(inflight): records not yet appended.
+	buffered prometheus.Gauge
 }
 
 func newMetrics(r prometheus.Registerer) (metrics, error) {
@@ -105,9 +107,11 @@ func newMetrics(r prometheus.Registerer) (metrics, error) {
 		records: c("records_total", "Statement executions recorded."),
 		dropped: c("dropped_total", "Statement executions dropped because the buffer was full."),
 		swept:   c("swept_total", "Records retracted after their retention."),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "shardtail", Subsystem: "statement_log", Name: "buffered",
+			Help: "Recorded statement executions not yet appended to the statement log shard."}),
 	}
 	if r != nil {
-		for _, col := range []prometheus.Collector{m.appends, m.records, m.dropped, m.swept} {
+		for _, col := range []prometheus.Collector{m.appends, m.records, m.dropped, m.swept, m.buffered} {
 			if err := r.Register(col); err != nil {
 				return m, fmt.Errorf("register statement log metrics: %w", err)
 			}
@@ -215,6 +219,7 @@ func (l *Log) add(rec Record) {
 	}
 	l.buf = append(l.buf, rec)
 	l.metrics.records.Inc()
+	l.metrics.buffered.Set(float64(len(l.buf) + len(l.inflight)))
 }
 
 // Flush appends the buffered records to the shard in one CompareAndAppend
@@ -238,6 +243,7 @@ func (l *Log) Flush(ctx context.Context) error {
 		l.buf = append(batch, l.buf...)
 	}
 	l.inflight = nil
+	l.metrics.buffered.Set(float64(len(l.buf)))
 	l.mu.Unlock()
 	if err == nil && sweep {
 		l.lastSweep = l.cfg.Now()

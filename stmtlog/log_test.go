@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardtail/shardtail/persist"
 	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
@@ -216,3 +217,40 @@ type coded string
 
 func (c coded) Error() string    { return "error " + string(c) }
 func (c coded) SQLState() string { return string(c) }
+
+// gauge reads the named gauge from reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
+
+// TestBufferedGauge: the buffered gauge counts the records waiting for an
+// append (what a benchmark waits on before it reads the log's counters),
+// and an append empties it.
+func TestBufferedGauge(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	l := newStorage().open(t, stmtlog.Config{Registerer: reg})
+	const name = "shardtail_statement_log_buffered"
+	for i := range 3 {
+		record(l, fmt.Sprintf("SELECT %d", i))
+	}
+	if got := gauge(t, reg, name); got != 3 {
+		t.Errorf("%s after 3 statements: got %v, want 3", name, got)
+	}
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := gauge(t, reg, name); got != 0 {
+		t.Errorf("%s after a flush: got %v, want 0", name, got)
+	}
+}
