@@ -38,6 +38,21 @@ func (d *dyingCommits) hook() {
 	}
 }
 
+// execDying runs sql on w, whose session dies with the commit
+// (dyingCommits), on a goroutine: the statement never returns, so it ends
+// when its context does, which the test's cleanup cancels before w's
+// cleanup closes the connection under it (a data race in pgx otherwise).
+func execDying(t *testing.T, w *pgx.Conn, sql string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Exec(ctx, sql)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 // listedCommits is how many commits the txns shard lists (not yet
 // tidied), read by a process of its own.
 func listedCommits(t *testing.T, blob persist.Blob, cons persist.Consensus) int {
@@ -75,17 +90,7 @@ func TestTxnCommitCompletedAfterCrash(t *testing.T) {
 			c := connect(t, s)
 			mustExec(t, c, "CREATE TABLE a (n int)", "CREATE TABLE b (n int)", "INSERT INTO a VALUES (0)")
 			d.armed.Store(true)
-			w := connect(t, s)
-			// The writer's statement never returns (its session died with
-			// the commit): it ends when its context does, before w's
-			// cleanup closes the connection under it.
-			wctx, cancelW := context.WithCancel(context.Background())
-			wdone := make(chan struct{})
-			go func() {
-				defer close(wdone)
-				w.Exec(wctx, "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (1), (2); COMMIT")
-			}()
-			t.Cleanup(func() { cancelW(); <-wdone })
+			execDying(t, connect(t, s), "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (1), (2); COMMIT")
 			select {
 			case <-d.died:
 			case <-time.After(30 * time.Second):
@@ -223,7 +228,7 @@ func TestTxnTailProcessSeesOneTimestamp(t *testing.T) {
 		t.Fatalf("subscribes run at %v, want %v", got, want)
 	}
 	d.armed.Store(true)
-	go connect(t, p.proxy).Exec(context.Background(), "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (2); COMMIT")
+	execDying(t, connect(t, p.proxy), "BEGIN; INSERT INTO a VALUES (1); INSERT INTO b VALUES (2); COMMIT")
 	<-d.died
 	d.armed.Store(false)
 	at := map[string]string{}
