@@ -413,7 +413,10 @@ func TestCrashLeavesNoGarbage(t *testing.T) {
 	// have; and since tables are written through the txns shard, an idle
 	// table compacts on every tenth tick, so a run with restarts may keep
 	// up to about one more uncompacted part per kill (measured: 9–20 more
-	// after 12 kills). Everything else must be gone.
+	// after 12 kills). Everything else must be gone. logBlobUsage below
+	// tells them apart: the blobs beyond the clean run's have so far all
+	// been parts of live state versions (current, or older ones GC has not
+	// truncated yet), none garbage.
 	if slack := 2 * *crashCycles; crashed.files > clean.files+slack {
 		t.Errorf("%d blob files after the sweep, want at most the %d of a run without crashes + %d", crashed.files, clean.files, slack)
 	}
@@ -421,6 +424,11 @@ func TestCrashLeavesNoGarbage(t *testing.T) {
 		t.Errorf("only %d operations were acknowledged: the test exercised little", m.acked)
 	}
 	checkShards(t, crashDir)
+	// What the blobs beyond the clean run's are: parts of current states
+	// (uncompacted live data), blobs older live versions still hold, or
+	// garbage no version references.
+	logBlobUsage(t, "after the kills", crashDir)
+	logBlobUsage(t, "without crashes", cleanDir)
 }
 
 // checkShards opens a stopped server's data dir and checks every shard:
