@@ -88,6 +88,18 @@ func (d *decoded) route(col int) map[row.Datum][]int32 {
 	return r
 }
 
+// reaches reports whether some update's column x.Col holds one of x's
+// keys: a shape indexed by x drops the others without evaluating them.
+func (d *decoded) reaches(x *subscribe.Index) bool {
+	r := d.route(x.Col)
+	for _, v := range x.Keys() {
+		if len(r[v]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates returns the positions, in order, of the updates sh's MFP may
 // pass: those its index routes to it, or all (nil, false) without an index.
 func (d *decoded) candidates(sh *subscribe.Shape) ([]int32, bool) {
@@ -115,6 +127,12 @@ func (d *decoded) candidates(sh *subscribe.Shape) ([]int32, bool) {
 // reach the client as one, as on the dataflow path); a snapshot piece is
 // consolidated with the rest of its snapshot instead.
 func (d *decoded) apply(sh *subscribe.Shape, consolidate bool, m *Metrics) mapped {
+	if sh.Index != nil && !d.reaches(sh.Index) {
+		// Its MFP drops every update without error: no evaluation, and
+		// no entry in the cache (a sweep asks this of every routed shape
+		// with PROGRESS).
+		return mapped{}
+	}
 	return d.mapped.get(sh.Key, func() mapped {
 		m.shapeEvals.Inc()
 		pos, indexed := d.candidates(sh)
@@ -187,6 +205,9 @@ func (t *SharedTail) addSubscriber(s *Subscriber) {
 	ss.n++
 	if s.routed() {
 		ss.routed[s] = struct{}{}
+		if s.req.Output.Progress {
+			t.progressed[s] = struct{}{}
+		}
 	} else {
 		t.every[s] = struct{}{}
 	}
@@ -197,6 +218,7 @@ func (t *SharedTail) addSubscriber(s *Subscriber) {
 func (t *SharedTail) removeSubscriber(s *Subscriber) {
 	delete(t.subs, s)
 	delete(t.every, s)
+	delete(t.progressed, s)
 	sh := s.req.Shape
 	if sh == nil {
 		return
@@ -235,4 +257,50 @@ func (t *SharedTail) routedShapes(b *batch) map[*shapeSubs]struct{} {
 		}
 	}
 	return matched
+}
+
+// pushRouted queues b for the subscribers of the indexed shapes it routes
+// rows to, and sweeps progress to the other routed subscribers with
+// PROGRESS when one is due. t.mu must be held.
+func (t *SharedTail) pushRouted(b *batch) {
+	if len(t.indexed) == 0 {
+		return
+	}
+	pushed := 0
+	for ss := range t.routedShapes(b) {
+		for s := range ss.routed {
+			s.push(b)
+		}
+		pushed += len(ss.routed)
+	}
+	pushed += t.sweepProgress(b)
+	t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
+}
+
+// sweepProgress hands b to the routed subscribers with PROGRESS that it
+// was not routed to, at most once per Config.ProgressInterval, and returns
+// how many it handed it to. Each then reports the frontier at b's upper
+// (a progress row, which also covers the batches it skipped): as often as
+// an idle collection's tick shows it, while a busy collection's writes
+// for other values cost it nothing in between. Without the sweep every
+// such subscriber would take every batch, and a write would cost one
+// delivery per subscriber instead of per matched shape. t.mu must be held.
+func (t *SharedTail) sweepProgress(b *batch) int {
+	if len(t.progressed) == 0 || b.upper <= b.lower {
+		return 0 // b advances no frontier: nothing to report
+	}
+	now := timeNow()
+	if now.Sub(t.swept) < t.m.cfg.ProgressInterval {
+		return 0
+	}
+	t.swept = now
+	n := 0
+	for s := range t.progressed {
+		if q := s.queue; len(q) > 0 && q[len(q)-1] == b {
+			continue // routed to it
+		}
+		s.push(b)
+		n++
+	}
+	return n
 }

@@ -46,7 +46,11 @@ type SharedTail struct {
 	// column's value to the shapes whose index equality it satisfies.
 	shapes  map[string]*shapeSubs
 	indexed map[int]map[row.Datum]map[*shapeSubs]struct{}
-	shares  map[uint64]*share
+	// progressed are the routed subscribers with PROGRESS, and swept when
+	// sweepProgress last handed them a batch.
+	progressed map[*Subscriber]struct{}
+	swept      time.Time
+	shares     map[uint64]*share
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
 	snapFloor uint64
@@ -78,7 +82,7 @@ func (m *Manager) newSharedTail(ctx context.Context, shard string, asOf uint64) 
 	t := &SharedTail{m: m, shard: shard, ctx: tctx, stop: stop, done: make(chan struct{}),
 		listenReader: lr, snapReader: sr, frontier: asOf + 1, start: asOf + 1,
 		subs: map[*Subscriber]struct{}{}, every: map[*Subscriber]struct{}{}, shapes: map[string]*shapeSubs{},
-		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
+		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, progressed: map[*Subscriber]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
 	m.metrics.tails.Inc()
 	go t.run(l, asOf)
 	return t, nil
@@ -189,16 +193,7 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	for s := range t.every {
 		s.push(b)
 	}
-	if len(t.indexed) > 0 {
-		pushed := 0
-		for ss := range t.routedShapes(b) {
-			for s := range ss.routed {
-				s.push(b)
-			}
-			pushed += len(ss.routed)
-		}
-		t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
-	}
+	t.pushRouted(b)
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
