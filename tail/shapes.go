@@ -3,6 +3,7 @@ package tail
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/row"
@@ -206,7 +207,7 @@ func (t *SharedTail) addSubscriber(s *Subscriber) {
 	if s.routed() {
 		ss.routed[s] = struct{}{}
 		if s.req.Output.Progress {
-			t.progressed[s] = struct{}{}
+			t.progressed.add(s)
 		}
 	} else {
 		t.every[s] = struct{}{}
@@ -218,7 +219,7 @@ func (t *SharedTail) addSubscriber(s *Subscriber) {
 func (t *SharedTail) removeSubscriber(s *Subscriber) {
 	delete(t.subs, s)
 	delete(t.every, s)
-	delete(t.progressed, s)
+	t.progressed.remove(s)
 	sh := s.req.Shape
 	if sh == nil {
 		return
@@ -277,25 +278,21 @@ func (t *SharedTail) pushRouted(b *batch) {
 	t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
 }
 
-// sweepProgress hands b to the routed subscribers with PROGRESS that it
-// was not routed to, at most once per Config.ProgressInterval, and returns
-// how many it handed it to. Each then reports the frontier at b's upper
-// (a progress row, which also covers the batches it skipped): as often as
-// an idle collection's tick shows it, while a busy collection's writes
-// for other values cost it nothing in between. Without the sweep every
-// such subscriber would take every batch, and a write would cost one
-// delivery per subscriber instead of per matched shape. t.mu must be held.
+// sweepProgress hands b to the routed subscribers with PROGRESS that are
+// due (see sweeper) and that it was not routed to, and returns how many it
+// handed it to. Each then reports the frontier at b's upper (a progress
+// row, which also covers the batches it skipped): every ProgressInterval,
+// as often as an idle collection's tick shows it, while a busy
+// collection's writes for other values cost it nothing in between.
+// Without the sweep every such subscriber would take every batch, and a
+// write would cost one delivery per subscriber instead of per matched
+// shape. t.mu must be held.
 func (t *SharedTail) sweepProgress(b *batch) int {
-	if len(t.progressed) == 0 || b.upper <= b.lower {
+	if b.upper <= b.lower {
 		return 0 // b advances no frontier: nothing to report
 	}
-	now := timeNow()
-	if now.Sub(t.swept) < t.m.cfg.ProgressInterval {
-		return 0
-	}
-	t.swept = now
 	n := 0
-	for s := range t.progressed {
+	for _, s := range t.progressed.due(timeNow(), t.m.cfg.ProgressInterval) {
 		if q := s.queue; len(q) > 0 && q[len(q)-1] == b {
 			continue // routed to it
 		}
@@ -303,4 +300,70 @@ func (t *SharedTail) sweepProgress(b *batch) int {
 		n++
 	}
 	return n
+}
+
+// sweeper takes subscribers in turn, round robin, at a rate of all of them
+// per interval, so that a sweep's deliveries spread over the batches
+// published meanwhile instead of arriving all at once (ten thousand
+// subscribers woken by one batch would hold up the rows of the next). The
+// zero value is empty and ready.
+type sweeper struct {
+	subs []*Subscriber
+	pos  map[*Subscriber]int // index in subs
+	next int                 // the next index due
+	at   time.Time           // when subs[next] became due
+}
+
+func (w *sweeper) add(s *Subscriber) {
+	if w.pos == nil {
+		w.pos = map[*Subscriber]int{}
+	}
+	w.pos[s] = len(w.subs)
+	w.subs = append(w.subs, s)
+}
+
+// remove drops s, moving the last subscriber to its place: that one may
+// be taken once early or once late in the current round.
+func (w *sweeper) remove(s *Subscriber) {
+	i, ok := w.pos[s]
+	if !ok {
+		return
+	}
+	last := len(w.subs) - 1
+	w.subs[i] = w.subs[last]
+	w.pos[w.subs[i]] = i
+	w.subs[last] = nil
+	w.subs = w.subs[:last]
+	delete(w.pos, s)
+	if w.next >= len(w.subs) {
+		w.next = 0
+	}
+}
+
+// due returns the subscribers whose turn came by now: all of them when an
+// interval or more passed since the last, else the share of the interval
+// that passed (the rest of a share carries over to the next call).
+func (w *sweeper) due(now time.Time, interval time.Duration) []*Subscriber {
+	n := len(w.subs)
+	if n == 0 {
+		return nil
+	}
+	k := n
+	if elapsed := now.Sub(w.at); elapsed < interval {
+		k = int(int64(n) * int64(elapsed) / int64(interval))
+		if k == 0 {
+			return nil
+		}
+		w.at = w.at.Add(time.Duration(int64(k) * int64(interval) / int64(n)))
+	} else {
+		w.at = now
+	}
+	var out []*Subscriber
+	if end := w.next + k; end <= n {
+		out = w.subs[w.next:end:end]
+	} else {
+		out = append(append([]*Subscriber(nil), w.subs[w.next:]...), w.subs[:end-n]...)
+	}
+	w.next = (w.next + k) % n
+	return out
 }

@@ -289,3 +289,54 @@ func TestShapeRoutedProgress(t *testing.T) {
 		t.Errorf("pushes skipped: %v, want at least 2", got)
 	}
 }
+
+// TestSweeperSpreads: the sweeper takes each subscriber once per interval,
+// spread over the calls in between (a share of them per share of the
+// interval), all of them after an interval or more, and none twice in a
+// round while subscribers come and go.
+func TestSweeperSpreads(t *testing.T) {
+	var w sweeper
+	subs := make([]*Subscriber, 10)
+	for i := range subs {
+		subs[i] = &Subscriber{}
+		w.add(subs[i])
+	}
+	start := time.Unix(1000, 0)
+	count := func(got []*Subscriber) map[*Subscriber]int {
+		n := map[*Subscriber]int{}
+		for _, s := range got {
+			n[s]++
+		}
+		return n
+	}
+	if got := len(w.due(start, time.Second)); got != 10 {
+		t.Fatalf("first call: %d due, want all 10", got)
+	}
+	// A round in steps of 50 ms: half a subscriber's share each.
+	seen := map[*Subscriber]int{}
+	for i := 1; i <= 20; i++ {
+		got := w.due(start.Add(time.Duration(i)*50*time.Millisecond), time.Second)
+		if len(got) > 1 {
+			t.Errorf("step %d: %d due, want at most 1", i, len(got))
+		}
+		for s, n := range count(got) {
+			seen[s] += n
+		}
+	}
+	for i, s := range subs {
+		if seen[s] != 1 {
+			t.Errorf("subscriber %d taken %d times in the round, want once", i, seen[s])
+		}
+	}
+	// Removing subscribers keeps the others in turn.
+	w.remove(subs[3])
+	w.remove(subs[9])
+	w.remove(subs[9]) // not there any more: nothing
+	got := count(w.due(start.Add(2*time.Second), time.Second))
+	if len(got) != 8 || got[subs[3]] != 0 || got[subs[9]] != 0 {
+		t.Errorf("after two removals, a whole interval: got %d distinct, want the 8 left", len(got))
+	}
+	if got := w.due(start.Add(2*time.Second), time.Second); got != nil {
+		t.Errorf("no time passed: %d due, want none", len(got))
+	}
+}

@@ -46,10 +46,9 @@ type SharedTail struct {
 	// column's value to the shapes whose index equality it satisfies.
 	shapes  map[string]*shapeSubs
 	indexed map[int]map[row.Datum]map[*shapeSubs]struct{}
-	// progressed are the routed subscribers with PROGRESS, and swept when
-	// sweepProgress last handed them a batch.
-	progressed map[*Subscriber]struct{}
-	swept      time.Time
+	// progressed are the routed subscribers with PROGRESS, which
+	// sweepProgress hands batches in turn.
+	progressed sweeper
 	shares     map[uint64]*share
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
@@ -82,7 +81,7 @@ func (m *Manager) newSharedTail(ctx context.Context, shard string, asOf uint64) 
 	t := &SharedTail{m: m, shard: shard, ctx: tctx, stop: stop, done: make(chan struct{}),
 		listenReader: lr, snapReader: sr, frontier: asOf + 1, start: asOf + 1,
 		subs: map[*Subscriber]struct{}{}, every: map[*Subscriber]struct{}{}, shapes: map[string]*shapeSubs{},
-		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, progressed: map[*Subscriber]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
+		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
 	m.metrics.tails.Inc()
 	go t.run(l, asOf)
 	return t, nil
