@@ -53,9 +53,9 @@
 // that need every batch (every: bare, unindexed, UP TO): a write costs its
 // rows plus the shapes it matches, not one step per subscriber. A routed
 // subscriber with PROGRESS needs the frontier of the batches it skips
-// too, but not at once: a sweep hands the batch being published to all of
-// them at most once per Config.ProgressInterval, one progress row each,
-// which covers the skipped batches (their progress rows coalesced, as a
+// too, but not at once: a sweep hands each of them, in turn, a batch
+// being published once per Config.ProgressInterval (1 s), one progress row
+// that covers the batches it skipped (their progress rows coalesced, as a
 // listen coalesces batches it is late for).
 // A routed subscriber that skipped batches and is then detached resumes
 // after them (Subscriber.next), not at its batcher's older frontier.

@@ -19,7 +19,7 @@ const (
 	DefaultRetireAfter       = 30 * time.Second
 	DefaultDowngradeInterval = time.Second
 	DefaultShareRetainBytes  = 64 << 20
-	DefaultProgressInterval  = 500 * time.Millisecond
+	DefaultProgressInterval  = time.Second
 )
 
 // Config tunes a Manager. Zero fields take their defaults.
@@ -36,12 +36,12 @@ type Config struct {
 	// ShareRetainBytes bounds the snapshot pieces a shared cursor keeps for
 	// subscribers that join it late; a smaller snapshot is kept whole.
 	ShareRetainBytes int64
-	// ProgressInterval is how often, at most, a routed subscriber with
-	// PROGRESS is handed a batch that holds nothing for it, to report the
-	// frontier (see SharedTail.sweepProgress). The default, half the
-	// storage's 1 s tick, reports progress at every tick of an idle
-	// collection, and twice a second under any rate of writes that do
-	// not concern the subscriber.
+	// ProgressInterval is how often a routed subscriber with PROGRESS is
+	// handed a batch that holds nothing for it, to report the frontier
+	// (see SharedTail.sweepProgress). The default, the storage's tick,
+	// reports progress to such a subscriber about once a second whatever
+	// the rate of the writes that do not concern it, as an idle
+	// collection's tick does.
 	ProgressInterval time.Duration
 	// Budget is the process's memory budget (--memory-budget), charged
 	// with the windows, the batches only queues hold, the snapshot shares'
