@@ -63,15 +63,28 @@ type FeedStorm struct {
 	// ServerCPU is the server's CPU seconds from the barrier to the last
 	// end (connects excluded).
 	ServerCPU float64 `json:"server_cpu_seconds"`
+	// BaselineCPU is what of ServerCPU the server would have spent
+	// without the storm: its CPU rate over feedBaseline just before the
+	// barrier (connected clients idle), times the storm's length. The
+	// server's own background work (the view's maintenance, persist) may
+	// take up to 15% of a core after quiesce, as much as a few hundred
+	// clients cost, and a storm that runs longer on the clients' side
+	// would be charged more of it.
+	BaselineCPU float64 `json:"baseline_cpu_seconds,omitempty"`
 }
 
-// CPUPerClientMS is the server CPU per client in ms (-1: not measured).
+// CPUPerClientMS is the server CPU per client in ms, the baseline taken
+// out (-1: not measured).
 func (s *FeedStorm) CPUPerClientMS() float64 {
 	if s == nil || s.ServerCPU < 0 || s.Clients == 0 {
 		return -1
 	}
-	return s.ServerCPU * 1000 / float64(s.Clients)
+	return max(s.ServerCPU-s.BaselineCPU, 0) * 1000 / float64(s.Clients)
 }
+
+// feedBaseline is how long (i) measures the server's CPU rate before a
+// storm's barrier (FeedStorm.BaselineCPU).
+const feedBaseline = time.Second
 
 // feedWriteBatch is how many rows each UPDATE of (i)'s writer changes.
 const feedWriteBatch = 100
@@ -257,6 +270,7 @@ type feedStormRun struct {
 	storm    float64
 	cpu      float64
 	cpuKnown bool
+	baseline float64 // CPU seconds the server spends per second without the storm
 }
 
 func (r *feedStormRun) result() *FeedStorm {
@@ -264,6 +278,7 @@ func (r *feedStormRun) result() *FeedStorm {
 		Latency: NewDist(r.lats), StormSeconds: r.storm, ServerCPU: -1}
 	if r.cpuKnown {
 		s.ServerCPU = r.cpu
+		s.BaselineCPU = r.baseline * r.storm
 	}
 	return s
 }
@@ -290,6 +305,13 @@ func barrierStorm(ctx context.Context, cpu CPUProbe, n int, connect func(i int) 
 	var mu sync.Mutex
 	barrier := make(chan struct{})
 	var last atomic.Int64
+	// The server's rate without the storm, its clients connected.
+	if b0, err := cpu.Read(ctx); err == nil {
+		sleepCtx(ctx, feedBaseline)
+		if b1, err := cpu.Read(ctx); err == nil {
+			res.baseline = max(b1-b0, 0) / feedBaseline.Seconds()
+		}
+	}
 	cpu0, cpuErr := cpu.Read(ctx)
 	start := time.Now()
 	for i := range n {
@@ -459,8 +481,9 @@ func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, f
 
 // feedStormLine summarises a storm of (i) for the log.
 func feedStormLine(name string, s *FeedStorm) string {
-	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client",
-		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())))
+	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client (%.3f s, baseline %.3f s taken out)",
+		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())),
+		s.ServerCPU, s.BaselineCPU)
 }
 
 // writeFeedSection writes (i), the HTTP change feed next to pgwire, when
