@@ -34,6 +34,12 @@ func newBatch(lower, upper uint64, updates []row.Update) *batch {
 // rows returns the batch mapped through sh (nil: as it is) and formatted
 // for opts, computing each once per shape; the MFP's error if it failed.
 func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, m *Metrics) ([]formatter.TimeRows, error) {
+	if len(b.updates) == 0 {
+		// A tick's batch, only progress: nothing to map or format, for
+		// any shape. Every attached subscriber takes one each tick, so
+		// it skips the cache key and lookup too.
+		return nil, nil
+	}
 	updates := b.updates
 	if sh != nil {
 		mb := b.apply(sh, true, m)
