@@ -57,7 +57,7 @@ func writeStormScaling(w io.Writer, res *Results, cfg SuiteConfig) {
 		fmt.Fprintf(w, " The dataflow path ran up to N=%s only (`--dataflow-max-clients`): at some 20 ms of CPU per subscribe its larger storms "+
 			"would take minutes each.", commas(cfg.DataflowMaxClients))
 	}
-	if cfg.PostgresMaxClients > 0 && slices.Max(ns) > cfg.PostgresMaxClients {
+	if res.Paths[PathPostgres] != nil && cfg.PostgresMaxClients > 0 && slices.Max(ns) > cfg.PostgresMaxClients {
 		fmt.Fprintf(w, " PostgreSQL ran up to N=%s (`--postgres-max-clients`): a backend process per connection.", commas(cfg.PostgresMaxClients))
 	}
 	fmt.Fprintf(w, "\n\n| path | CPU per client |")
@@ -117,18 +117,23 @@ func writeConnCost(w io.Writer, res *Results, ns []int) {
 			if stormSpread(pr, n, func(s *StormResult) float64 { return float64(len(s.PerConnection)) - 1 }).n == 0 {
 				continue // not scraped (a report from before)
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", name, commas(n),
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", name, commas(n),
 				per("process_open_fds", decimal), per("go_goroutines", decimal), per("process_resident_memory_bytes", kibOfBytes),
-				per("go_memstats_heap_inuse_bytes", kibOfBytes), per("go_memstats_stack_inuse_bytes", kibOfBytes)))
+				per("go_memstats_heap_inuse_bytes", kibOfBytes), per("go_memstats_stack_inuse_bytes", kibOfBytes),
+				per(IdleCPUPerSecond, func(v float64) string { return us(v * 1e6) }), per(IdleWritesPerSecond, decimal)))
 		}
 	}
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "What one connection holding its subscribe costs the server: the increase of its gauges (/metrics) from before the storm to "+
-		"when every snapshot was complete, ÷ the clients. The server raises RLIMIT_NOFILE to its hard limit at start, and so does the load "+
-		"generator (this process).\n\n| path | N | descriptors | goroutines | RSS | Go heap in use | goroutine stacks |\n|---|---:|---:|---:|---:|---:|---:|\n%s\n\n",
-		strings.Join(rows, "\n"))
+		"when every snapshot was complete, each read after a garbage collection, ÷ the clients; then, over %v with every client idle, the server's "+
+		"CPU and write syscalls per idle subscriber per second (each tick's progress row, one write each). That pause's CPU is left out of the "+
+		"storm's. A storm of N that lasts T seconds also pays about N × T ÷ 2 of those idle seconds for the subscribers already in: a term that "+
+		"grows with N when T does. The server raises RLIMIT_NOFILE to its hard limit at start, and so does the load generator (this process).\n\n"+
+		"| path | N | descriptors | goroutines | RSS | Go heap in use | goroutine stacks | idle CPU per second | idle writes per second |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n%s\n\n",
+		idleWindow, strings.Join(rows, "\n"))
 }
 
 func decimal(v float64) string    { return fmt.Sprintf("%.2f", v) }

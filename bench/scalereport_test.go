@@ -31,7 +31,8 @@ func scaleReport(serverMS, clientMS [2]float64) *Report {
 	storm := func(n int, server, client float64) *StormResult {
 		return &StormResult{Clients: n, Connected: n, Completed: n, ServerCPU: server * float64(n) / 1000, ClientCPU: client * float64(n) / 1000,
 			PerConnection: map[string]float64{"process_open_fds": 1, "go_goroutines": 2, "process_resident_memory_bytes": 20 << 10,
-				"go_memstats_heap_inuse_bytes": 8 << 10, "go_memstats_stack_inuse_bytes": 16 << 10}}
+				"go_memstats_heap_inuse_bytes": 8 << 10, "go_memstats_stack_inuse_bytes": 16 << 10,
+				IdleCPUPerSecond: 20e-6, IdleWritesPerSecond: 1}}
 	}
 	fast := &PathResults{Path: PathFast, StormRuns: map[int][]*StormResult{256: {storm(256, serverMS[0], clientMS[0])}, 1024: {storm(1024, serverMS[1], clientMS[1])}}}
 	fast.Storms = []*StormResult{fast.StormRuns[256][0], fast.StormRuns[1024][0]}
@@ -71,7 +72,7 @@ func TestReportStormScaling(t *testing.T) {
 				tc.serverRow,
 				"| fast | client (load generator) | 1.00 ms | 1.20 ms | 1.20 | yes |",
 				"| dataflow | server | 20.00 ms | — | — | — |",
-				"| fast | 1,024 | 1.00 | 2.00 | 20.0 KiB | 8.0 KiB | 16.0 KiB |",
+				"| fast | 1,024 | 1.00 | 2.00 | 20.0 KiB | 8.0 KiB | 16.0 KiB | 20.00 µs | 1.00 |\n",
 				"The dataflow path ran up to N=256 only",
 			} {
 				if !strings.Contains(md, want) {
@@ -136,4 +137,21 @@ func goalNamed(t *testing.T, r *Report, what string) Goal {
 	}
 	t.Fatalf("no goal %q in %+v", what, checkGoals(r))
 	return Goal{}
+}
+
+// TestIdleProbeApply: (a)'s idle pause is taken out of the storm's CPU,
+// server and client, and leaves the idle cost per subscriber per second.
+func TestIdleProbeApply(t *testing.T) {
+	r := &StormResult{Clients: 100, Completed: 100, ServerCPU: 1, ClientCPU: 2}
+	p := idleProbe{server: 0.25, client: 0.5, idleCPU: 0.2, idleWrites: 400, seconds: 2}
+	p.apply(r)
+	if r.ServerCPU != 0.75 || r.ClientCPU != 1.5 {
+		t.Errorf("CPU: server %v, client %v; want 0.75, 1.5", r.ServerCPU, r.ClientCPU)
+	}
+	if got, want := r.PerConnection[IdleCPUPerSecond], 0.001; got != want {
+		t.Errorf("idle CPU per subscriber per second: got %v, want %v", got, want)
+	}
+	if got, want := r.PerConnection[IdleWritesPerSecond], 2.0; got != want {
+		t.Errorf("idle writes per subscriber per second: got %v, want %v", got, want)
+	}
 }

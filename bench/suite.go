@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -742,20 +743,26 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			for run := range cfg.Runs {
 				err := step(fmt.Sprintf("(a) the storm at N=%d%s", n, runLabel(run, cfg.Runs)), viewSmall, func(srv *Server) error {
 					delta := counterDelta(ctx, srv.MetricsURL)
-					gauges := gaugeDelta(ctx, srv.MetricsURL)
+					gauges := gaugeDelta(ctx, srv)
 					var perConn map[string]float64
+					var idle idleProbe
 					r, err := Storm(ctx, StormConfig{
 						URL: srv.URL, Clients: n, Mode: cfg.StormMode, Relation: viewSmall,
 						Timeout: cfg.Timeout, ExpectRows: cfg.SmallRows, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
 						Status: st, Label: label(fmt.Sprintf("(a) storm N=%d%s", n, runLabel(run, cfg.Runs))),
 						// Every client holds its subscribe here: what the
-						// process grew by since before the storm is theirs.
-						Live: func(context.Context) error { perConn = gauges(); return nil },
+						// process grew by since before the storm is theirs,
+						// and what it costs while they sit idle is measured.
+						Live: func(ctx context.Context) error {
+							idle.run(ctx, srv, func() { perConn = gauges() })
+							return nil
+						},
 					})
 					if err != nil {
 						return err
 					}
 					r.PerConnection = perConnection(perConn, r.Completed)
+					idle.apply(r)
 					counters[r] = delta()
 					if pr.StormRuns == nil {
 						pr.StormRuns = map[int][]*StormResult{}
@@ -960,10 +967,90 @@ var ConnGaugeNames = []string{
 	"go_memstats_stack_inuse_bytes",
 }
 
-// gaugeDelta is counterDeltaOf for ConnGaugeNames.
-func gaugeDelta(ctx context.Context, metricsURL string) func() map[string]float64 {
-	return counterDeltaOf(ctx, metricsURL, ConnGaugeNames)
+// gaugeDelta is counterDeltaOf for ConnGaugeNames, each scrape after a
+// garbage collection (the server's /debug/pprof/heap?gc=1), so that the
+// heap counts what is live, not what the storm left to collect.
+func gaugeDelta(ctx context.Context, srv *Server) func() map[string]float64 {
+	gc := func() {
+		heap := strings.TrimSuffix(srv.MetricsURL, "/metrics") + "/debug/pprof/heap?gc=1"
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, heap, nil); err == nil {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}
+	gc()
+	delta := counterDeltaOf(ctx, srv.MetricsURL, ConnGaugeNames)
+	return func() map[string]float64 {
+		gc()
+		return delta()
+	}
 }
+
+// idleWindow is how long (a) holds its clients idle after their
+// snapshots, to measure what idle subscribers cost the server.
+const idleWindow = 2 * time.Second
+
+// idleProbe is (a)'s pause once every snapshot is complete: the gauges'
+// reading, then idleWindow of idle subscribers, whose server CPU and write
+// syscalls it measures. Its own CPU (the server's and this process's) is
+// the bench's pause, not the storm's, and is taken out of the storm's.
+type idleProbe struct {
+	server, client float64 // CPU seconds over the whole pause
+	idleCPU        float64 // the server's over idleWindow (-1: unknown)
+	idleWrites     int64   // the server's write syscalls over idleWindow (-1: unknown)
+	seconds        float64 // idleWindow as measured
+}
+
+func (p *idleProbe) run(ctx context.Context, srv *Server, gauges func()) {
+	whole := cpuSince(ctx, srv.CPU())
+	self0 := SelfCPU()
+	gauges()
+	window := cpuSince(ctx, srv.CPU())
+	w0, werr := ProcWriteSyscalls(srv.PID)
+	t0 := time.Now()
+	sleepCtx(ctx, idleWindow)
+	p.seconds = time.Since(t0).Seconds()
+	p.idleCPU, p.idleWrites = window()[0], -1
+	if w1, err := ProcWriteSyscalls(srv.PID); err == nil && werr == nil {
+		p.idleWrites = w1 - w0
+	}
+	p.server, p.client = max(0, whole()[0]), SelfCPU()-self0
+}
+
+// apply takes the pause out of r's CPU and records the idle cost per
+// subscriber.
+func (p *idleProbe) apply(r *StormResult) {
+	if r.ServerCPU > p.server {
+		r.ServerCPU -= p.server
+	}
+	if r.ClientCPU > p.client {
+		r.ClientCPU -= p.client
+	}
+	if r.Completed == 0 || p.seconds <= 0 {
+		return
+	}
+	if r.PerConnection == nil {
+		r.PerConnection = map[string]float64{}
+	}
+	if p.idleCPU >= 0 {
+		r.PerConnection[IdleCPUPerSecond] = p.idleCPU / p.seconds / float64(r.Completed)
+	}
+	if p.idleWrites >= 0 {
+		r.PerConnection[IdleWritesPerSecond] = float64(p.idleWrites) / p.seconds / float64(r.Completed)
+	}
+}
+
+// Keys of StormResult.PerConnection besides the gauges: an idle
+// subscriber's server CPU seconds and write syscalls per second (the
+// progress row of each tick).
+const (
+	IdleCPUPerSecond    = "idle_cpu_seconds_per_second"
+	IdleWritesPerSecond = "idle_write_syscalls_per_second"
+)
 
 // perConnection divides each gauge's increase by the n connections that
 // caused it (nil for none).
