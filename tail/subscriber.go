@@ -83,6 +83,10 @@ type Subscriber struct {
 	// frontier.
 	next  uint64
 	ready chan struct{}
+	// waiting is set while Next waits on ready: only then does wake close
+	// it, so a push to a busy subscriber (one behind, taking batches as
+	// fast as it can) costs no channel.
+	waiting bool
 	// resumeAt is next, taken by the session goroutine at a resume.
 	resumeAt uint64
 }
@@ -195,6 +199,10 @@ func (s *Subscriber) setHeld(n int64) {
 
 // wake signals a waiting Next. t.mu must be held.
 func (s *Subscriber) wake() {
+	if !s.waiting {
+		return // Next looks at the queue under t.mu before it waits
+	}
+	s.waiting = false
 	close(s.ready)
 	s.ready = make(chan struct{})
 }
@@ -353,6 +361,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.t.mu.Unlock()
 			return s.mapErr(err)
 		}
+		s.waiting = true
 		ready := s.ready
 		s.t.mu.Unlock()
 		select {
