@@ -35,6 +35,12 @@ func newBatch(lower, upper uint64, updates []row.Update) *batch {
 // for opts, computing each once per shape (key is outputKey(sh, opts));
 // the MFP's error if it failed.
 func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, key string, m *Metrics) ([]formatter.TimeRows, error) {
+	if len(b.updates) == 0 {
+		// A tick's batch, only progress: nothing to map or format, for
+		// any shape. Every attached subscriber takes one each tick, so
+		// it skips the cache lookup too.
+		return nil, nil
+	}
 	updates := b.updates
 	if sh != nil {
 		mb := b.apply(sh, true, m)

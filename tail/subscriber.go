@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"github.com/shardtail/shardtail/formatter"
@@ -85,6 +86,10 @@ type Subscriber struct {
 	// frontier.
 	next  uint64
 	ready chan struct{}
+	// waiting is set while Next waits on ready: only then does wake close
+	// it, so a push to a busy subscriber (one behind, taking batches as
+	// fast as it can) costs no channel.
+	waiting bool
 	// resumeAt is next, taken by the session goroutine at a resume.
 	resumeAt uint64
 }
@@ -199,6 +204,10 @@ func (s *Subscriber) setHeld(n int64) {
 
 // wake signals a waiting Next. t.mu must be held.
 func (s *Subscriber) wake() {
+	if !s.waiting {
+		return // Next looks at the queue under t.mu before it waits
+	}
+	s.waiting = false
 	close(s.ready)
 	s.ready = make(chan struct{})
 }
@@ -217,6 +226,16 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 			if max > 0 && max < len(rows) {
 				s.out[0] = rows[max:]
 				return rows[:max:max], nil
+			}
+			if max <= 0 && len(s.out) > 1 {
+				// Everything ready at once: the session writes what one
+				// Next returns with one flush, so a subscriber that fell
+				// behind by several batches catches up with one write
+				// instead of one per batch.
+				rows = slices.Concat(s.out...)
+				clear(s.out)
+				s.out = s.out[:0]
+				return rows, nil
 			}
 			s.out = s.out[1:]
 			return rows, nil
@@ -347,6 +366,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.t.mu.Unlock()
 			return s.mapErr(err)
 		}
+		s.waiting = true
 		ready := s.ready
 		s.t.mu.Unlock()
 		select {

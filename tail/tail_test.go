@@ -498,3 +498,52 @@ func TestAsOfAtLeast(t *testing.T) {
 		t.Errorf("exact AS OF %d: started at %d", old, got)
 	}
 }
+
+// waitPublished waits until s's tail has published up to frontier.
+func waitPublished(t *testing.T, ctx context.Context, s *Subscriber, frontier uint64) {
+	t.Helper()
+	for {
+		s.t.mu.Lock()
+		done := s.t.frontier >= frontier
+		s.t.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the tail never published up to %d", frontier)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestNextReturnsBacklogAtOnce: a subscriber behind by several published
+// batches gets all of them from one Next, which the session writes with
+// one flush: one write per catch-up, not one per batch.
+func TestNextReturnsBacklogAtOnce(t *testing.T) {
+	f := newFixture(t, Config{})
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(100, "warm-up"))
+	drain(t, f.ctx, s, f.upper)
+	const batches = 5
+	for i := range batches {
+		f.write(ins(int64(i), "v"))
+		waitPublished(t, f.ctx, s, f.upper) // each write its own batch
+	}
+	rows, err := s.Next(f.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := 0
+	for _, r := range rows {
+		if !r.Progressed {
+			data++
+		}
+	}
+	if data != batches {
+		t.Errorf("one Next returned %d of the %d queued batches' rows: %v", data, batches, canon(rows))
+	}
+	if last := rows[len(rows)-1]; !last.Progressed || last.Time != f.upper {
+		t.Errorf("the last row is %+v; want the progress to %d", last, f.upper)
+	}
+}
