@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"slices"
 	"sync/atomic"
 
 	"github.com/shardtail/shardtail/formatter"
@@ -226,16 +225,6 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 			if max > 0 && max < len(rows) {
 				s.out[0] = rows[max:]
 				return rows[:max:max], nil
-			}
-			if max <= 0 && len(s.out) > 1 {
-				// Everything ready at once: the session writes what one
-				// Next returns with one flush, so a subscriber that fell
-				// behind by several batches catches up with one write
-				// instead of one per batch.
-				rows = slices.Concat(s.out...)
-				clear(s.out)
-				s.out = s.out[:0]
-				return rows, nil
 			}
 			s.out = s.out[1:]
 			return rows, nil
