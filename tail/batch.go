@@ -32,17 +32,23 @@ func newBatch(lower, upper uint64, updates []row.Update) *batch {
 }
 
 // rows returns the batch mapped through sh (nil: as it is) and formatted
-// for opts, computing each once per shape; the MFP's error if it failed.
-func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, m *Metrics) ([]formatter.TimeRows, error) {
+// for opts, computing each once per shape (key is outputKey(sh, opts));
+// the MFP's error if it failed.
+func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, key string, m *Metrics) ([]formatter.TimeRows, error) {
 	updates := b.updates
 	if sh != nil {
 		mb := b.apply(sh, true, m)
 		if mb.err != nil {
 			return nil, mb.err
 		}
+		if len(mb.updates) == 0 {
+			// Nothing to format: no entry in the cache either (a sweep
+			// hands a batch to every routed subscriber with PROGRESS).
+			return nil, nil
+		}
 		updates = mb.updates
 	}
-	return b.shapes.get(outputKey(sh, opts), func() []formatter.TimeRows {
+	return b.shapes.get(key, func() []formatter.TimeRows {
 		rows := opts.Format(updates)
 		for _, g := range rows {
 			formatter.Shared(g.Rows)

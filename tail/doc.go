@@ -54,8 +54,13 @@
 // routes to it. At publish the tail looks each distinct value of the
 // batch's indexed columns up in indexed (value -> shapes), and queues the
 // batch only for the subscribers of the shapes it matches, plus those
-// that need every batch (every: bare, unindexed, PROGRESS, UP TO): a write
-// costs its rows plus the shapes it matches, not one step per subscriber.
+// that need every batch (every: bare, unindexed, UP TO): a write costs its
+// rows plus the shapes it matches, not one step per subscriber. A routed
+// subscriber with PROGRESS needs the frontier of the batches it skips
+// too, but not at once: a sweep hands each of them, in turn, a batch
+// being published once per Config.ProgressInterval (1 s), one progress row
+// that covers the batches it skipped (their progress rows coalesced, as a
+// listen coalesces batches it is late for).
 // A routed subscriber that skipped batches and is then detached resumes
 // after them (Subscriber.next), not at its batcher's older frontier.
 //

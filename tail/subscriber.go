@@ -38,6 +38,9 @@ type Subscriber struct {
 	t   *SharedTail
 	req subscribe.Request
 	b   *formatter.Batcher
+	// outKey is outputKey(req.Shape, req.Output), the cache key of the
+	// batches' rows it takes, computed once rather than per batch.
+	outKey string
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
 	frontier atomic.Uint64
@@ -87,11 +90,12 @@ type Subscriber struct {
 }
 
 // routed reports whether the subscriber needs only the batches its
-// shape's index routes rows to: one without PROGRESS (a batch with no row
-// for it sends nothing) or UP TO (it completes at a frontier), whose shape
-// is indexed.
+// shape's index routes rows to: one whose shape is indexed, without UP TO
+// (it completes at a frontier). A batch with no row for it sends nothing,
+// or with PROGRESS only the frontier, which sweepProgress hands it often
+// enough.
 func (s *Subscriber) routed() bool {
-	return s.req.Shape != nil && s.req.Shape.Index != nil && !s.req.Output.Progress && s.req.UpTo == nil
+	return s.req.Shape != nil && s.req.Shape.Index != nil && s.req.UpTo == nil
 }
 
 // Subscribe starts a fast-path subscribe on the collection's shared tail,
@@ -103,7 +107,8 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	}
 	t.mu.Lock()
 	req.AsOf = req.StartAt(max(t.snapFloor, t.snapReader.Since()))
-	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), ready: make(chan struct{})}
+	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), outKey: outputKey(req.Shape, req.Output),
+		ready: make(chan struct{})}
 	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
 	// Holding from here: the snapshot reader's since stays at or below
@@ -358,7 +363,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 // of the batches before it are emitted, then Next returns the error).
 func (s *Subscriber) deliver(batches []*batch) bool {
 	for _, b := range batches {
-		rows, err := b.rows(s.req.Shape, s.req.Output, s.t.m.metrics)
+		rows, err := b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics)
 		if err != nil {
 			s.fatal = err
 			return false

@@ -49,7 +49,10 @@ type SharedTail struct {
 	// column's value to the shapes whose index equality it satisfies.
 	shapes  map[string]*shapeSubs
 	indexed map[int]map[row.Datum]map[*shapeSubs]struct{}
-	shares  map[uint64]*share
+	// progressed are the routed subscribers with PROGRESS, which
+	// sweepProgress hands batches in turn.
+	progressed sweeper
+	shares     map[uint64]*share
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
 	snapFloor uint64
@@ -192,16 +195,7 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	for s := range t.every {
 		s.push(b)
 	}
-	if len(t.indexed) > 0 {
-		pushed := 0
-		for ss := range t.routedShapes(b) {
-			for s := range ss.routed {
-				s.push(b)
-			}
-			pushed += len(ss.routed)
-		}
-		t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
-	}
+	t.pushRouted(b)
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
