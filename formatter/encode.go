@@ -102,6 +102,10 @@ func (e *Encoder) appendFields(buf []byte, r Row) []byte {
 		}
 		return buf
 	}
+	if u := r.update(); u != nil {
+		buf = pgrepr.AppendField(buf, e.types[0], u.Diff, e.formats[0])
+		return AppendTail(buf, e.types[1:], e.formats[1:], u.Row)
+	}
 	return AppendTail(buf, e.types, e.formats, r.Tail)
 }
 
@@ -151,6 +155,10 @@ type CopyEncoder struct {
 	scratch row.Row
 	lastT   uint64
 	lastTD  row.Datum
+	// prefix is, in text format, the encoded columns before mz_diff of a
+	// data row at lastT, delimiter included: a snapshot's rows all start
+	// with the same bytes, encoded once.
+	prefix []byte
 }
 
 // NewCopyEncoder returns an encoder of opts's rows in format.
@@ -202,6 +210,10 @@ func (e *CopyEncoder) AppendRow(buf []byte, r Row) []byte {
 	}
 	if e.lastTD == nil || e.lastT != r.Time {
 		e.lastT, e.lastTD = r.Time, row.Numeric(uintText(r.Time))
+		e.prefix = nil
+	}
+	if e.format == CopyText && !r.Progressed {
+		return e.appendTextData(buf, r)
 	}
 	full := e.flatten(append(e.scratch[:0], e.lastTD), r)
 	e.scratch = full
@@ -212,6 +224,41 @@ func (e *CopyEncoder) AppendRow(buf []byte, r Row) []byte {
 	}
 	clear(full) // hold no row's values until the next
 	return buf
+}
+
+// appendTextData appends a data row in text format: the prefix its time
+// shares with the rows before it, then its tail. Text format has no rule
+// that looks at the whole row (CSV quotes `\.` alone in a one-column row),
+// so the columns encode the same in two parts as in one.
+func (e *CopyEncoder) appendTextData(buf []byte, r Row) []byte {
+	if e.prefix == nil {
+		meta := append(e.scratch[:0], e.lastTD)
+		if e.progress {
+			meta = append(meta, false)
+		}
+		e.prefix = pgrepr.AppendCopyTextRowOptions(nil, e.types[:len(meta)], meta, e.text)
+		e.prefix[len(e.prefix)-1] = e.text.Delimiter // for the row's '\n'
+		clear(meta)
+	}
+	buf = append(buf, e.prefix...)
+	types := e.types[len(e.types)-e.tailCols():]
+	if u := r.update(); u != nil {
+		buf = pgrepr.AppendCopyTextField(buf, types[0], u.Diff, e.text)
+		if len(types) == 1 {
+			return append(buf, '\n')
+		}
+		buf = append(buf, e.text.Delimiter)
+		return pgrepr.AppendCopyTextRowOptions(buf, types[1:], u.Row, e.text)
+	}
+	return pgrepr.AppendCopyTextRowOptions(buf, types, r.Tail, e.text)
+}
+
+// tailCols is the number of columns after mz_timestamp and mz_progressed.
+func (e *CopyEncoder) tailCols() int {
+	if e.progress {
+		return len(e.types) - 2
+	}
+	return len(e.types) - 1
 }
 
 func (e *CopyEncoder) flatten(full row.Row, r Row) row.Row {
@@ -225,6 +272,9 @@ func (e *CopyEncoder) flatten(full row.Row, r Row) row.Row {
 			full = append(full, nil)
 		}
 		return full
+	}
+	if u := r.update(); u != nil {
+		return append(append(full, u.Diff), u.Row...)
 	}
 	return append(full, r.Tail...)
 }

@@ -390,7 +390,7 @@ func (s *Subscriber) shapedSnapshot() error {
 	s.parts = nil
 	if s.req.Output.StreamsSnapshotChunks() {
 		s.emit(snap.rows.get(outputKey(nil, s.req.Output), func() []formatter.Row {
-			return formatter.Shared(s.req.Output.Data(s.req.AsOf, snap.updates))
+			return s.req.Output.SnapshotRows(s.req.AsOf, snap.updates)
 		}))
 		return nil
 	}
