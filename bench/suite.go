@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -1344,20 +1345,23 @@ const memorySettle = 3 * time.Second
 // runMemory reads the server's RSS, opens IdleClients subscriptions to a
 // 10-row table, lets them idle, and reads RSS again.
 func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*MemoryResult, error) {
+	connURL, err := withStartupParams(srv.URL, psqlStartupParams)
+	if err != nil {
+		return nil, err
+	}
 	// One subscribe first, so that one-time costs (the shared tail, code
 	// paths touched) are in the baseline.
-	if _, err := Storm(ctx, StormConfig{URL: srv.URL, Clients: 1, Relation: tableIdle, Timeout: cfg.Timeout, Settle: -1}); err != nil {
+	if _, err := Storm(ctx, StormConfig{URL: connURL, Clients: 1, Relation: tableIdle, Timeout: cfg.Timeout, Settle: -1}); err != nil {
 		return nil, err
 	}
 	sleepCtx(ctx, time.Second)
 	mr := &MemoryResult{}
-	var err error
 	if mr.RSSBefore, err = srv.RSS(); err != nil {
 		return nil, err
 	}
 	var rssErr error
 	r, err := Storm(ctx, StormConfig{
-		URL: srv.URL, Clients: cfg.IdleClients, Mode: ModeCopy, Relation: tableIdle, Timeout: cfg.Timeout,
+		URL: connURL, Clients: cfg.IdleClients, Mode: ModeCopy, Relation: tableIdle, Timeout: cfg.Timeout,
 		ExpectRows: 10, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS, Status: cfg.Status, Label: label,
 		Live: func(ctx context.Context) error {
 			sleepCtx(ctx, memorySettle)
@@ -1380,6 +1384,27 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 		mr.PerClientKB = float64(mr.RSSIdle-mr.RSSBefore) / 1024 / float64(r.Completed)
 	}
 	return mr, nil
+}
+
+// psqlStartupParams are the run-time parameters psql puts in its startup
+// message (node-postgres sends client_encoding too): (e)'s subscribers
+// send them, since a session that holds them may cost more than a bare
+// one.
+var psqlStartupParams = map[string]string{"application_name": "psql", "client_encoding": "UTF8"}
+
+// withStartupParams adds params to a connection URL's query, where pgconn
+// takes them as run-time parameters of the startup message.
+func withStartupParams(rawURL string, params map[string]string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("%w: URL: %v", ErrConfig, err)
+	}
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 // runPostgres loads the same rows into a throwaway PostgreSQL and runs the

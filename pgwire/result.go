@@ -211,8 +211,7 @@ func (c *conn) copyIn(ctx context.Context, ex *execution) error {
 	}
 	r := &copyReader{c: c, ctx: ctx}
 	// Let a CancelRequest interrupt a read waiting for the client.
-	c.pipe.intr = ctx
-	defer func() { c.pipe.intr = nil }()
+	defer c.input.interruptBy(ctx)()
 	if err := cr.CopyIn(ctx, r); err != nil {
 		return err
 	}
