@@ -12,6 +12,9 @@ type rowGroup struct {
 	rows    []Row
 	mu      sync.Mutex
 	entries []groupEntry // mu; usually one or two
+	// charge, if set, is told the bytes of each encoding when it is
+	// computed (SharedCharged).
+	charge func(int64)
 }
 
 type groupEntry struct {
@@ -39,12 +42,23 @@ func (g *rowGroup) span(w Wire, i, j int) []byte {
 // entry returns the group's encoding in wire format w, encoding it on
 // first use.
 func (g *rowGroup) entry(w Wire) *groupEntry {
+	e, n := g.encode(w)
+	if n > 0 && g.charge != nil {
+		// Outside g.mu: the holder's accounting takes its own lock.
+		g.charge(n)
+	}
+	return e
+}
+
+// encode returns the group's encoding in wire format w, and the bytes it
+// allocated if it encoded it now (0 if it was cached).
+func (g *rowGroup) encode(w Wire) (*groupEntry, int64) {
 	key := w.Key()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i := range g.entries {
 		if g.entries[i].key == key {
-			return &g.entries[i]
+			return &g.entries[i], 0
 		}
 	}
 	var buf []byte
@@ -65,14 +79,21 @@ func (g *rowGroup) entry(w Wire) *groupEntry {
 		start = end
 	}
 	g.entries = append(g.entries, groupEntry{key: key, msgs: msgs, buf: buf, ends: ends})
-	return &g.entries[len(g.entries)-1]
+	const sliceHeader, intSize = 24, 8
+	return &g.entries[len(g.entries)-1], int64(cap(buf)) + intSize*int64(cap(ends)) + sliceHeader*int64(cap(msgs))
 }
 
 // Shared marks rows as shared between subscribers: their encodings are
 // computed once per wire format, for all of them at once. It modifies rows
 // in place and returns them.
-func Shared(rows []Row) []Row {
-	g := &rowGroup{rows: rows}
+func Shared(rows []Row) []Row { return SharedCharged(rows, nil) }
+
+// SharedCharged is Shared, and calls charge (if not nil) with the bytes of
+// each wire format's encoding of the rows when it is computed, once per
+// format, from the goroutine that asked for it: the encodings live as long
+// as the rows, so whoever holds the rows can count them (a memory budget).
+func SharedCharged(rows []Row, charge func(int64)) []Row {
+	g := &rowGroup{rows: rows, charge: charge}
 	for i := range rows {
 		rows[i].group, rows[i].idx = g, i
 	}

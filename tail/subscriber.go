@@ -330,12 +330,18 @@ func (s *Subscriber) step(ctx context.Context) error {
 			return nil
 		}
 		if len(s.queue) > 0 {
-			q := s.queue
-			s.t.m.metrics.queueBytes.Sub(float64(s.queued))
-			s.t.releaseQueue(q)
-			s.queue, s.queued = nil, 0
+			// One batch at a time: the rows handed to the session pin
+			// their batch until it has sent them, counted nowhere, while
+			// the batches still queued stay counted (and can be detached
+			// if the session stalls).
+			b := s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+			s.queued -= b.bytes
+			s.t.m.metrics.queueBytes.Sub(float64(b.bytes))
+			s.t.hold(b, b.inWindow, -1)
 			s.t.mu.Unlock()
-			s.deliver(q)
+			s.deliver([]*batch{b})
 			return nil
 		}
 		if err := s.t.err; err != nil {
