@@ -322,5 +322,12 @@ func TestBudgetCountsWhatBatchesRetain(t *testing.T) {
 			float64(counted)/(1<<20), float64(retained)/(1<<20), budget.Bytes())
 	}
 	t.Logf("counted %d, retained %d", counted, retained)
+	// The window's own bound is kept on the same figures.
+	stalled.t.mu.Lock()
+	windowBytes := stalled.t.windowBytes
+	stalled.t.mu.Unlock()
+	if got, want := windowBytes, budget.Holder(membudget.HolderWindow).Bytes(); got != want {
+		t.Errorf("window bytes %d, the window holder counts %d", got, want)
+	}
 	runtime.KeepAlive(stalled)
 }

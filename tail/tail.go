@@ -182,7 +182,7 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	defer t.mu.Unlock()
 	b := newBatch(t, t.frontier, frontier, updates)
 	t.window = append(t.window, b)
-	t.windowBytes += b.bytes
+	t.windowBytes += b.bytes + b.extra
 	t.hold(b, true, 0)
 	t.frontier = frontier
 	t.trimWindow()
