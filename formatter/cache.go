@@ -18,6 +18,9 @@ type rowGroup struct {
 	updates []row.Update
 	mu      sync.Mutex
 	entries []*groupEntry // mu; usually one or two
+	// charge, if set, is told the bytes of each encoding when it is
+	// computed (SharedCharged).
+	charge func(int64)
 }
 
 type groupEntry struct {
@@ -37,7 +40,7 @@ type groupEntry struct {
 func (g *rowGroup) messages(w Wire) [][]byte {
 	e := g.entry(w)
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	var made int64
 	if e.msgs == nil {
 		e.msgs = make([][]byte, len(e.ends))
 		start := 0
@@ -45,8 +48,15 @@ func (g *rowGroup) messages(w Wire) [][]byte {
 			e.msgs[i] = e.buf[start:end:end]
 			start = end
 		}
+		const sliceHeader = 24
+		made = sliceHeader * int64(cap(e.msgs))
 	}
-	return e.msgs
+	msgs := e.msgs
+	g.mu.Unlock()
+	if made > 0 && g.charge != nil {
+		g.charge(made) // outside g.mu, as in entry
+	}
+	return msgs
 }
 
 // span returns the messages of rows i to j-1 back to back: one slice of
@@ -63,12 +73,23 @@ func (g *rowGroup) span(w Wire, i, j int) []byte {
 // entry returns the group's encoding in wire format w, encoding it on
 // first use.
 func (g *rowGroup) entry(w Wire) *groupEntry {
+	e, n := g.encode(w)
+	if n > 0 && g.charge != nil {
+		// Outside g.mu: the holder's accounting takes its own lock.
+		g.charge(n)
+	}
+	return e
+}
+
+// encode returns the group's encoding in wire format w, and the bytes it
+// allocated if it encoded it now (0 if it was cached).
+func (g *rowGroup) encode(w Wire) (*groupEntry, int64) {
 	key := w.Key()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, e := range g.entries {
 		if e.key == key {
-			return e
+			return e, 0
 		}
 	}
 	var buf []byte
@@ -84,14 +105,21 @@ func (g *rowGroup) entry(w Wire) *groupEntry {
 	}
 	e := &groupEntry{key: key, buf: buf, ends: ends}
 	g.entries = append(g.entries, e)
-	return e
+	const intSize = 8
+	return e, int64(cap(buf)) + intSize*int64(cap(ends))
 }
 
 // Shared marks rows as shared between subscribers: their encodings are
 // computed once per wire format, for all of them at once. It modifies rows
 // in place and returns them.
-func Shared(rows []Row) []Row {
-	g := &rowGroup{rows: rows}
+func Shared(rows []Row) []Row { return SharedCharged(rows, nil) }
+
+// SharedCharged is Shared, and calls charge (if not nil) with the bytes of
+// each wire format's encoding of the rows when it is computed, once per
+// format, from the goroutine that asked for it: the encodings live as long
+// as the rows, so whoever holds the rows can count them (a memory budget).
+func SharedCharged(rows []Row, charge func(int64)) []Row {
+	g := &rowGroup{rows: rows, charge: charge}
 	for i := range rows {
 		rows[i].group, rows[i].idx = g, i
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
@@ -74,11 +75,14 @@ type Subscriber struct {
 	fatal error
 
 	// Guarded by t.mu.
-	queue    []*batch
-	queued   int64
-	attached bool
-	detached bool
-	lost     int64 // bytes queued when detached, for the error
+	queue  []*batch
+	queued int64
+	// queueArray is the bytes of queue's own array counted in the
+	// budget (see chargeQueue).
+	queueArray int64
+	attached   bool
+	detached   bool
+	lost       int64 // bytes queued when detached, for the error
 	// next is, when detached, the lower of the first batch it was not
 	// handed: a routed subscriber skipped the batches before it that held
 	// nothing for it, so it resumes there rather than at its batcher's
@@ -169,10 +173,21 @@ func (s *Subscriber) push(b *batch) {
 		return
 	}
 	s.queue = append(s.queue, b)
+	s.chargeQueue()
 	s.queued += b.bytes
 	s.t.hold(b, b.inWindow, 1)
 	s.t.m.metrics.queueBytes.Add(float64(b.bytes))
 	s.wake()
+}
+
+// chargeQueue brings the budget's count of the queue's own array up to
+// date: a pointer per batch and subscriber, which over hundreds of stalled
+// queues of thousands of batches each is megabytes no batch counts. t.mu
+// must be held.
+func (s *Subscriber) chargeQueue() {
+	n := int64(cap(s.queue)) * int64(unsafe.Sizeof((*batch)(nil)))
+	s.t.m.memQueues.Add(n - s.queueArray)
+	s.queueArray = n
 }
 
 // detach drops the queue of an attached subscriber, which resumes at its
@@ -190,6 +205,7 @@ func (s *Subscriber) detach(lost int64, next uint64) {
 	s.t.releaseQueue(s.queue)
 	clear(s.queue)
 	s.queue, s.queued = nil, 0
+	s.chargeQueue()
 	s.attached, s.detached = false, true
 	s.detaches.Add(1)
 	s.wake()
@@ -343,12 +359,19 @@ func (s *Subscriber) step(ctx context.Context) error {
 			return nil
 		}
 		if len(s.queue) > 0 {
-			q := s.queue
-			s.t.m.metrics.queueBytes.Sub(float64(s.queued))
-			s.t.releaseQueue(q)
-			s.queue, s.queued = nil, 0
+			// One batch at a time: the rows handed to the session pin
+			// their batch until it has sent them, counted nowhere, while
+			// the batches still queued stay counted (and can be detached
+			// if the session stalls).
+			b := s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+			s.chargeQueue()
+			s.queued -= b.bytes
+			s.t.m.metrics.queueBytes.Sub(float64(b.bytes))
+			s.t.hold(b, b.inWindow, -1)
 			s.t.mu.Unlock()
-			s.deliver(q)
+			s.deliver([]*batch{b})
 			return nil
 		}
 		if err := s.t.err; err != nil {
@@ -484,6 +507,8 @@ func (s *Subscriber) Close() {
 		t.m.metrics.queueBytes.Sub(float64(s.queued))
 		t.releaseQueue(s.queue)
 		s.queue, s.queued = nil, 0
+		s.chargeQueue()
+		s.chargeQueue()
 		if len(t.subs) == 0 {
 			t.idleAt = timeNow()
 		}

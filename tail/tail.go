@@ -186,9 +186,9 @@ func (t *SharedTail) snapshotHold(limit uint64) uint64 {
 func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := newBatch(t.frontier, frontier, updates)
+	b := newBatch(t, t.frontier, frontier, updates)
 	t.window = append(t.window, b)
-	t.windowBytes += b.bytes
+	t.windowBytes += b.bytes + b.extra
 	t.hold(b, true, 0)
 	t.frontier = frontier
 	t.trimWindow()
@@ -217,7 +217,7 @@ func (t *SharedTail) trimWindowTo(limit int64) {
 		if t.windowBytes <= limit && b.upper >= cutoff {
 			break
 		}
-		t.windowBytes -= b.bytes
+		t.windowBytes -= b.bytes + b.extra
 		t.hold(b, false, 0)
 		drop++
 	}
