@@ -145,6 +145,8 @@ type CopyEncoder struct {
 	format   CopyFormat
 	progress bool
 	types    []row.Type // every output column, metadata included
+	names    []string   // their names, for HEADER
+	key      string     // Key: the format and any options not the default
 	bin      *Encoder
 	csv      pgrepr.CSVOptions
 	text     pgrepr.TextOptions
@@ -161,22 +163,47 @@ type CopyEncoder struct {
 	prefix []byte
 }
 
-// NewCopyEncoder returns an encoder of opts's rows in format.
+// NewCopyEncoder returns an encoder of opts's rows in format, with
+// PostgreSQL's default text and CSV options.
 func NewCopyEncoder(opts *Options, format CopyFormat) *CopyEncoder {
-	e := &CopyEncoder{format: format, progress: opts.Progress, csv: pgrepr.DefaultCSVOptions(), text: pgrepr.DefaultTextOptions()}
+	return NewCopyEncoderOptions(opts, format, pgrepr.DefaultTextOptions(), pgrepr.DefaultCSVOptions())
+}
+
+// NewCopyEncoderOptions returns an encoder of opts's rows in format, text
+// and csv giving COPY's DELIMITER, NULL, QUOTE, ESCAPE and HEADER for
+// those formats.
+func NewCopyEncoderOptions(opts *Options, format CopyFormat, text pgrepr.TextOptions, csv pgrepr.CSVOptions) *CopyEncoder {
+	e := &CopyEncoder{format: format, progress: opts.Progress, csv: csv, text: text, key: "C" + string(rune('0'+format))}
 	for _, c := range opts.Columns() {
 		e.types = append(e.types, c.Type.RelType())
+		e.names = append(e.names, c.Name)
 	}
-	if format == CopyBinary {
+	switch format {
+	case CopyBinary:
 		e.bin = NewEncoder(opts, []int16{int16(pgrepr.FormatBinary)})
+	case CopyText:
+		if text != pgrepr.DefaultTextOptions() {
+			// Shared encodings are cached by key: other options, other bytes.
+			e.key += string([]byte{0, text.Delimiter}) + text.Null
+		}
+	case CopyCSV:
+		if csv != pgrepr.DefaultCSVOptions() {
+			e.key += string([]byte{0, csv.Delimiter, csv.Quote, csv.Escape}) + csv.Null
+		}
 	}
 	return e
 }
 
-// AppendHeader appends what precedes the first row (binary's signature).
+// AppendHeader appends what precedes the first row: binary's signature,
+// or with HEADER the line of column names.
 func (e *CopyEncoder) AppendHeader(buf []byte) []byte {
-	if e.format == CopyBinary {
+	switch {
+	case e.format == CopyBinary:
 		return pgrepr.AppendCopyBinaryHeader(buf)
+	case e.format == CopyCSV && e.csv.Header:
+		return pgrepr.AppendCopyCSVHeader(buf, e.names, e.csv)
+	case e.format == CopyText && e.text.Header:
+		return pgrepr.AppendCopyTextHeader(buf, e.names, e.text)
 	}
 	return buf
 }
@@ -190,7 +217,7 @@ func (e *CopyEncoder) AppendTrailer(buf []byte) []byte {
 }
 
 // Key implements Wire.
-func (e *CopyEncoder) Key() string { return "C" + string(rune('0'+e.format)) }
+func (e *CopyEncoder) Key() string { return e.key }
 
 // AppendMessage implements Wire: one CopyData message holding the row.
 func (e *CopyEncoder) AppendMessage(buf []byte, r Row) []byte {
