@@ -96,11 +96,11 @@ const feedCatchUp = 2 * time.Minute
 // viewSmall holds cfg.SmallRows rows: it opens the idle subscribers, then
 // updates cfg.FeedChanges rows of tableSmall and runs the four storms of
 // cfg.FeedClients clients.
-func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*FeedResult, error) {
+func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, idle int, label string) (*FeedResult, error) {
 	if srv.FeedAddr == "" {
 		return nil, fmt.Errorf("%w: the server has no feed", ErrConfig)
 	}
-	fr := &FeedResult{Clients: cfg.FeedClients, Rows: cfg.SmallRows, Changes: cfg.FeedChanges, IdleClients: cfg.FeedIdleClients, Storms: map[string]*FeedStorm{}}
+	fr := &FeedResult{Clients: cfg.FeedClients, Rows: cfg.SmallRows, Changes: cfg.FeedChanges, IdleClients: idle, Storms: map[string]*FeedStorm{}}
 	base := "http://" + srv.FeedAddr
 	// The idle streams first, on the fresh server: after the storms, the
 	// heap they grew is returned to the system while the idle streams
@@ -403,7 +403,7 @@ func pgwireStorm(ctx context.Context, cpu CPUProbe, url string, n int, sql strin
 	})
 }
 
-// feedIdle opens cfg.FeedIdleClients SSE streams on tableIdle, each on its
+// feedIdle opens fr.IdleClients SSE streams on tableIdle, each on its
 // own Transport, waits for each one's first progress event (snapshot
 // complete), lets them idle and reads the server's RSS.
 func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, fr *FeedResult, label string) error {
@@ -446,11 +446,11 @@ func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, f
 	}
 	var opened, failed atomic.Int64
 	cfg.Status.Set(label+": idle SSE subscribers", func() string {
-		return fmt.Sprintf("%d/%d open, %d failed", opened.Load(), cfg.FeedIdleClients, failed.Load())
+		return fmt.Sprintf("%d/%d open, %d failed", opened.Load(), fr.IdleClients, failed.Load())
 	})
 	sem := make(chan struct{}, 64)
 	var ow sync.WaitGroup
-	for range cfg.FeedIdleClients {
+	for range fr.IdleClients {
 		ow.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -544,6 +544,10 @@ func writeFeedSection(w io.Writer, v *reportView) {
 			fmt.Fprintf(w, "Idle SSE streams on the 10-row `%s` (after one warm-up stream; RSS read after %v idle): %s of %s open (%d failed), "+
 				"server RSS %s before, %s with them: **%s per idle SSE subscriber**.\n\n", tableIdle, memorySettle,
 				commas(f.IdleOpen), commas(f.IdleClients), f.IdleErrors, mib(float64(f.RSSBefore)), mib(float64(f.RSSIdle)), fmtOr(kib, f.PerClientKB))
+			if f.IdleClients < cfg.FeedIdleClients {
+				fmt.Fprintf(w, "The %s path opened %s idle streams, not %s: each has a reader of its own, so it stops where (a)'s storms do (`--dataflow-max-clients`).\n\n",
+					pr.Path, commas(f.IdleClients), commas(cfg.FeedIdleClients))
+			}
 		}
 	}
 }

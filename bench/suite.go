@@ -922,7 +922,13 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			if _, err := ss.ensure(ctx, tableIdle); err != nil {
 				return err
 			}
-			fr, err := runFeed(ctx, cfg, srv, label("(i) the HTTP feed"))
+			idle := cfg.FeedIdleClients
+			if !cfg.onPath(pr.Path, idle) {
+				// As (a)'s storms: each dataflow stream has a reader of its
+				// own, and at 6,000 of them a new stream waited minutes.
+				idle = cfg.DataflowMaxClients
+			}
+			fr, err := runFeed(ctx, cfg, srv, idle, label("(i) the HTTP feed"))
 			pr.Feed = fr
 			return err
 		})
