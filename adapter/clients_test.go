@@ -390,6 +390,55 @@ func TestClientPgxCopy(t *testing.T) {
 			t.Errorf("got %q, want %q", lines, want)
 		}
 	})
+	// COPY (SUBSCRIBE) honours the same options as COPY of a query, on
+	// both paths: the shared encodings of the fast path are cached per
+	// options, so a default-options COPY at the same time keeps its bytes.
+	for _, fast := range []string{"on", "off"} {
+		t.Run("SubscribeOptions/fast="+fast, func(t *testing.T) {
+			mustExec(t, c, "SET enable_subscribe_persist_fast_path = "+fast)
+			var at uint64
+			if err := c.QueryRow(ctx, "SELECT mz_now()::text::int8 FROM cp LIMIT 1").Scan(&at); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct{ opts, header, row2 string }{
+				{"", "", "2\t\\N"},
+				{"(DELIMITER '|', NULL 'nil', HEADER)", "mz_timestamp|mz_diff|a|b", "2|nil"},
+				{"(FORMAT csv, DELIMITER ';', HEADER)", "mz_timestamp;mz_diff;a;b", "2;"},
+			} {
+				var buf bytes.Buffer
+				q := fmt.Sprintf("COPY (SUBSCRIBE (SELECT a, b FROM cp WHERE a <= 2) AS OF %d UP TO %d) TO STDOUT %s", at, at+1, tc.opts)
+				if _, err := pc.CopyTo(ctx, &buf, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+				if tc.header != "" {
+					if lines[0] != tc.header {
+						t.Errorf("%s: header %q, want %q", q, lines[0], tc.header)
+					}
+					lines = lines[1:]
+				}
+				var got []string
+				for _, l := range lines {
+					// Drop mz_timestamp: the rest is the row with its diff.
+					if i := strings.IndexAny(l, "\t|;"); i >= 0 {
+						got = append(got, l[i+1:])
+					}
+				}
+				slices.Sort(got)
+				sep := "\t"
+				switch {
+				case strings.Contains(tc.opts, "'|'"):
+					sep = "|"
+				case strings.Contains(tc.opts, "';'"):
+					sep = ";"
+				}
+				want := []string{"1" + sep + "1" + sep + "one", "1" + sep + tc.row2}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s: got %q, want %q", q, got, want)
+				}
+			}
+		})
+	}
 }
 
 // node-postgres

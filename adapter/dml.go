@@ -491,7 +491,7 @@ func (s *Session) planCopy(st *sql.Copy) (*plan, error) {
 			if err != nil {
 				return nil, err
 			}
-			return &copySubscribeResult{p: p, sub: sub, enc: formatter.NewCopyEncoder(p.opts, opts.format), format: opts.format}, nil
+			return &copySubscribeResult{p: p, sub: sub, enc: formatter.NewCopyEncoderOptions(p.opts, opts.format, opts.text, opts.csv), format: opts.format}, nil
 		}), nil
 	case *sql.Select:
 		return s.planCopyQuery(q, opts)

@@ -2,7 +2,7 @@ package adapter
 
 import (
 	"context"
-	"maps"
+	"slices"
 
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
@@ -66,7 +66,7 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 				return command("BEGIN", notice("25001", "there is already a transaction in progress", "")), nil
 			}
 			s.tx = txBlock
-			s.savedVars = maps.Clone(s.vars)
+			s.savedVars = slices.Clone(s.vars)
 			s.varsSaved = true
 			return command("BEGIN"), nil
 		}), nil

@@ -50,9 +50,9 @@ type Session struct {
 	unsettled []*stmtlog.Execution
 	// vars are the variables the session SET (or its startup packet did);
 	// system variables not in it follow ALTER SYSTEM.
-	vars map[string]string
+	vars varList
 	// savedVars are the variables at BEGIN, restored by ROLLBACK.
-	savedVars map[string]string
+	savedVars varList
 	varsSaved bool
 
 	tx txState

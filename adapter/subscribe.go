@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -485,12 +486,12 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 	rows, err := r.sub.Next(ctx, 0)
 	if errors.Is(err, io.EOF) {
 		r.done = true
-		if r.format == formatter.CopyBinary {
-			var b []byte
-			if !r.header {
-				b = r.enc.AppendHeader(b)
-			}
-			return [][]byte{pgwire.AppendCopyData(nil, r.enc.AppendTrailer(b))}, nil
+		var b []byte
+		if !r.header {
+			b = r.enc.AppendHeader(b)
+		}
+		if b = r.enc.AppendTrailer(b); len(b) > 0 {
+			return [][]byte{pgwire.AppendCopyData(nil, b)}, nil
 		}
 		return nil, io.EOF
 	}
@@ -498,18 +499,27 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 		return nil, r.p.mapErr(err)
 	}
 	r.n += len(rows)
-	msgs := formatter.Messages(r.enc, rows, &r.buf)
-	if !r.header {
-		// Binary COPY's signature travels with the first row, as
-		// PostgreSQL sends it.
+	// Runs, not Messages: COPY has no row limit, so a snapshot piece goes
+	// to pgwire as the one span of its shared encoding, written to the
+	// socket without a copy or a slice header per row.
+	runs := formatter.Runs(r.enc, rows, &r.buf)
+	if !r.header && len(runs) > 0 {
+		// Binary COPY's signature (or HEADER's line of names) travels
+		// with the first row, as PostgreSQL sends it.
 		r.header = true
 		if hdr := r.enc.AppendHeader(nil); len(hdr) > 0 {
-			// msgs may be shared (cached) bytes: build a new list.
+			// runs may be shared (cached) bytes: build a new list, the
+			// first row's message again with the header, then the rest.
 			first := pgwire.AppendCopyData(nil, r.enc.AppendRow(hdr, rows[0]))
-			msgs = append([][]byte{first}, msgs[1:]...)
+			rest := runs[0][1+binary.BigEndian.Uint32(runs[0][1:]):]
+			out := [][]byte{first}
+			if len(rest) > 0 {
+				out = append(out, rest)
+			}
+			runs = append(out, runs[1:]...)
 		}
 	}
-	return msgs, nil
+	return runs, nil
 }
 
 func (r *copySubscribeResult) Tag() string { return fmt.Sprintf("COPY %d", r.n) }

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,7 +64,7 @@ func displayName(name string) string {
 // SYSTEM's for system variables, else the default.
 func (s *Session) getVar(name string) (string, bool) {
 	name = strings.ToLower(name)
-	if _, set := s.vars[name]; systemVars[name] && !set {
+	if _, set := s.vars.get(name); systemVars[name] && !set {
 		if v, ok := s.c.systemVar(name); ok {
 			return v, true
 		}
@@ -79,7 +80,7 @@ func (s *Session) getVar(name string) (string, bool) {
 			return "on", true
 		}
 	}
-	v, ok := s.vars[name]
+	v, ok := s.vars.get(name)
 	if !ok {
 		v, ok = varDefaults[name]
 	}
@@ -88,7 +89,7 @@ func (s *Session) getVar(name string) (string, bool) {
 
 // sessionVar is a session variable's own value: SET, else the default.
 func (s *Session) sessionVar(name string) string {
-	if v, ok := s.vars[name]; ok {
+	if v, ok := s.vars.get(name); ok {
 		return v
 	}
 	return varDefaults[name]
@@ -254,13 +255,44 @@ func (s *Session) planSet(ctx context.Context, st *sql.SetVariable) (*plan, erro
 // setVar sets (or, with reset, restores the default of) a session variable.
 func (s *Session) setVar(name, value string, reset bool) {
 	if reset {
-		delete(s.vars, name)
+		s.vars.del(name)
 		return
 	}
-	if s.vars == nil {
-		s.vars = map[string]string{}
+	s.vars.set(name, value)
+}
+
+// varList is a session's variables, name and value in the order SET: a
+// session sets a few (psql's startup message two), and a slice of them
+// costs a fraction of a map's buckets, for each of thousands of idle
+// subscribers.
+type varList []varPair
+
+type varPair struct{ name, value string }
+
+func (l varList) get(name string) (string, bool) {
+	for _, p := range l {
+		if p.name == name {
+			return p.value, true
+		}
 	}
-	s.vars[name] = value
+	return "", false
+}
+
+func (l *varList) set(name, value string) {
+	for i := range *l {
+		if (*l)[i].name == name {
+			(*l)[i].value = value
+			return
+		}
+	}
+	*l = append(*l, varPair{name, value})
+}
+
+func (l *varList) del(name string) {
+	*l = slices.DeleteFunc(*l, func(p varPair) bool { return p.name == name })
+	if len(*l) == 0 {
+		*l = nil
+	}
 }
 
 // paramStatus returns the ParameterStatus message for name if it is
@@ -281,9 +313,7 @@ func (s *Session) planReset(st *sql.ResetVariable) (*plan, error) {
 	}
 	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
 		if st.All {
-			for k := range s.vars {
-				s.setVar(k, "", true)
-			}
+			s.vars = nil
 			return command("RESET"), nil
 		}
 		name := strings.ToLower(st.Name)

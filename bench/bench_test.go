@@ -229,3 +229,44 @@ func counterValue(t *testing.T, srv *testserver.Server, name string) float64 {
 	t.Fatalf("no counter %s", name)
 	return 0
 }
+
+// TestStormLiveWant: with LiveWant the storm waits for every reading client
+// to have every live row (Live here returns as soon as it wrote), and
+// counts the rows a client never got as missing, the client as an error.
+func TestStormLiveWant(t *testing.T) {
+	const written = 10
+	for _, tc := range []struct {
+		name  string
+		extra int64 // rows wanted that were never written
+	}{{"EveryRow", 0}, {"Missing", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startLoaded(t, 5)
+			r, err := Storm(context.Background(), StormConfig{
+				URL: srv.URL(), Clients: stormClients, Relation: "t", Timeout: 5 * time.Second,
+				Live: func(ctx context.Context) error {
+					for i := range written {
+						if err := execSQL(ctx, srv.URL(), fmt.Sprintf("INSERT INTO t VALUES (%d, 'x')", 100+i)); err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+				LiveWant: func() int64 { return written + tc.extra },
+			})
+			must(t, err)
+			if got, want := r.LiveRows, int64(written*stormClients); got != want {
+				t.Errorf("live rows: got %d, want %d", got, want)
+			}
+			if got, want := r.LiveMissing, tc.extra*stormClients; got != want {
+				t.Errorf("missing: got %d, want %d", got, want)
+			}
+			wantErrs := 0
+			if tc.extra > 0 {
+				wantErrs = stormClients
+			}
+			if r.Errors != wantErrs || r.Completed != stormClients {
+				t.Errorf("completed %d, errors %d %v; want %d, %d", r.Completed, r.Errors, r.ErrorSamples, stormClients, wantErrs)
+			}
+		})
+	}
+}

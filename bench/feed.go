@@ -63,15 +63,28 @@ type FeedStorm struct {
 	// ServerCPU is the server's CPU seconds from the barrier to the last
 	// end (connects excluded).
 	ServerCPU float64 `json:"server_cpu_seconds"`
+	// BaselineCPU is what of ServerCPU the server would have spent
+	// without the storm: its CPU rate over feedBaseline just before the
+	// barrier (connected clients idle), times the storm's length. The
+	// server's own background work (the view's maintenance, persist) may
+	// take up to 15% of a core after quiesce, as much as a few hundred
+	// clients cost, and a storm that runs longer on the clients' side
+	// would be charged more of it.
+	BaselineCPU float64 `json:"baseline_cpu_seconds,omitempty"`
 }
 
-// CPUPerClientMS is the server CPU per client in ms (-1: not measured).
+// CPUPerClientMS is the server CPU per client in ms, the baseline taken
+// out (-1: not measured).
 func (s *FeedStorm) CPUPerClientMS() float64 {
 	if s == nil || s.ServerCPU < 0 || s.Clients == 0 {
 		return -1
 	}
-	return s.ServerCPU * 1000 / float64(s.Clients)
+	return max(s.ServerCPU-s.BaselineCPU, 0) * 1000 / float64(s.Clients)
 }
+
+// feedBaseline is how long (i) measures the server's CPU rate before a
+// storm's barrier (FeedStorm.BaselineCPU).
+const feedBaseline = time.Second
 
 // feedWriteBatch is how many rows each UPDATE of (i)'s writer changes.
 const feedWriteBatch = 100
@@ -80,15 +93,22 @@ const feedWriteBatch = 100
 const feedCatchUp = 2 * time.Minute
 
 // runFeed measures (i) on srv (started with ServerOptions.Feed), whose
-// viewSmall holds cfg.SmallRows rows: it updates cfg.FeedChanges rows of
-// tableSmall, then runs the four storms of cfg.FeedClients clients and the
-// idle subscribers.
-func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*FeedResult, error) {
+// viewSmall holds cfg.SmallRows rows: it opens the idle subscribers, then
+// updates cfg.FeedChanges rows of tableSmall and runs the four storms of
+// cfg.FeedClients clients.
+func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, idle int, label string) (*FeedResult, error) {
 	if srv.FeedAddr == "" {
 		return nil, fmt.Errorf("%w: the server has no feed", ErrConfig)
 	}
-	fr := &FeedResult{Clients: cfg.FeedClients, Rows: cfg.SmallRows, Changes: cfg.FeedChanges, IdleClients: cfg.FeedIdleClients, Storms: map[string]*FeedStorm{}}
+	fr := &FeedResult{Clients: cfg.FeedClients, Rows: cfg.SmallRows, Changes: cfg.FeedChanges, IdleClients: idle, Storms: map[string]*FeedStorm{}}
 	base := "http://" + srv.FeedAddr
+	// The idle streams first, on the fresh server: after the storms, the
+	// heap they grew is returned to the system while the idle streams
+	// open, and RSS with them came out below RSS before them.
+	if err := feedIdle(ctx, cfg, srv, base, fr, label); err != nil {
+		return fr, err
+	}
+	quiesce(ctx, srv.CPU(), cfg.Status, label+": waiting for the server to idle")
 	// The storms read from before the changes, minutes later.
 	if err := execSQL(ctx, srv.URL, "ALTER MATERIALIZED VIEW "+viewSmall+" SET (RETAIN HISTORY FOR '1 hour')"); err != nil {
 		return nil, err
@@ -155,10 +175,6 @@ func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (
 		}
 		fr.Storms[name] = run.result()
 		cfg.Status.Logf("%s: %s", label, feedStormLine(name, fr.Storms[name]))
-	}
-	quiesce(ctx, srv.CPU(), cfg.Status, label+": waiting for the server to idle")
-	if err := feedIdle(ctx, cfg, srv, base, fr, label); err != nil {
-		return fr, err
 	}
 	return fr, nil
 }
@@ -254,6 +270,7 @@ type feedStormRun struct {
 	storm    float64
 	cpu      float64
 	cpuKnown bool
+	baseline float64 // CPU seconds the server spends per second without the storm
 }
 
 func (r *feedStormRun) result() *FeedStorm {
@@ -261,6 +278,7 @@ func (r *feedStormRun) result() *FeedStorm {
 		Latency: NewDist(r.lats), StormSeconds: r.storm, ServerCPU: -1}
 	if r.cpuKnown {
 		s.ServerCPU = r.cpu
+		s.BaselineCPU = r.baseline * r.storm
 	}
 	return s
 }
@@ -287,6 +305,13 @@ func barrierStorm(ctx context.Context, cpu CPUProbe, n int, connect func(i int) 
 	var mu sync.Mutex
 	barrier := make(chan struct{})
 	var last atomic.Int64
+	// The server's rate without the storm, its clients connected.
+	if b0, err := cpu.Read(ctx); err == nil {
+		sleepCtx(ctx, feedBaseline)
+		if b1, err := cpu.Read(ctx); err == nil {
+			res.baseline = max(b1-b0, 0) / feedBaseline.Seconds()
+		}
+	}
 	cpu0, cpuErr := cpu.Read(ctx)
 	start := time.Now()
 	for i := range n {
@@ -378,7 +403,7 @@ func pgwireStorm(ctx context.Context, cpu CPUProbe, url string, n int, sql strin
 	})
 }
 
-// feedIdle opens cfg.FeedIdleClients SSE streams on tableIdle, each on its
+// feedIdle opens fr.IdleClients SSE streams on tableIdle, each on its
 // own Transport, waits for each one's first progress event (snapshot
 // complete), lets them idle and reads the server's RSS.
 func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, fr *FeedResult, label string) error {
@@ -421,11 +446,11 @@ func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, f
 	}
 	var opened, failed atomic.Int64
 	cfg.Status.Set(label+": idle SSE subscribers", func() string {
-		return fmt.Sprintf("%d/%d open, %d failed", opened.Load(), cfg.FeedIdleClients, failed.Load())
+		return fmt.Sprintf("%d/%d open, %d failed", opened.Load(), fr.IdleClients, failed.Load())
 	})
 	sem := make(chan struct{}, 64)
 	var ow sync.WaitGroup
-	for range cfg.FeedIdleClients {
+	for range fr.IdleClients {
 		ow.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -456,8 +481,9 @@ func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, f
 
 // feedStormLine summarises a storm of (i) for the log.
 func feedStormLine(name string, s *FeedStorm) string {
-	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client",
-		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())))
+	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client (%.3f s, baseline %.3f s taken out)",
+		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())),
+		s.ServerCPU, s.BaselineCPU)
 }
 
 // writeFeedSection writes (i), the HTTP change feed next to pgwire, when
@@ -518,6 +544,10 @@ func writeFeedSection(w io.Writer, v *reportView) {
 			fmt.Fprintf(w, "Idle SSE streams on the 10-row `%s` (after one warm-up stream; RSS read after %v idle): %s of %s open (%d failed), "+
 				"server RSS %s before, %s with them: **%s per idle SSE subscriber**.\n\n", tableIdle, memorySettle,
 				commas(f.IdleOpen), commas(f.IdleClients), f.IdleErrors, mib(float64(f.RSSBefore)), mib(float64(f.RSSIdle)), fmtOr(kib, f.PerClientKB))
+			if f.IdleClients < cfg.FeedIdleClients {
+				fmt.Fprintf(w, "The %s path opened %s idle streams, not %s: each has a reader of its own, so it stops where (a)'s storms do (`--dataflow-max-clients`).\n\n",
+					pr.Path, commas(f.IdleClients), commas(cfg.FeedIdleClients))
+			}
 		}
 	}
 }

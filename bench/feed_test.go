@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"math"
 	"strings"
 	"testing"
 )
@@ -43,5 +44,26 @@ func TestReadSSE(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFeedStormCPUPerClient: (i)'s CPU per client takes the server's
+// baseline out of the storm's CPU, never going below zero, and is -1 when
+// not measured.
+func TestFeedStormCPUPerClient(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		s    *FeedStorm
+		want float64
+	}{
+		{"no baseline", &FeedStorm{Clients: 100, ServerCPU: 0.2}, 2},
+		{"baseline taken out", &FeedStorm{Clients: 100, ServerCPU: 0.2, BaselineCPU: 0.05}, 1.5},
+		{"baseline over the storm", &FeedStorm{Clients: 100, ServerCPU: 0.2, BaselineCPU: 0.3}, 0},
+		{"not measured", &FeedStorm{Clients: 100, ServerCPU: -1}, -1},
+		{"nil", nil, -1},
+	} {
+		if got := tc.s.CPUPerClientMS(); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: CPUPerClientMS() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -23,6 +23,9 @@ type Machine struct {
 	// machine shows there.
 	LoadStart string `json:"load_start"`
 	LoadEnd   string `json:"load_end"`
+	// FileLimit is the RLIMIT_NOFILE the bench raised itself to, which
+	// the servers it starts inherit (0: not recorded).
+	FileLimit uint64 `json:"rlimit_nofile,omitempty"`
 }
 
 // LoadAverage returns the 1, 5 and 15 minute load averages.

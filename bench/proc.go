@@ -271,3 +271,19 @@ func readCPU(ctx context.Context, probes []CPUProbe) []float64 {
 	}
 	return out
 }
+
+// ProcWriteSyscalls returns the write system calls process pid has made
+// (syscw of /proc/<pid>/io: write, writev and the like, which is how Go
+// writes to a socket), for the syscalls per delivered row of (c).
+func ProcWriteSyscalls(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "syscw:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/io: no syscw", pid)
+}

@@ -92,6 +92,11 @@ type StormConfig struct {
 	// Live, when set, runs once every snapshot is complete (a writer, a
 	// memory probe); clients keep reading until it returns.
 	Live func(ctx context.Context) error
+	// LiveWant, when set, is called once Live returns: every reading
+	// client must then receive that many live rows, within Timeout; the
+	// rows a client is short of are counted in LiveMissing, and the client
+	// as an error.
+	LiveWant func() int64
 	// LatencyColumn, when at least 2, is the 0-based output column whose
 	// text starts with the wall-clock Unix nanoseconds at which the row was
 	// written; live rows then yield write-to-client latencies.
@@ -222,13 +227,22 @@ type StormResult struct {
 	// kept reading, and their write-to-client latencies (ms).
 	LiveSeconds float64 `json:"live_seconds,omitempty"`
 	LiveRows    int64   `json:"live_rows,omitempty"`
-	Latency     Dist    `json:"latency_ms"`
-	Stalled     int     `json:"stalled,omitempty"`
+	// LiveMissing is the live rows that reading clients did not receive
+	// (LiveWant); LiveWanted the rows each was to receive.
+	LiveMissing int64 `json:"live_missing,omitempty"`
+	LiveWanted  int64 `json:"live_wanted,omitempty"`
+	Latency     Dist  `json:"latency_ms"`
+	Stalled     int   `json:"stalled,omitempty"`
 	// StalledComplete is how many stalled clients, reading again, received
 	// every live row (ResumeStalled); StalledFailures why the others did
 	// not, by count.
 	StalledComplete int            `json:"stalled_complete,omitempty"`
 	StalledFailures map[string]int `json:"stalled_failures,omitempty"`
+	// PerConnection is what one connection holding its subscribe cost
+	// the server, by ConnGaugeNames: each gauge's increase from before
+	// the storm to when every snapshot was complete, ÷ the complete
+	// snapshots ((a) only; nil when not scraped).
+	PerConnection map[string]float64 `json:"per_connection,omitempty"`
 	// Aborted says why the storm was cut short (MaxServerRSS), if it was.
 	Aborted string `json:"aborted,omitempty"`
 }
@@ -483,6 +497,11 @@ func (s *storm) livePhase(ctx context.Context, res *StormResult, ph *phases) err
 		}
 	}
 	res.LiveSeconds = time.Since(liveStart).Seconds()
+	if cfg.LiveWant != nil && ctx.Err() == nil {
+		res.LiveWanted = cfg.LiveWant()
+		cfg.Status.Set(cfg.Label+": waiting for every live row", nil)
+		s.waitReaders(ctx, res.LiveWanted)
+	}
 	if cfg.ResumeStalled != nil && ctx.Err() == nil {
 		ph.want = cfg.ResumeStalled()
 		cfg.Status.Set(cfg.Label+": stalled clients reading again", nil)
@@ -553,6 +572,12 @@ func (s *storm) summarize(res *StormResult) {
 		if !c.stalled {
 			res.LiveRows += c.liveRows
 			lats = append(lats, c.lat...)
+			if short := res.LiveWanted - c.liveRows; cfg.LiveWant != nil && short > 0 && res.Aborted == "" {
+				res.LiveMissing += short
+				if c.liveErr == nil {
+					errs.add("live: rows missing")
+				}
+			}
 		} else if cfg.ResumeStalled != nil && res.Aborted == "" {
 			if c.resumeErr == nil {
 				res.StalledComplete++

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,10 +65,22 @@ type SuiteConfig struct {
 	// Repeat is how many times each single-client read of (b) runs; the
 	// report shows the median and min–max.
 	Repeat int
-	// LiveClients subscribe while a writer inserts LiveRate rows/s for
-	// LiveDuration (c).
+	// Clients over DataflowMaxClients are not run on the dataflow path,
+	// in (a) and (c), and storms over PostgresMaxClients not on
+	// PostgreSQL (0: no limit): a dataflow subscribe costs some 20 ms of
+	// CPU, so its storm of 10,000 would take minutes, and PostgreSQL's
+	// backend process per connection would not fit the machine.
+	DataflowMaxClients, PostgresMaxClients int
+	// LiveSizes are (c)'s runs: each its Clients subscribers while a
+	// writer inserts Rate rows/s for FanoutDuration.
+	LiveSizes      []LiveSize
+	FanoutDuration time.Duration
+	// LiveClients and LiveRate were (c)'s one size, in reports from
+	// before LiveSizes (liveSizes reads them).
 	LiveClients, LiveRate int
-	LiveDuration          time.Duration
+	// LiveDuration is how long the writers of (d) and (h) run (and (c)'s
+	// in reports from before FanoutDuration).
+	LiveDuration time.Duration
 	// SlowClients subscribe, SlowStalled of them stop reading, while a
 	// writer inserts SlowRate rows/s of SlowPayloadBytes (d).
 	SlowClients, SlowStalled, SlowRate, SlowPayloadBytes int
@@ -122,6 +137,71 @@ var SlowCounterNames = []string{
 	"shardtail_tail_history_loss_errors_total",
 }
 
+// Defaults of SuiteConfig.DataflowMaxClients and PostgresMaxClients: the
+// largest N the last reports ran on both.
+const (
+	DefaultDataflowMaxClients = 2048
+	DefaultPostgresMaxClients = 2048
+)
+
+// LiveSize is one run of (c): Clients subscribers under a writer of Rate
+// rows/s.
+type LiveSize struct {
+	Clients int `json:"clients"`
+	Rate    int `json:"rate"`
+}
+
+// ParseLiveSizes parses --live: comma-separated CLIENTSxRATE pairs, e.g.
+// "10000x100,1000x1000".
+func ParseLiveSizes(s string) ([]LiveSize, error) {
+	var out []LiveSize
+	for _, f := range strings.Split(s, ",") {
+		c, r, ok := strings.Cut(strings.TrimSpace(f), "x")
+		var ls LiveSize
+		if ok {
+			var err1, err2 error
+			ls.Clients, err1 = strconv.Atoi(c)
+			ls.Rate, err2 = strconv.Atoi(r)
+			ok = err1 == nil && err2 == nil && ls.Clients > 0 && ls.Rate > 0
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: live size %q (want CLIENTSxRATE, e.g. 10000x100)", ErrConfig, f)
+		}
+		out = append(out, ls)
+	}
+	return out, nil
+}
+
+// liveSizes are (c)'s sizes: LiveSizes, or the one of a report from before
+// them.
+func (c *SuiteConfig) liveSizes() []LiveSize {
+	if len(c.LiveSizes) > 0 || c.LiveClients == 0 {
+		return c.LiveSizes
+	}
+	return []LiveSize{{Clients: c.LiveClients, Rate: c.LiveRate}}
+}
+
+// fanoutDuration is how long (c)'s writer runs: FanoutDuration, or
+// LiveDuration in a report from before it.
+func (c *SuiteConfig) fanoutDuration() time.Duration {
+	if c.FanoutDuration > 0 {
+		return c.FanoutDuration
+	}
+	return c.LiveDuration
+}
+
+// onPath reports whether a storm or live run of n clients runs on the
+// given path (PathFast, PathDataflow, PathPostgres).
+func (c *SuiteConfig) onPath(path string, n int) bool {
+	switch path {
+	case PathDataflow:
+		return c.DataflowMaxClients <= 0 || n <= c.DataflowMaxClients
+	case PathPostgres:
+		return c.PostgresMaxClients <= 0 || n <= c.PostgresMaxClients
+	}
+	return true
+}
+
 // DefaultMaxServerRSS is the suite's memory guard: 10 GiB of a 24 GiB
 // machine that others share.
 const DefaultMaxServerRSS = 10 << 30
@@ -133,7 +213,7 @@ func DefaultSuite(quick bool) SuiteConfig {
 			Quick: true, Postgres: true, StormMode: ModeCopy,
 			Clients:   []int{64},
 			SmallRows: 10_000, BigRows: 100_000, PayloadBytes: 64, Repeat: DefaultQuickRuns, Runs: DefaultQuickRuns,
-			LiveClients: 32, LiveRate: 50, LiveDuration: 3 * time.Second,
+			LiveSizes: []LiveSize{{Clients: 32, Rate: 50}}, FanoutDuration: 3 * time.Second, LiveDuration: 3 * time.Second,
 			SlowClients: 20, SlowStalled: 2, SlowRate: 1000, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 			IdleClients: 200,
 			FeedClients: 64, FeedChanges: 1000, FeedIdleClients: 200,
@@ -145,9 +225,11 @@ func DefaultSuite(quick bool) SuiteConfig {
 	}
 	return SuiteConfig{
 		Postgres: true, StormMode: ModeCopy,
-		Clients:   []int{256, 1024, 2048},
+		Clients:   []int{256, 1024, 2048, 4096, 10_000},
 		SmallRows: 10_000, BigRows: 1_000_000, PayloadBytes: 64, Repeat: DefaultRuns, Runs: DefaultRuns,
-		LiveClients: 1024, LiveRate: 100, LiveDuration: 15 * time.Second,
+		DataflowMaxClients: DefaultDataflowMaxClients, PostgresMaxClients: DefaultPostgresMaxClients,
+		LiveSizes:      []LiveSize{{Clients: 10_000, Rate: 100}, {Clients: 1000, Rate: 1000}},
+		FanoutDuration: 30 * time.Second, LiveDuration: 15 * time.Second,
 		SlowClients: 256, SlowStalled: 26, SlowRate: 200, SlowPayloadBytes: 2048, SlowBudgetBytes: DefaultSlowBudgetBytes,
 		IdleClients: 10_000,
 		FeedClients: 2048, FeedChanges: 1000, FeedIdleClients: 10_000,
@@ -171,8 +253,15 @@ func (c *SuiteConfig) Validate() error {
 		return fmt.Errorf("%w: Runs and Repeat must be at least 1", ErrConfig)
 	case c.SlowStalled > c.SlowClients:
 		return fmt.Errorf("%w: SlowStalled %d over SlowClients %d", ErrConfig, c.SlowStalled, c.SlowClients)
-	case c.LiveRate < 1 || c.SlowRate < 1 || c.LiveDuration <= 0:
-		return fmt.Errorf("%w: LiveRate, SlowRate and LiveDuration must be positive", ErrConfig)
+	case c.SlowRate < 1 || c.LiveDuration <= 0 || c.FanoutDuration < 0:
+		return fmt.Errorf("%w: SlowRate and LiveDuration must be positive, FanoutDuration not negative", ErrConfig)
+	case c.runs(ScenarioLive) && len(c.liveSizes()) == 0:
+		return fmt.Errorf("%w: (c) needs a live size", ErrConfig)
+	}
+	for _, ls := range c.LiveSizes {
+		if ls.Clients < 1 || ls.Rate < 1 {
+			return fmt.Errorf("%w: live size %dx%d: clients and rate must be positive", ErrConfig, ls.Clients, ls.Rate)
+		}
 	}
 	for _, r := range c.Scenarios {
 		if !strings.ContainsRune(scenarioLetters, r) {
@@ -317,6 +406,15 @@ type LiveResult struct {
 	WriteErrors  int     `json:"write_errors"`
 	WriterError  string  `json:"writer_error,omitempty"`
 	Delivered    float64 `json:"delivered_fraction"`
+	// WriteSeconds is how long the writer wrote (its drain not counted).
+	WriteSeconds float64 `json:"write_seconds,omitempty"`
+	// While the writer ran (its drain included): the server's CPU
+	// seconds, this process's (the subscribers' and the writer's), and
+	// the server's write system calls (-1: not measured). Reports from
+	// before them have zeros.
+	WriteServerCPU float64 `json:"write_server_cpu_seconds,omitempty"`
+	WriteClientCPU float64 `json:"write_client_cpu_seconds,omitempty"`
+	WriteSyscalls  int64   `json:"server_write_syscalls,omitempty"`
 	// Counters are SlowCounterNames' increase over the run (d).
 	Counters map[string]float64 `json:"counters,omitempty"`
 }
@@ -641,18 +739,33 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 
 	if cfg.runs(ScenarioStorm) {
 		for _, n := range cfg.Clients {
+			if !cfg.onPath(pr.Path, n) {
+				continue
+			}
 			counters := map[*StormResult]map[string]float64{}
 			for run := range cfg.Runs {
 				err := step(fmt.Sprintf("(a) the storm at N=%d%s", n, runLabel(run, cfg.Runs)), viewSmall, func(srv *Server) error {
 					delta := counterDelta(ctx, srv.MetricsURL)
+					gauges := gaugeDelta(ctx, srv)
+					var perConn map[string]float64
+					var idle idleProbe
 					r, err := Storm(ctx, StormConfig{
 						URL: srv.URL, Clients: n, Mode: cfg.StormMode, Relation: viewSmall,
 						Timeout: cfg.Timeout, ExpectRows: cfg.SmallRows, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
 						Status: st, Label: label(fmt.Sprintf("(a) storm N=%d%s", n, runLabel(run, cfg.Runs))),
+						// Every client holds its subscribe here: what the
+						// process grew by since before the storm is theirs,
+						// and what it costs while they sit idle is measured.
+						Live: func(ctx context.Context) error {
+							idle.run(ctx, srv, func() { perConn = gauges() })
+							return nil
+						},
 					})
 					if err != nil {
 						return err
 					}
+					r.PerConnection = perConnection(perConn, r.Completed)
+					idle.apply(r)
 					counters[r] = delta()
 					if pr.StormRuns == nil {
 						pr.StormRuns = map[int][]*StormResult{}
@@ -694,25 +807,42 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		}
 	}
 	if cfg.runs(ScenarioLive) {
-		for run := range cfg.Runs {
-			err := step("(c)"+runLabel(run, cfg.Runs), tableLive, func(srv *Server) error {
-				r, err := runLive(ctx, cfg, srv, cfg.LiveClients, 0, cfg.LiveRate, cfg.PayloadBytes, label("(c) live fan-out"+runLabel(run, cfg.Runs)))
+		for _, ls := range cfg.liveSizes() {
+			if !cfg.onPath(pr.Path, ls.Clients) {
+				continue
+			}
+			var runs []*LiveResult
+			for run := range cfg.Runs {
+				name := fmt.Sprintf("(c) %d subscribers at %d rows/s%s", ls.Clients, ls.Rate, runLabel(run, cfg.Runs))
+				err := step(name, tableLive, func(srv *Server) error {
+					// Every run starts on an empty table, as (d)'s: the
+					// rows of the runs before would make the subscribes
+					// of each run cost more than the last's.
+					if err := execSQL(ctx, srv.URL, "DELETE FROM "+tableLive); err != nil {
+						return err
+					}
+					r, err := runLive(ctx, cfg, srv, liveRun{clients: ls.Clients, rate: ls.Rate, payloadBytes: cfg.PayloadBytes,
+						duration: cfg.fanoutDuration(), everyRow: true}, label(name))
+					if err != nil {
+						return err
+					}
+					runs = append(runs, r)
+					pr.LiveRuns = append(pr.LiveRuns, r)
+					if a := r.Storm.Aborted; a != "" {
+						pr.problem("%s: %s", name, a)
+					}
+					st.Logf("%s %s: p50 %.1f ms, p99 %.1f ms, delivered %.1f%%, %d missing",
+						pr.Path, name, r.Storm.Latency.P50, r.Storm.Latency.P99, 100*r.Delivered, r.Storm.LiveMissing)
+					return nil
+				})
 				if err != nil {
 					return err
 				}
-				pr.LiveRuns = append(pr.LiveRuns, r)
-				if a := r.Storm.Aborted; a != "" {
-					pr.problem("(c)%s: %s", runLabel(run, cfg.Runs), a)
-				}
-				st.Logf("%s (c)%s: %d subscribers, %d rows/s: p50 %.1f ms, p99 %.1f ms, delivered %.1f%%",
-					pr.Path, runLabel(run, cfg.Runs), cfg.LiveClients, cfg.LiveRate, r.Storm.Latency.P50, r.Storm.Latency.P99, 100*r.Delivered)
-				return nil
-			})
-			if err != nil {
-				return err
+			}
+			if pr.Live == nil {
+				pr.Live = medianRun(runs, liveP99)
 			}
 		}
-		pr.Live = medianRun(pr.LiveRuns, liveP99)
 	}
 	if cfg.runs(ScenarioSlow) {
 		for run := range cfg.Runs {
@@ -726,7 +856,8 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 						return err
 					}
 					delta := counterDeltaOf(ctx, srv.MetricsURL, SlowCounterNames)
-					r, err := runLive(ctx, cfg, srv, cfg.SlowClients, stalled, cfg.SlowRate, cfg.SlowPayloadBytes,
+					r, err := runLive(ctx, cfg, srv, liveRun{clients: cfg.SlowClients, stalled: stalled, rate: cfg.SlowRate,
+						payloadBytes: cfg.SlowPayloadBytes, duration: cfg.LiveDuration},
 						label(fmt.Sprintf("(d) %d subscribers, %d stalled%s", cfg.SlowClients, stalled, runLabel(run, cfg.Runs))))
 					if err != nil {
 						return err
@@ -793,7 +924,13 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			if _, err := ss.ensure(ctx, tableIdle); err != nil {
 				return err
 			}
-			fr, err := runFeed(ctx, cfg, srv, label("(i) the HTTP feed"))
+			idle := cfg.FeedIdleClients
+			if !cfg.onPath(pr.Path, idle) {
+				// As (a)'s storms: each dataflow stream has a reader of its
+				// own, and at 6,000 of them a new stream waited minutes.
+				idle = cfg.DataflowMaxClients
+			}
+			fr, err := runFeed(ctx, cfg, srv, idle, label("(i) the HTTP feed"))
 			pr.Feed = fr
 			return err
 		})
@@ -833,6 +970,115 @@ func counterDelta(ctx context.Context, metricsURL string) func() map[string]floa
 		settle()
 		return delta()
 	}
+}
+
+// ConnGaugeNames are the server's gauges that (a) reads before each storm
+// and again while every client holds its subscribe: what a connection
+// costs the process in descriptors, goroutines and bytes.
+var ConnGaugeNames = []string{
+	"process_open_fds",
+	"go_goroutines",
+	"process_resident_memory_bytes",
+	"go_memstats_heap_inuse_bytes",
+	"go_memstats_stack_inuse_bytes",
+}
+
+// gaugeDelta is counterDeltaOf for ConnGaugeNames, each scrape after a
+// garbage collection (the server's /debug/pprof/heap?gc=1), so that the
+// heap counts what is live, not what the storm left to collect.
+func gaugeDelta(ctx context.Context, srv *Server) func() map[string]float64 {
+	gc := func() {
+		heap := strings.TrimSuffix(srv.MetricsURL, "/metrics") + "/debug/pprof/heap?gc=1"
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if req, err := http.NewRequestWithContext(ctx, http.MethodGet, heap, nil); err == nil {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}
+	gc()
+	delta := counterDeltaOf(ctx, srv.MetricsURL, ConnGaugeNames)
+	return func() map[string]float64 {
+		gc()
+		return delta()
+	}
+}
+
+// idleWindow is how long (a) holds its clients idle after their
+// snapshots, to measure what idle subscribers cost the server.
+const idleWindow = 2 * time.Second
+
+// idleProbe is (a)'s pause once every snapshot is complete: the gauges'
+// reading, then idleWindow of idle subscribers, whose server CPU and write
+// syscalls it measures. Its own CPU (the server's and this process's) is
+// the bench's pause, not the storm's, and is taken out of the storm's.
+type idleProbe struct {
+	server, client float64 // CPU seconds over the whole pause
+	idleCPU        float64 // the server's over idleWindow (-1: unknown)
+	idleWrites     int64   // the server's write syscalls over idleWindow (-1: unknown)
+	seconds        float64 // idleWindow as measured
+}
+
+func (p *idleProbe) run(ctx context.Context, srv *Server, gauges func()) {
+	whole := cpuSince(ctx, srv.CPU())
+	self0 := SelfCPU()
+	gauges()
+	window := cpuSince(ctx, srv.CPU())
+	w0, werr := ProcWriteSyscalls(srv.PID)
+	t0 := time.Now()
+	sleepCtx(ctx, idleWindow)
+	p.seconds = time.Since(t0).Seconds()
+	p.idleCPU, p.idleWrites = window()[0], -1
+	if w1, err := ProcWriteSyscalls(srv.PID); err == nil && werr == nil {
+		p.idleWrites = w1 - w0
+	}
+	p.server, p.client = max(0, whole()[0]), SelfCPU()-self0
+}
+
+// apply takes the pause out of r's CPU and records the idle cost per
+// subscriber.
+func (p *idleProbe) apply(r *StormResult) {
+	if r.ServerCPU > p.server {
+		r.ServerCPU -= p.server
+	}
+	if r.ClientCPU > p.client {
+		r.ClientCPU -= p.client
+	}
+	if r.Completed == 0 || p.seconds <= 0 {
+		return
+	}
+	if r.PerConnection == nil {
+		r.PerConnection = map[string]float64{}
+	}
+	if p.idleCPU >= 0 {
+		r.PerConnection[IdleCPUPerSecond] = p.idleCPU / p.seconds / float64(r.Completed)
+	}
+	if p.idleWrites >= 0 {
+		r.PerConnection[IdleWritesPerSecond] = float64(p.idleWrites) / p.seconds / float64(r.Completed)
+	}
+}
+
+// Keys of StormResult.PerConnection besides the gauges: an idle
+// subscriber's server CPU seconds and write syscalls per second (the
+// progress row of each tick).
+const (
+	IdleCPUPerSecond    = "idle_cpu_seconds_per_second"
+	IdleWritesPerSecond = "idle_write_syscalls_per_second"
+)
+
+// perConnection divides each gauge's increase by the n connections that
+// caused it (nil for none).
+func perConnection(delta map[string]float64, n int) map[string]float64 {
+	if len(delta) == 0 || n == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(delta))
+	for k, v := range delta {
+		out[k] = v / float64(n)
+	}
+	return out
 }
 
 // counterDeltaOf is counterDelta of the named counters.
@@ -1039,6 +1285,7 @@ func writeLive(ctx context.Context, url, table string, duration time.Duration, l
 		*lats = append(*lats, float64(time.Since(now).Microseconds())/1000)
 		lr.Written = id
 	}
+	lr.WriteSeconds = time.Since(start).Seconds()
 	sleepCtx(ctx, liveDrain)
 	return nil
 }
@@ -1049,23 +1296,44 @@ const writerTick = 10 * time.Millisecond
 // liveDrain is how long subscribers keep reading after the last write.
 const liveDrain = 2 * time.Second
 
-// runLive runs n subscribers on the live table (stalled of them stop
-// reading after their snapshot) while a writer inserts rate rows/s of
-// payloadBytes, each row's payload starting with its write's wall clock.
-func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, n, stalled, rate, payloadBytes int, label string) (*LiveResult, error) {
-	lr := &LiveResult{Rate: rate, PayloadBytes: payloadBytes}
+// liveRun is one run of (c) or (d): clients subscribers on the live
+// table (stalled of them stop reading after their snapshot) while a writer
+// inserts rate rows/s of payloadBytes for duration. With everyRow, each
+// reading subscriber must receive every row written (LiveMissing).
+type liveRun struct {
+	clients, stalled, rate, payloadBytes int
+	duration                             time.Duration
+	everyRow                             bool
+}
+
+// runLive runs lr, each row's payload starting with its write's wall
+// clock; it measures the server's CPU and write syscalls, and this
+// process's CPU, while the writer runs.
+func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, run liveRun, label string) (*LiveResult, error) {
+	lr := &LiveResult{Rate: run.rate, PayloadBytes: run.payloadBytes, WriteServerCPU: -1, WriteSyscalls: -1}
 	var lats []float64
 	writer := func(ctx context.Context) error {
-		return writeLive(ctx, srv.URL, tableLive, cfg.LiveDuration, lr, &lats, func(sql []byte, id int64) []byte {
+		cpu := cpuSince(ctx, srv.CPU())
+		self0 := SelfCPU()
+		sys0, sysErr := ProcWriteSyscalls(srv.PID)
+		err := writeLive(ctx, srv.URL, tableLive, run.duration, lr, &lats, func(sql []byte, id int64) []byte {
 			return fmt.Appendf(sql, "%d,", id)
 		})
+		lr.WriteServerCPU, lr.WriteClientCPU = cpu()[0], SelfCPU()-self0
+		if sys1, err := ProcWriteSyscalls(srv.PID); err == nil && sysErr == nil {
+			lr.WriteSyscalls = sys1 - sys0
+		}
+		return err
 	}
 	sc := StormConfig{
-		URL: srv.URL, Clients: n, Mode: ModeCopy, Relation: tableLive, Timeout: cfg.Timeout,
-		LatencyColumn: 4, Stalled: stalled, Live: writer, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
+		URL: srv.URL, Clients: run.clients, Mode: ModeCopy, Relation: tableLive, Timeout: cfg.Timeout,
+		LatencyColumn: 4, Stalled: run.stalled, Live: writer, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS,
 		Status: cfg.Status, Label: label,
 	}
-	if stalled > 0 {
+	if run.everyRow {
+		sc.LiveWant = func() int64 { return lr.Written }
+	}
+	if run.stalled > 0 {
 		// Output columns: mz_timestamp, mz_progressed, mz_diff, id, payload.
 		sc.IDColumn, sc.ResumeStalled = 3, func() int64 { return lr.Written }
 		if cfg.SlowBudgetBytes > 0 {
@@ -1080,7 +1348,7 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, n, stalled, rat
 		lr.WriterError = err.Error()
 	}
 	lr.Storm, lr.WriteLatency = r, NewDist(lats)
-	if readers := r.Completed - stalled; readers > 0 && lr.Written > 0 {
+	if readers := r.Completed - run.stalled; readers > 0 && lr.Written > 0 {
 		lr.Delivered = float64(r.LiveRows) / float64(int64(readers)*lr.Written)
 	}
 	return lr, nil
@@ -1092,20 +1360,23 @@ const memorySettle = 3 * time.Second
 // runMemory reads the server's RSS, opens IdleClients subscriptions to a
 // 10-row table, lets them idle, and reads RSS again.
 func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*MemoryResult, error) {
+	connURL, err := withStartupParams(srv.URL, psqlStartupParams)
+	if err != nil {
+		return nil, err
+	}
 	// One subscribe first, so that one-time costs (the shared tail, code
 	// paths touched) are in the baseline.
-	if _, err := Storm(ctx, StormConfig{URL: srv.URL, Clients: 1, Relation: tableIdle, Timeout: cfg.Timeout, Settle: -1}); err != nil {
+	if _, err := Storm(ctx, StormConfig{URL: connURL, Clients: 1, Relation: tableIdle, Timeout: cfg.Timeout, Settle: -1}); err != nil {
 		return nil, err
 	}
 	sleepCtx(ctx, time.Second)
 	mr := &MemoryResult{}
-	var err error
 	if mr.RSSBefore, err = srv.RSS(); err != nil {
 		return nil, err
 	}
 	var rssErr error
 	r, err := Storm(ctx, StormConfig{
-		URL: srv.URL, Clients: cfg.IdleClients, Mode: ModeCopy, Relation: tableIdle, Timeout: cfg.Timeout,
+		URL: connURL, Clients: cfg.IdleClients, Mode: ModeCopy, Relation: tableIdle, Timeout: cfg.Timeout,
 		ExpectRows: 10, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS, Status: cfg.Status, Label: label,
 		Live: func(ctx context.Context) error {
 			sleepCtx(ctx, memorySettle)
@@ -1130,11 +1401,38 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 	return mr, nil
 }
 
+// psqlStartupParams are the run-time parameters psql puts in its startup
+// message (node-postgres sends client_encoding too): (e)'s subscribers
+// send them, since a session that holds them may cost more than a bare
+// one.
+var psqlStartupParams = map[string]string{"application_name": "psql", "client_encoding": "UTF8"}
+
+// withStartupParams adds params to a connection URL's query, where pgconn
+// takes them as run-time parameters of the startup message.
+func withStartupParams(rawURL string, params map[string]string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("%w: URL: %v", ErrConfig, err)
+	}
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
 // runPostgres loads the same rows into a throwaway PostgreSQL and runs the
 // storms as SELECT * and the large read as COPY ... TO STDOUT.
 func runPostgres(ctx context.Context, cfg *SuiteConfig, pr *PathResults) error {
 	cfg.Status.Set("postgres: initdb and start", nil)
-	pg, err := StartPostgres(ctx, slices.Max(cfg.Clients)+20)
+	most := 1
+	for _, n := range cfg.Clients {
+		if cfg.onPath(PathPostgres, n) {
+			most = max(most, n)
+		}
+	}
+	pg, err := StartPostgres(ctx, most+20)
 	if err != nil {
 		return err
 	}
@@ -1167,6 +1465,9 @@ func runPostgres(ctx context.Context, cfg *SuiteConfig, pr *PathResults) error {
 		}
 		pr.StormRuns = map[int][]*StormResult{}
 		for _, n := range cfg.Clients {
+			if !cfg.onPath(PathPostgres, n) {
+				continue
+			}
 			for run := range cfg.Runs {
 				quiesce(ctx, pg.CPU(), cfg.Status, "postgres: waiting for the server to idle")
 				r, err := Storm(ctx, StormConfig{

@@ -84,14 +84,14 @@ func KeyJSON(buf []byte, prefix string, cols []row.Column, key []int, r row.Row)
 //
 // The key columns are in the value too, so a reader needs no second
 // lookup to know the row's key. Column names are escaped as JSON strings
-// by the same encoder as text cells.
+// by the same encoder as text cells (pgrepr.AppendJSONString).
 func ValueJSON(buf []byte, cols []row.Column, r row.Row) []byte {
 	buf = append(buf, '{')
 	for i, c := range cols {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = pgrepr.AppendJSONValue(buf, row.TypeText, c.Name)
+		buf = pgrepr.AppendJSONString(buf, c.Name)
 		buf = append(buf, ':')
 		buf = pgrepr.AppendJSONValue(buf, c.Type, r[i])
 	}

@@ -24,7 +24,11 @@ type Row struct {
 	// State is mz_state for ENVELOPE UPSERT / DEBEZIUM ("upsert",
 	// "insert", "delete", "key_violation"); empty for plain output.
 	State string
-	// Values are the relation columns, in output order.
+	// Values are the relation columns, in output order, as pgx decodes
+	// them (int64, string, time.Time, pgtype.Numeric, …; nil for NULL),
+	// except jsonb and json: a json.RawMessage of the document's text as
+	// the server sent it, byte for byte (pgx would parse it into maps and
+	// float64s, which lose key order and digits).
 	Values []any
 	// Size is the row's size on the wire in bytes; batches are cut on it.
 	Size int
@@ -239,7 +243,11 @@ func (c *Core) progress(p Frontier, now time.Time) error {
 // closeOpen moves the open timestamp into pending; frontier p (> openTS)
 // is known to close it.
 func (c *Core) closeOpen(p Frontier, now time.Time) {
-	c.pending = append(c.pending, c.open...)
+	if len(c.pending) == 0 {
+		c.pending = c.open // no copy: the open rows become the batch
+	} else {
+		c.pending = append(c.pending, c.open...)
+	}
 	c.pendingBytes += c.openBytes
 	c.open, c.openBytes, c.hasOpen = nil, 0, false
 	if p > c.frontier {
@@ -268,8 +276,10 @@ func (c *Core) cutPartial() {
 		Generation: c.cfg.Generation,
 	})
 	// hasOpen stays set: the closing progress row emits the final chunk
-	// even when no row followed the cut.
-	c.open, c.openBytes = nil, 0
+	// even when no row followed the cut. The next chunk of a timestamp
+	// this large is likely as large: sized at once, it grows by no
+	// copies.
+	c.open, c.openBytes = make([]Update, 0, len(c.open)), 0
 	c.since = time.Time{}
 }
 

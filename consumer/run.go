@@ -394,7 +394,7 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 			return false, err
 		}
 		for from == 0 && i == 0 && merger != nil && merger.AsOf(0) == 0 {
-			f := r.fetch(ctx, 0, conn)
+			f := r.fetch(ctx, 0, conn, 0)
 			if f.err != nil {
 				return false, f.err
 			}
@@ -416,8 +416,10 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			hint := 0
 			for {
-				f := r.fetch(fctx, i, conn)
+				f := r.fetch(fctx, i, conn, hint)
+				hint = len(f.rows)
 				select {
 				case ch <- f:
 				case <-fctx.Done():
@@ -583,9 +585,10 @@ func (r *runner) deliver(ctx context.Context, fold folder, cols [][]Column) (int
 	return n, nil
 }
 
-// fetch runs one FETCH on source i's cursor and decodes its rows.
-func (r *runner) fetch(ctx context.Context, i int, conn *pgx.Conn) fetched {
-	f := fetched{i: i}
+// fetch runs one FETCH on source i's cursor and decodes its rows; hint is
+// the previous FETCH's row count, the likely size of this one.
+func (r *runner) fetch(ctx context.Context, i int, conn *pgx.Conn, hint int) fetched {
+	f := fetched{i: i, rows: make([]Row, 0, hint)}
 	fctx, cancel := context.WithTimeout(ctx, r.cfg.Retry.AttemptTimeout)
 	defer cancel()
 	rows, err := conn.Query(fctx, fmt.Sprintf("FETCH %d consumer_cursor WITH (TIMEOUT = '%dms')", r.cfg.FetchRows, r.cfg.FetchTimeout.Milliseconds()))
@@ -594,11 +597,13 @@ func (r *runner) fetch(ctx context.Context, i int, conn *pgx.Conn) fetched {
 		return f
 	}
 	defer rows.Close()
-	if fds := rows.FieldDescriptions(); len(fds) >= 3 {
+	fds := rows.FieldDescriptions()
+	if len(fds) >= 3 {
 		f.cols = describe(conn, fds[3:])
 	}
+	dec := newRowDecoder(conn.TypeMap(), fds)
 	for rows.Next() {
-		row, err := decodeRow(rows)
+		row, err := dec.decode(rows.RawValues())
 		if err != nil {
 			f.err = err
 			return f
@@ -621,45 +626,6 @@ func describe(conn *pgx.Conn, fds []pgconn.FieldDescription) []Column {
 		cols[i] = Column{Name: fd.Name, TypeOID: fd.DataTypeOID, TypeName: name}
 	}
 	return cols
-}
-
-// decodeRow reads one SUBSCRIBE … WITH (PROGRESS) row: mz_timestamp,
-// mz_progressed, mz_diff or mz_state, then the relation columns.
-func decodeRow(rows pgx.Rows) (Row, error) {
-	vals, err := rows.Values()
-	if err != nil {
-		return Row{}, fmt.Errorf("decode row: %w", err)
-	}
-	if len(vals) < 3 {
-		return Row{}, fmt.Errorf("decode row: %d columns, want mz_timestamp, mz_progressed and mz_diff or mz_state", len(vals))
-	}
-	var row Row
-	ts, err := timestampValue(vals[0])
-	if err != nil {
-		return Row{}, err
-	}
-	row.Timestamp = ts
-	prog, ok := vals[1].(bool)
-	if !ok {
-		return Row{}, fmt.Errorf("decode row: mz_progressed is %T, want bool (subscribe WITH (PROGRESS))", vals[1])
-	}
-	row.Progressed = prog
-	if prog {
-		return row, nil
-	}
-	switch v := vals[2].(type) {
-	case int64:
-		row.Diff = v
-	case string:
-		row.State = v
-	default:
-		return Row{}, fmt.Errorf("decode row: third column is %T, want mz_diff or mz_state", vals[2])
-	}
-	row.Values = vals[3:]
-	for _, raw := range rows.RawValues() {
-		row.Size += len(raw) + 4
-	}
-	return row, nil
 }
 
 // timestampValue converts mz_timestamp (numeric, scale 0) to uint64.

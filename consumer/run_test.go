@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -388,4 +389,89 @@ func TestRunObjectReplaced(t *testing.T) {
 			t.Fatal("Run did not notice the replacement")
 		}
 	})
+}
+
+// TestRunKeepsJSONBText: a jsonb value reaches the sink as the server's
+// text, byte for byte (key order, every digit of a number), not as pgx's
+// decoding into Go maps and float64s, which a sink could only re-encode
+// with keys reordered and numbers rounded.
+func TestRunKeepsJSONBText(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 20 * time.Millisecond})
+	conn := connect(t, srv.URL())
+	mustExec(t, conn, "CREATE TABLE docs (id int, doc jsonb)")
+	mustExec(t, conn, `INSERT INTO docs VALUES
+		(1, '{"b": 1.0, "aa": 12345678901234567890.5, "a": [0.1, 1e-7, 100000000000000000001]}'),
+		(2, '{"z": "<é&>", "y": {"k": -0.000000000000000000001}}'),
+		(3, NULL)`)
+	want := map[int32]string{}
+	rows, err := conn.Query(context.Background(), "SELECT id, doc FROM docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int32
+		var doc *string // the server's text, as pgx scans jsonb into a string
+		if err := rows.Scan(&id, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc != nil {
+			want[id] = *doc
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	got := map[int32]any{}
+	sink := consumer.SinkFunc(func(_ context.Context, b consumer.Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, u := range b.Updates {
+			got[u.Values[0].(int32)] = u.Values[1]
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var cp consumer.MemoryCheckpoint
+	go func() {
+		done <- consumer.Run(ctx, consumer.Config{URL: srv.URL(), Sources: []consumer.Source{{Name: "docs"}}, Checkpoint: &cp}, sink)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("landed %d of 3 rows", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := int32(1); id <= 3; id++ {
+		v := got[id]
+		if id == 3 {
+			if v != nil {
+				t.Errorf("row 3: doc = %#v, want nil (SQL NULL)", v)
+			}
+			continue
+		}
+		raw, ok := v.(json.RawMessage)
+		if !ok {
+			t.Errorf("row %d: doc is %T, want json.RawMessage", id, v)
+			continue
+		}
+		if string(raw) != want[id] {
+			t.Errorf("row %d: doc\ngot  %s\nwant %s", id, raw, want[id])
+		}
+	}
 }

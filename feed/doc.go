@@ -106,8 +106,11 @@
 //
 // # Backpressure and memory
 //
-// A stream writes each batch and flushes it; a slow client blocks only its
-// own handler, while the subscription's own budget (detach and resume on
+// A stream writes each batch and flushes it, in one write system call
+// when its runs are under 64 KiB: over HTTP/1.1 a stream's body runs to
+// the connection's close rather than in chunks (whose framing net/http
+// writes around each write), and its write buffer is pooled between
+// batches. A slow client blocks only its own handler, while the subscription's own budget (detach and resume on
 // the fast path, 53200 on the dataflow path, event: reset when history is
 // lost) applies unchanged. A write that takes longer than
 // Config.WriteTimeout closes the connection. The streams' buffers are the

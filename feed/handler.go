@@ -246,7 +246,7 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 			// The resume point is gone: tell the client to start over,
 			// in a response an EventSource accepts.
 			h.metrics.resets.Inc()
-			startStream(w, f)
+			startStream(w, r, f)
 			w.Write(f.reset(nil, toErrorBody(err)))
 			return
 		}
@@ -259,14 +259,14 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 	case req.collections != nil && tr == transportSnapshot:
 		err = s.runMerged(ctx, true)
 	case req.collections != nil:
-		startStream(w, f)
+		startStream(w, r, f)
 		s.runMerged(ctx, false)
 	case tr == transportSnapshot:
 		defer s.sub.Close()
 		err = s.snapshot(ctx)
 	default:
 		defer s.sub.Close()
-		startStream(w, f)
+		startStream(w, r, f)
 		s.run(ctx)
 	}
 	if err != nil {
@@ -317,11 +317,21 @@ func (s *stream) chargeSnapshot() error {
 }
 
 // startStream sends a stream's headers.
-func startStream(w http.ResponseWriter, f framing) {
+func startStream(w http.ResponseWriter, r *http.Request, f framing) {
 	w.Header().Set("Content-Type", f.contentType())
 	w.Header().Set("Cache-Control", "no-store")
 	// Proxies that buffer (nginx) would hold the events back.
 	w.Header().Set("X-Accel-Buffering", "no")
+	if r.ProtoMajor == 1 {
+		// Over HTTP/1.1 the body runs to the connection's close instead
+		// of in chunks, as the SSE specification suggests: net/http
+		// writes a chunk's header and trailer around its bytes through
+		// its 4 KiB buffer, which made every batch three write system
+		// calls instead of one. A stream ends only when its client or
+		// UP TO ends it, and a client then reconnects anyway. (HTTP/2
+		// has frames of its own.)
+		w.Header().Set("Transfer-Encoding", "identity")
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -69,10 +69,7 @@ func (w *jsonWire) AppendMessage(buf []byte, r formatter.Row) []byte {
 	buf = append(buf, '"')
 	for i, key := range w.keys {
 		buf = append(buf, key...)
-		var d row.Datum
-		if i < len(r.Tail) {
-			d = r.Tail[i]
-		}
+		d := r.Column(i)
 		switch t := w.types[i]; {
 		case d == nil:
 			buf = append(buf, "null"...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/shardtail/shardtail/adapter"
@@ -112,19 +113,24 @@ func (s *stream) run(ctx context.Context) {
 		return
 	}
 	var steps []step
+	idle := newIdleWait(ctx, s.h.cfg.Heartbeat)
+	defer idle.stop()
 	for {
-		wait, cancel := context.WithTimeout(ctx, s.h.cfg.Heartbeat)
-		rows, err := s.sub.Next(wait, 0)
-		cancel()
+		rows, err := s.sub.Next(idle.ctx, 0)
 		switch {
 		case err == nil:
+			idle.restart()
+			s.takeBuf()
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, context.DeadlineExceeded):
+		case idle.ended(err):
+			// Idle: the buffers a burst grew are not kept meanwhile.
+			s.release()
 			s.buf = s.f.heartbeat(s.buf)
 			if !s.write() {
 				return
 			}
+			idle.restart()
 			continue
 		case errors.Is(err, io.EOF):
 			// UP TO: every row below it was sent. Its progress event
@@ -163,8 +169,102 @@ func (s *stream) run(ctx context.Context) {
 // directWrite is the size from which a run of row objects is written to
 // the connection from where it lies (for rows the fast path shares, the
 // bytes every subscriber of the shape gets) rather than copied into buf:
-// a snapshot piece is not copied per subscriber.
-const directWrite = 4 << 10
+// a snapshot piece is not copied per subscriber. Smaller runs are copied,
+// so that a batch of them goes out in one write: a copy of up to 64 KiB
+// costs less than the write system call it saves (a resume storm's
+// batches are mostly such runs).
+const directWrite = 64 << 10
+
+// keptBuffer is the most of enc's capacity an idle stream keeps (the rest
+// is released when it sends a heartbeat).
+const keptBuffer = 4 << 10
+
+// release drops the encoding scratch a burst grew past keptBuffer, for an
+// idle stream (buf went back to bufPool with its last write).
+func (s *stream) release() {
+	if cap(s.enc) > keptBuffer {
+		s.enc = nil
+		s.charge(false)
+	}
+}
+
+// bufPool holds the streams' write buffers (*[]byte) between batches. A
+// stream takes one for a batch and puts it back once the batch is
+// written, so that an idle stream holds none and a storm's streams reuse
+// a few grown buffers instead of each growing its own from nothing.
+var bufPool sync.Pool
+
+// pooledMax is the largest buffer put back in bufPool: a rare huge batch's
+// buffer is left to the collector.
+const pooledMax = 1 << 20
+
+// takeBuf gives the stream a pooled buffer, unless it has one.
+func (s *stream) takeBuf() {
+	if s.buf == nil {
+		if b, ok := bufPool.Get().(*[]byte); ok {
+			s.buf = (*b)[:0]
+		}
+	}
+}
+
+// putBuf returns the stream's buffer to bufPool.
+func (s *stream) putBuf() {
+	if b := s.buf; cap(b) > 0 && cap(b) <= pooledMax {
+		bufPool.Put(&b)
+	}
+	s.buf = nil
+}
+
+// idleWait is the context a stream waits for its next batch under: it
+// ends Config.Heartbeat after the last batch (cause errIdle), when the
+// stream sends a heartbeat. It holds one timer for the stream's life,
+// re-armed after each batch, rather than a context and a timer per wait
+// (a resuming stream takes dozens of batches in a burst).
+type idleWait struct {
+	parent context.Context
+	d      time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+func newIdleWait(parent context.Context, d time.Duration) *idleWait {
+	w := &idleWait{parent: parent, d: d}
+	w.arm()
+	return w
+}
+
+// arm starts a new wait context and its timer.
+func (w *idleWait) arm() {
+	ctx, cancel := context.WithCancelCause(w.parent)
+	w.ctx, w.cancel = ctx, cancel
+	w.timer = time.AfterFunc(w.d, func() { cancel(errIdle) })
+}
+
+// ended reports whether err, returned by a wait under ctx, means the idle
+// period ended (rather than the wait failing for itself).
+func (w *idleWait) ended(err error) bool {
+	return errors.Is(err, context.Canceled) && context.Cause(w.ctx) == errIdle
+}
+
+// restart starts the idle period again, after a batch or a heartbeat. A
+// timer that fired meanwhile ended ctx: the next wait gets a new one. (One
+// that fires during the Reset ends the next wait at once, which then
+// sends a heartbeat early: harmless.)
+func (w *idleWait) restart() {
+	if w.ctx.Err() != nil {
+		w.stop()
+		w.arm()
+		return
+	}
+	w.timer.Reset(w.d)
+}
+
+// stop releases the timer and the context.
+func (w *idleWait) stop() {
+	w.timer.Stop()
+	w.cancel(nil)
+}
 
 // rows frames one rows event of runs (formatter.Runs with the framing's
 // separator); false means the client is gone.
@@ -192,7 +292,8 @@ func (s *stream) rows(runs [][]byte) bool {
 func (s *stream) write() bool {
 	s.charge(false)
 	ok := s.send(s.buf)
-	s.buf = s.buf[:0]
+	s.putBuf()
+	s.charge(false)
 	return ok && s.rc.Flush() == nil
 }
 

@@ -3,27 +3,61 @@ package formatter
 import (
 	"slices"
 	"sync"
+
+	"github.com/shardtail/shardtail/row"
 )
 
 // rowGroup is a slice of rows shared by many subscribers (a snapshot piece
 // or the rows of one time in a listen batch) and their encoded messages,
 // one slice per wire format, computed once on first use.
 type rowGroup struct {
-	rows    []Row
+	rows []Row
+	// updates, when set, are what the rows of plain output stand for
+	// (Options.SnapshotRows): row i is a data row whose tail is mz_diff
+	// then updates[i].Row, read from there rather than copied into Tail.
+	updates []row.Update
 	mu      sync.Mutex
-	entries []groupEntry // mu; usually one or two
+	entries []*groupEntry // mu; usually one or two
+	// charge, if set, is told the bytes of each encoding when it is
+	// computed (SharedCharged).
+	charge func(int64)
 }
 
 type groupEntry struct {
-	key  string
-	msgs [][]byte
-	// buf holds msgs back to back; ends[i] is where msgs[i] ends in it.
+	key string
+	// buf holds the rows' messages back to back; ends[i] is where row i's
+	// message ends in it.
 	buf  []byte
 	ends []int
+	// msgs are the messages one slice each, made on the first call of
+	// messages: a COPY writes the group as spans of buf and never needs
+	// them, and a slice header per row is a pointer per row for the
+	// collector to scan for as long as the group lives.
+	msgs [][]byte
 }
 
 // messages returns the group's messages in wire format w.
-func (g *rowGroup) messages(w Wire) [][]byte { return g.entry(w).msgs }
+func (g *rowGroup) messages(w Wire) [][]byte {
+	e := g.entry(w)
+	g.mu.Lock()
+	var made int64
+	if e.msgs == nil {
+		e.msgs = make([][]byte, len(e.ends))
+		start := 0
+		for i, end := range e.ends {
+			e.msgs[i] = e.buf[start:end:end]
+			start = end
+		}
+		const sliceHeader = 24
+		made = sliceHeader * int64(cap(e.msgs))
+	}
+	msgs := e.msgs
+	g.mu.Unlock()
+	if made > 0 && g.charge != nil {
+		g.charge(made) // outside g.mu, as in entry
+	}
+	return msgs
+}
 
 // span returns the messages of rows i to j-1 back to back: one slice of
 // the group's buffer in wire format w.
@@ -39,12 +73,23 @@ func (g *rowGroup) span(w Wire, i, j int) []byte {
 // entry returns the group's encoding in wire format w, encoding it on
 // first use.
 func (g *rowGroup) entry(w Wire) *groupEntry {
+	e, n := g.encode(w)
+	if n > 0 && g.charge != nil {
+		// Outside g.mu: the holder's accounting takes its own lock.
+		g.charge(n)
+	}
+	return e
+}
+
+// encode returns the group's encoding in wire format w, and the bytes it
+// allocated if it encoded it now (0 if it was cached).
+func (g *rowGroup) encode(w Wire) (*groupEntry, int64) {
 	key := w.Key()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for i := range g.entries {
-		if g.entries[i].key == key {
-			return &g.entries[i]
+	for _, e := range g.entries {
+		if e.key == key {
+			return e, 0
 		}
 	}
 	var buf []byte
@@ -58,21 +103,23 @@ func (g *rowGroup) entry(w Wire) *groupEntry {
 			buf = slices.Grow(buf, len(buf)*(len(g.rows)-1)*9/8)
 		}
 	}
-	msgs := make([][]byte, len(g.rows))
-	start := 0
-	for i, end := range ends {
-		msgs[i] = buf[start:end:end]
-		start = end
-	}
-	g.entries = append(g.entries, groupEntry{key: key, msgs: msgs, buf: buf, ends: ends})
-	return &g.entries[len(g.entries)-1]
+	e := &groupEntry{key: key, buf: buf, ends: ends}
+	g.entries = append(g.entries, e)
+	const intSize = 8
+	return e, int64(cap(buf)) + intSize*int64(cap(ends))
 }
 
 // Shared marks rows as shared between subscribers: their encodings are
 // computed once per wire format, for all of them at once. It modifies rows
 // in place and returns them.
-func Shared(rows []Row) []Row {
-	g := &rowGroup{rows: rows}
+func Shared(rows []Row) []Row { return SharedCharged(rows, nil) }
+
+// SharedCharged is Shared, and calls charge (if not nil) with the bytes of
+// each wire format's encoding of the rows when it is computed, once per
+// format, from the goroutine that asked for it: the encodings live as long
+// as the rows, so whoever holds the rows can count them (a memory budget).
+func SharedCharged(rows []Row, charge func(int64)) []Row {
+	g := &rowGroup{rows: rows, charge: charge}
 	for i := range rows {
 		rows[i].group, rows[i].idx = g, i
 	}

@@ -12,6 +12,12 @@
 // A Row is (mz_timestamp, mz_progressed, tail): the tail (mz_diff or
 // mz_state and the relation columns) does not depend on the timestamp, so
 // its encoding can be shared between subscribers whose AS OF differs.
+// Rows shared by many subscribers (Shared) are encoded once per wire
+// format into one buffer; Runs hands them out as spans of it, which a COPY
+// writes to its socket as they are. A snapshot chunk's rows
+// (SnapshotRows) go further: they refer to the chunk's updates instead of
+// copying their columns into a tail of their own, and the encoders read
+// the updates in place.
 //
 // Within one timestamp Materialize leaves the order unspecified; ours is
 // deterministic: WITHIN TIMESTAMP ORDER BY items first (SQL order, NULLs

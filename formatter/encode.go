@@ -102,6 +102,10 @@ func (e *Encoder) appendFields(buf []byte, r Row) []byte {
 		}
 		return buf
 	}
+	if u := r.update(); u != nil {
+		buf = pgrepr.AppendField(buf, e.types[0], u.Diff, e.formats[0])
+		return AppendTail(buf, e.types[1:], e.formats[1:], u.Row)
+	}
 	return AppendTail(buf, e.types, e.formats, r.Tail)
 }
 
@@ -141,6 +145,8 @@ type CopyEncoder struct {
 	format   CopyFormat
 	progress bool
 	types    []row.Type // every output column, metadata included
+	names    []string   // their names, for HEADER
+	key      string     // Key: the format and any options not the default
 	bin      *Encoder
 	csv      pgrepr.CSVOptions
 	text     pgrepr.TextOptions
@@ -151,24 +157,53 @@ type CopyEncoder struct {
 	scratch row.Row
 	lastT   uint64
 	lastTD  row.Datum
+	// prefix is, in text format, the encoded columns before mz_diff of a
+	// data row at lastT, delimiter included: a snapshot's rows all start
+	// with the same bytes, encoded once.
+	prefix []byte
 }
 
-// NewCopyEncoder returns an encoder of opts's rows in format.
+// NewCopyEncoder returns an encoder of opts's rows in format, with
+// PostgreSQL's default text and CSV options.
 func NewCopyEncoder(opts *Options, format CopyFormat) *CopyEncoder {
-	e := &CopyEncoder{format: format, progress: opts.Progress, csv: pgrepr.DefaultCSVOptions(), text: pgrepr.DefaultTextOptions()}
+	return NewCopyEncoderOptions(opts, format, pgrepr.DefaultTextOptions(), pgrepr.DefaultCSVOptions())
+}
+
+// NewCopyEncoderOptions returns an encoder of opts's rows in format, text
+// and csv giving COPY's DELIMITER, NULL, QUOTE, ESCAPE and HEADER for
+// those formats.
+func NewCopyEncoderOptions(opts *Options, format CopyFormat, text pgrepr.TextOptions, csv pgrepr.CSVOptions) *CopyEncoder {
+	e := &CopyEncoder{format: format, progress: opts.Progress, csv: csv, text: text, key: "C" + string(rune('0'+format))}
 	for _, c := range opts.Columns() {
 		e.types = append(e.types, c.Type.RelType())
+		e.names = append(e.names, c.Name)
 	}
-	if format == CopyBinary {
+	switch format {
+	case CopyBinary:
 		e.bin = NewEncoder(opts, []int16{int16(pgrepr.FormatBinary)})
+	case CopyText:
+		if text != pgrepr.DefaultTextOptions() {
+			// Shared encodings are cached by key: other options, other bytes.
+			e.key += string([]byte{0, text.Delimiter}) + text.Null
+		}
+	case CopyCSV:
+		if csv != pgrepr.DefaultCSVOptions() {
+			e.key += string([]byte{0, csv.Delimiter, csv.Quote, csv.Escape}) + csv.Null
+		}
 	}
 	return e
 }
 
-// AppendHeader appends what precedes the first row (binary's signature).
+// AppendHeader appends what precedes the first row: binary's signature,
+// or with HEADER the line of column names.
 func (e *CopyEncoder) AppendHeader(buf []byte) []byte {
-	if e.format == CopyBinary {
+	switch {
+	case e.format == CopyBinary:
 		return pgrepr.AppendCopyBinaryHeader(buf)
+	case e.format == CopyCSV && e.csv.Header:
+		return pgrepr.AppendCopyCSVHeader(buf, e.names, e.csv)
+	case e.format == CopyText && e.text.Header:
+		return pgrepr.AppendCopyTextHeader(buf, e.names, e.text)
 	}
 	return buf
 }
@@ -182,7 +217,7 @@ func (e *CopyEncoder) AppendTrailer(buf []byte) []byte {
 }
 
 // Key implements Wire.
-func (e *CopyEncoder) Key() string { return "C" + string(rune('0'+e.format)) }
+func (e *CopyEncoder) Key() string { return e.key }
 
 // AppendMessage implements Wire: one CopyData message holding the row.
 func (e *CopyEncoder) AppendMessage(buf []byte, r Row) []byte {
@@ -202,6 +237,10 @@ func (e *CopyEncoder) AppendRow(buf []byte, r Row) []byte {
 	}
 	if e.lastTD == nil || e.lastT != r.Time {
 		e.lastT, e.lastTD = r.Time, row.Numeric(uintText(r.Time))
+		e.prefix = nil
+	}
+	if e.format == CopyText && !r.Progressed {
+		return e.appendTextData(buf, r)
 	}
 	full := e.flatten(append(e.scratch[:0], e.lastTD), r)
 	e.scratch = full
@@ -212,6 +251,41 @@ func (e *CopyEncoder) AppendRow(buf []byte, r Row) []byte {
 	}
 	clear(full) // hold no row's values until the next
 	return buf
+}
+
+// appendTextData appends a data row in text format: the prefix its time
+// shares with the rows before it, then its tail. Text format has no rule
+// that looks at the whole row (CSV quotes `\.` alone in a one-column row),
+// so the columns encode the same in two parts as in one.
+func (e *CopyEncoder) appendTextData(buf []byte, r Row) []byte {
+	if e.prefix == nil {
+		meta := append(e.scratch[:0], e.lastTD)
+		if e.progress {
+			meta = append(meta, false)
+		}
+		e.prefix = pgrepr.AppendCopyTextRowOptions(nil, e.types[:len(meta)], meta, e.text)
+		e.prefix[len(e.prefix)-1] = e.text.Delimiter // for the row's '\n'
+		clear(meta)
+	}
+	buf = append(buf, e.prefix...)
+	types := e.types[len(e.types)-e.tailCols():]
+	if u := r.update(); u != nil {
+		buf = pgrepr.AppendCopyTextField(buf, types[0], u.Diff, e.text)
+		if len(types) == 1 {
+			return append(buf, '\n')
+		}
+		buf = append(buf, e.text.Delimiter)
+		return pgrepr.AppendCopyTextRowOptions(buf, types[1:], u.Row, e.text)
+	}
+	return pgrepr.AppendCopyTextRowOptions(buf, types, r.Tail, e.text)
+}
+
+// tailCols is the number of columns after mz_timestamp and mz_progressed.
+func (e *CopyEncoder) tailCols() int {
+	if e.progress {
+		return len(e.types) - 2
+	}
+	return len(e.types) - 1
 }
 
 func (e *CopyEncoder) flatten(full row.Row, r Row) row.Row {
@@ -225,6 +299,9 @@ func (e *CopyEncoder) flatten(full row.Row, r Row) row.Row {
 			full = append(full, nil)
 		}
 		return full
+	}
+	if u := r.update(); u != nil {
+		return append(append(full, u.Diff), u.Row...)
 	}
 	return append(full, r.Tail...)
 }

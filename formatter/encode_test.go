@@ -157,3 +157,49 @@ func TestRuns(t *testing.T) {
 		t.Error("a shared group's run is not its cached bytes")
 	}
 }
+
+// TestSnapshotRowsEncodeAsData: rows of SnapshotRows, which read their
+// update in place, encode to the bytes of the same rows built by Data, in
+// every wire format, with and without PROGRESS, and show the same columns
+// and size.
+func TestSnapshotRowsEncodeAsData(t *testing.T) {
+	full := allTypesRows()[1].Tail[1:]
+	updates := []row.Update{
+		{Row: make(row.Row, len(full)), T: 7, Diff: 3},
+		{Row: full, T: 7, Diff: 1},
+		{Row: slices.Clone(full), T: 7, Diff: -2},
+	}
+	updates[2].Row[7] = "a\\b\tc"               // escapes in text and csv
+	slices.SortFunc(updates, row.CompareUpdate) // a chunk is in row order
+	for _, progress := range []bool{false, true} {
+		opts := &Options{Relation: allTypes, Progress: progress}
+		lazy := opts.SnapshotRows(7, updates)
+		eager := Shared(opts.Data(7, updates))
+		if len(lazy) != len(eager) {
+			t.Fatalf("progress %v: got %d rows, want %d", progress, len(lazy), len(eager))
+		}
+		for i := range lazy {
+			if got, want := fmt.Sprint(lazy[i].Columns()), fmt.Sprint(eager[i].Tail); got != want {
+				t.Errorf("progress %v: row %d columns %s, want %s", progress, i, got, want)
+			}
+			for c := range len(eager[i].Tail) + 1 {
+				if got, want := fmt.Sprint(lazy[i].Column(c)), fmt.Sprint(eager[i].Column(c)); got != want {
+					t.Errorf("progress %v: row %d column %d = %s, want %s", progress, i, c, got, want)
+				}
+			}
+			if got, want := lazy[i].Size(), eager[i].Size(); got != want {
+				t.Errorf("progress %v: row %d size %d, want %d", progress, i, got, want)
+			}
+		}
+		wires := []Wire{NewEncoder(opts, nil), NewEncoder(opts, []int16{1}),
+			NewCopyEncoder(opts, CopyText), NewCopyEncoder(opts, CopyCSV), NewCopyEncoder(opts, CopyBinary)}
+		for _, w := range wires {
+			var b1, b2 []byte
+			got := bytes.Join(Runs(w, lazy, &b1), nil)
+			want := bytes.Join(Runs(w, eager, &b2), nil)
+			if !bytes.Equal(got, want) {
+				t.Errorf("progress %v, wire %s:\n got %q\nwant %q", progress, w.Key(), got, want)
+			}
+		}
+	}
+}

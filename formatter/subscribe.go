@@ -119,7 +119,9 @@ func (o *Options) values() []int {
 // Row is one output row. Time is mz_timestamp; Progressed marks a progress
 // row (Tail is then nil: every other column NULL). Tail holds the columns
 // after mz_timestamp and mz_progressed: mz_diff (int64) or mz_state
-// (string), then the relation columns.
+// (string), then the relation columns. A data row of SnapshotRows has no
+// Tail of its own: its columns are its update's (read them with Columns
+// or Column; the encoders read them in place).
 type Row struct {
 	Time       uint64
 	Progressed bool
@@ -152,6 +154,62 @@ func (o *Options) Data(t uint64, updates []row.Update) []Row {
 	}
 	o.sort(out)
 	return out
+}
+
+// SnapshotRows returns the data rows of one snapshot chunk at t (updates
+// consolidated, all at t, in row order), marked Shared, for a shape whose
+// chunks stream (StreamsSnapshotChunks, else it is Shared(Data(t,
+// updates))). The chunk's row order is then the output order, so the rows
+// are not sorted again, and each row refers to its update instead of
+// holding a copy of its columns: a snapshot piece costs one Row per
+// update, and its encodings read the updates in place. The caller must
+// not modify updates afterwards.
+func (o *Options) SnapshotRows(t uint64, updates []row.Update) []Row {
+	if !o.StreamsSnapshotChunks() {
+		return Shared(o.Data(t, updates))
+	}
+	g := &rowGroup{updates: updates, rows: make([]Row, len(updates))}
+	for i := range g.rows {
+		g.rows[i] = Row{Time: t, group: g, idx: i}
+	}
+	return g.rows
+}
+
+// update returns the update a row of SnapshotRows stands for, or nil for
+// a row that holds its Tail.
+func (r Row) update() *row.Update {
+	if r.Tail == nil && !r.Progressed && r.group != nil && r.group.updates != nil {
+		return &r.group.updates[r.idx]
+	}
+	return nil
+}
+
+// Columns returns the row's columns after mz_timestamp and mz_progressed,
+// as Tail holds them: Tail itself, or for a row of SnapshotRows a new
+// slice of mz_diff and the update's row.
+func (r Row) Columns() row.Row {
+	if u := r.update(); u != nil {
+		return append(row.Row{u.Diff}, u.Row...)
+	}
+	return r.Tail
+}
+
+// Column returns column i of Columns without building it; nil past the
+// end (a progress row's columns are all NULL).
+func (r Row) Column(i int) row.Datum {
+	if u := r.update(); u != nil {
+		if i == 0 {
+			return u.Diff
+		}
+		if i <= len(u.Row) {
+			return u.Row[i-1]
+		}
+		return nil
+	}
+	if i < len(r.Tail) {
+		return r.Tail[i]
+	}
+	return nil
 }
 
 // TimeRows are the output rows of the updates at one time.
@@ -303,5 +361,9 @@ func compareMeta(a, b row.Datum) int {
 // Size estimates the bytes a row occupies in a queue, for byte budgets.
 func (r Row) Size() int64 {
 	const overhead = 40 // Time, Progressed, the Tail slice header, the row group
+	if u := r.update(); u != nil {
+		const diff = 16 // mz_diff, as Tail would hold it
+		return overhead + diff + u.Row.Size()
+	}
 	return overhead + r.Tail.Size()
 }

@@ -234,6 +234,7 @@ func referencesPart(s *State, key string) bool {
 // to since, into new parts of about PartTargetBytes each (one run).
 func (c *Client) mergeParts(ctx context.Context, shard string, schema row.Schema, batches []*Batch, since uint64) ([]Part, error) {
 	it := newMergeIter(c, schema, batches, compactionTimes(since))
+	defer it.close()
 	var parts []Part
 	var buf []row.Update
 	size := 0

@@ -13,7 +13,10 @@
 // implemented in their own packages with no policy of their own:
 //
 //   - Blob (persist/blob/{file,s3,mem}): immutable objects. Parts (encoded
-//     runs of updates, see persist/codec) and state rollups.
+//     runs of updates, see persist/codec) and state rollups. A Blob that
+//     can lend a part's bytes without copying them (BlobLender: the file
+//     blob maps its file) is read that way; the reader gives them back once
+//     it decoded the part.
 //   - Consensus (persist/consensus/{sqlite,postgres,mem}): a linearizable
 //     compare-and-set log per key. A shard's key holds its state as a chain
 //     of diffs, one per version.

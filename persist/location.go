@@ -87,3 +87,16 @@ type Blob interface {
 	// Close releases the backend's resources.
 	Close() error
 }
+
+// BlobLender is implemented by a Blob that can lend a value's bytes
+// instead of copying them out (the file blob maps its file read-only):
+// reading a part then costs the pages its decoder touches, not an
+// allocation and a copy of the whole part before its first row. Lend
+// fails as Get does (ErrNotFound for a missing key). The bytes stay valid,
+// and must not be modified, until release is called; release must be
+// called exactly once, after the last use of the bytes. Parts are read
+// this way (decoded updates never alias a part's bytes); Get remains the
+// way to read a value for keeps.
+type BlobLender interface {
+	Lend(ctx context.Context, key string) (value []byte, release func(), err error)
+}

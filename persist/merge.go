@@ -35,6 +35,9 @@ type runIter struct {
 	times  timeFunc
 	next   int // index of the next part to fetch
 	reader *codec.PartReader
+	// release gives back the current part's bytes (Client.lendPart) once
+	// reader is done with them.
+	release func()
 	// rewrite is the current part's TsRewrite.
 	rewrite *uint64
 	buf     []row.Update
@@ -69,7 +72,7 @@ func (r *runIter) advance(ctx context.Context) error {
 			if !errors.Is(err, io.EOF) {
 				return partDecodeError(r.parts[r.next-1].Key, err)
 			}
-			r.reader = nil
+			r.drop()
 		}
 		if r.next >= len(r.parts) {
 			r.done = true
@@ -79,14 +82,45 @@ func (r *runIter) advance(ctx context.Context) error {
 		p := r.parts[r.next]
 		r.next++
 		r.rewrite = p.TsRewrite
-		data, err := r.c.fetchPart(ctx, p.Key)
+		data, release, err := r.c.lendPart(ctx, p.Key)
 		if err != nil {
 			return err
 		}
+		r.release = release
 		if r.reader, err = codec.NewPartReader(r.schema, data); err != nil {
+			r.drop()
 			return partDecodeError(p.Key, err)
 		}
 	}
+}
+
+// drop lets go of the current part: its reader, and its bytes if lent.
+func (r *runIter) drop() {
+	r.reader = nil
+	if r.release != nil {
+		r.release()
+		r.release = nil
+	}
+}
+
+// lendPart reads a part from blob as fetchPart does, but without copying
+// it when the blob can lend it (BlobLender). release must be called once
+// the part's reader is done; decoded updates never alias the bytes.
+func (c *Client) lendPart(ctx context.Context, key string) (data []byte, release func(), err error) {
+	l, ok := c.blob.(BlobLender)
+	if !ok {
+		data, err := c.fetchPart(ctx, key)
+		return data, func() {}, err
+	}
+	data, release, err = l.Lend(ctx, key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, &PartError{Key: key, Err: ErrNotFound}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("fetch part %s: %w", key, err)
+	}
+	c.metrics.partsFetched.Inc()
+	return data, release, nil
 }
 
 // fetchPart reads a part from blob. A missing part is corruption: state
@@ -130,6 +164,15 @@ func newMergeIter(c *Client, schema row.Schema, batches []*Batch, times timeFunc
 		}
 	}
 	return m
+}
+
+// close lets go of the parts the runs are reading (lent bytes, see
+// Client.lendPart). The iterator must not be used afterwards; close is
+// idempotent.
+func (m *mergeIter) close() {
+	for _, r := range m.all {
+		r.drop()
+	}
 }
 
 // next returns the next consolidated update, or io.EOF.

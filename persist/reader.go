@@ -333,10 +333,12 @@ func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 	return out, nil
 }
 
-// Close releases the cursor's seqno lease. It is idempotent.
+// Close releases the cursor's seqno lease and the parts it is reading. It
+// is idempotent.
 func (c *Cursor) Close() {
 	if !c.done {
 		c.done = true
+		c.merge.close()
 		c.r.release(c.seq)
 	}
 }
@@ -469,6 +471,7 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 // returns them consolidated in (time, row) order.
 func (r *Reader) readRuns(ctx context.Context, schema row.Schema, runs []*Batch, lower uint64) ([]row.Update, error) {
 	it := newMergeIter(r.c, schema, runs, func(t uint64) (uint64, bool) { return t, t >= lower })
+	defer it.close()
 	var out []row.Update
 	for {
 		u, err := it.next(ctx)

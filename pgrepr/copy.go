@@ -126,17 +126,30 @@ func appendCopyTextRow(buf []byte, types []row.Type, r row.Row, delim byte, null
 		if i > 0 {
 			buf = append(buf, delim)
 		}
-		if d == nil {
-			buf = append(buf, null...)
-			continue
-		}
-		start := len(buf)
-		buf = AppendText(buf, types[i], d)
-		if scanAll || textual(types[i]) {
-			buf = escapeCopyText(buf, start, delim)
-		}
+		buf = appendCopyTextField(buf, types[i], d, delim, null, scanAll)
 	}
 	return append(buf, '\n')
+}
+
+// AppendCopyTextField appends one column of a COPY text row, as
+// AppendCopyTextRowOptions writes it between two delimiters: a caller that
+// holds a row's columns in parts (the fast path's snapshot rows: mz_diff
+// apart from the update's row) encodes them without joining them first.
+func AppendCopyTextField(buf []byte, t row.Type, d row.Datum, opts TextOptions) []byte {
+	return appendCopyTextField(buf, t, d, opts.Delimiter, opts.Null, plainByte(opts.Delimiter))
+}
+
+// appendCopyTextField appends d's COPY text; scanAll is plainByte(delim).
+func appendCopyTextField(buf []byte, t row.Type, d row.Datum, delim byte, null string, scanAll bool) []byte {
+	if d == nil {
+		return append(buf, null...)
+	}
+	start := len(buf)
+	buf = AppendText(buf, t, d)
+	if scanAll || textual(t) {
+		buf = escapeCopyText(buf, start, delim)
+	}
+	return buf
 }
 
 // AppendCopyTextHeader appends the header line COPY TO writes with HEADER in

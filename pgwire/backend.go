@@ -199,10 +199,14 @@ type Result interface {
 	// message, type byte and length included: DataRow ('D', AppendDataRow)
 	// for ResultRows, CopyData ('d', AppendCopyData) for ResultCopyOut, and
 	// for any kind NoticeResponse ('N', AppendNotice) and ParameterStatus
-	// ('S', AppendParameterStatus). pgwire copies the bytes to the client
-	// before the next call and neither modifies nor keeps them. pgwire
-	// flushes after every batch, so a long-running result (SUBSCRIBE) streams
-	// as fast as its batches arrive. Next must return promptly once ctx is
+	// ('S', AppendParameterStatus). A ResultCopyOut element may also be
+	// several CopyData messages back to back (COPY has no row limit to
+	// count them against): a run of a shared encoding, which pgwire writes
+	// to the socket as it is, without copying it when it is large. pgwire
+	// copies the bytes to the client before the next call and neither
+	// modifies nor keeps them. pgwire flushes after every batch, so a
+	// long-running result (SUBSCRIBE) streams as fast as its batches
+	// arrive. Next must return promptly once ctx is
 	// canceled; the error is then reported as the cancellation (57014) or
 	// not at all (disconnect, shutdown). ctx may differ between calls: a
 	// suspended portal resumes under the next Execute's context.

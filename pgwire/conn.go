@@ -33,7 +33,7 @@ const (
 var errConnDone = errors.New("pgwire: connection closed")
 
 // conn is one client connection. Its goroutine (serveConn) owns every field
-// except those under mu; the input pipe's goroutine only reads the socket.
+// except those under mu; an input pipe's goroutine only reads the socket.
 type conn struct {
 	srv *Server
 	// logPID adds the backend pid to the connection's log lines once it
@@ -45,12 +45,15 @@ type conn struct {
 	refused bool            // over Config.MaxConnections: refused after the startup message
 	ctx     context.Context // canceled by Close, a disconnect, or the end of the connection
 	cancel  context.CancelCauseFunc
-	unwatch func() bool // stops the deadline-setting AfterFunc on ctx
+	unarm   func() bool // stops the deadline-setting AfterFunc on ctx
 
-	src  switchReader
-	in   *msgReader
-	be   *pgproto3.Backend
-	pipe *inputPipe // nil until authentication is done
+	src   switchReader
+	in    *msgReader
+	be    *pgproto3.Backend
+	input input // nil until authentication is done
+	// unwatch stops the server's hangup watch of the socket; nil when the
+	// connection reads it on an input pipe instead.
+	unwatch func()
 
 	out     []byte // send buffer
 	outHeld int    // cap(out) as last charged to mem
@@ -93,7 +96,7 @@ func newConn(s *Server, ctx context.Context, nc net.Conn) *conn {
 	c.in = newMsgReader(&c.src, s.cfg.MaxMessageSize, &c.mem)
 	// pgwire encodes into its own send buffer and never calls Backend.Send.
 	c.be = pgproto3.NewBackend(c.in, io.Discard)
-	c.unwatch = context.AfterFunc(cctx, c.armDeadlines)
+	c.unarm = context.AfterFunc(cctx, c.armDeadlines)
 	return c
 }
 
@@ -165,14 +168,21 @@ func (c *conn) serve() error {
 		return c.failStartup(err)
 	}
 
-	// Authenticated: no more deadline, and from now on the input pipe reads
-	// the socket, so a disconnect is noticed while a statement runs.
+	// Authenticated: no more deadline, and from now on a disconnect is
+	// noticed while a statement runs: the server's hangup watcher reports
+	// it, or else an input pipe's goroutine reading the socket does.
 	c.raw.SetDeadline(time.Time{})
 	if c.ctx.Err() != nil {
 		c.armDeadlines() // Close raced with the line above
 	}
-	c.pipe = newInputPipe(c.ctx, c.nc, &c.mem, func(error) { c.cancel(ErrClientGone) })
-	c.src.r = c.pipe
+	gone := func() { c.cancel(ErrClientGone) }
+	if unwatch, ok := c.srv.hangupWatcher().watch(c.raw, gone); ok {
+		c.unwatch = unwatch
+		c.input = newSockReader(c.ctx, c.nc, c.raw, c.tls, &c.mem)
+	} else {
+		c.input = newInputPipe(c.ctx, c.nc, &c.mem, func(error) { gone() })
+	}
+	c.src.r = c.input
 	return c.run()
 }
 
@@ -276,7 +286,7 @@ func (c *conn) terminate() error {
 }
 
 // close releases everything the connection holds, in order: results and
-// portals, statements, the session, the socket, the input pipe.
+// portals, statements, the session, the socket, the input.
 func (c *conn) close() {
 	c.cancel(errConnDone)
 	for name, p := range c.portals {
@@ -294,13 +304,16 @@ func (c *conn) close() {
 			}
 		})
 	}
+	if c.unwatch != nil {
+		c.unwatch() // before the descriptor is closed and may be reused
+	}
 	c.nc.Close()
 	c.raw.Close()
-	if c.pipe != nil {
-		c.pipe.close()
+	if c.input != nil {
+		c.input.close()
 	}
 	c.mem.releaseAll()
-	c.unwatch()
+	c.unarm()
 }
 
 // guard runs a cleanup call of the session, containing a panic in it.

@@ -102,13 +102,18 @@
 //
 // # Threading and contexts
 //
-// Each connection has one goroutine that runs the protocol and every call
-// into its session, and one that only reads the socket into a small pipe
-// (pooled buffers of 512 bytes to 128 KiB, sized to what the client sends,
-// none while it sends nothing). The reader exists so that a client that disconnects
-// while its goroutine is busy streaming, or blocked in Result.Next, is
-// noticed at once: the connection context is canceled (cause ErrClientGone)
-// and with it the running statement. Every session call gets a statement
+// Each connection has one goroutine, which runs the protocol and every call
+// into its session, and reads the socket itself (into pooled buffers of 512
+// bytes to 128 KiB, sized to what the client sends, none while it sends
+// nothing). So that a client that disconnects while its goroutine is busy
+// streaming, or blocked in Result.Next, is noticed at once, the server
+// watches every authenticated connection's socket for the peer's hangup in
+// one epoll set, on one goroutine of its own (Linux): the connection context
+// is canceled (cause ErrClientGone) and with it the running statement. Bytes
+// the client sends meanwhile wait in the kernel until the statement is done.
+// Where there is no such watcher, each connection has a second goroutine
+// that only reads its socket into a small pipe (the same buffers) and
+// cancels it on a read error. Every session call gets a statement
 // context derived from the connection's: a CancelRequest cancels it with
 // cause ErrQueryCanceled, reported as 57014 whatever error the session
 // returns; Server.Close cancels connections with cause ErrServerClosed. A
@@ -168,7 +173,7 @@
 // inside a statement that waits for rows, as thousands of idle subscribers
 // do — holds no message buffer at all: the header buffer is dropped once
 // every byte in it was consumed and a new one is taken only when the client
-// sends; the input pipe waits for the socket to become readable before it
+// sends; the socket's reader waits for it to become readable before it
 // takes a read buffer; and the send buffer goes back to a shared pool at
 // every flush (buffers up to 256 KiB are pooled), so a streaming connection
 // gets it back at its next message.

@@ -114,6 +114,11 @@ var (
 	// ErrCopyFailed is the family of errors a COPY FROM STDIN reader returns
 	// when the client sends CopyFail (57014 "COPY from stdin failed: <msg>").
 	ErrCopyFailed = Errorf("57014", "COPY from stdin failed")
+
+	// errMalformedResult is a Result's element that is not a well-framed
+	// message (or, for ResultCopyOut, run of CopyData messages): a bug in
+	// the producer, reported instead of sending a corrupt stream.
+	errMalformedResult = errors.New("pgwire: result produced a malformed message")
 )
 
 // protocolErrorf returns a protocol violation (08P01) with a specific message.

@@ -144,7 +144,8 @@ func serverGoroutines() []string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var found []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "pgwire.(*Server).serveConn") || strings.Contains(g, "pgwire.(*inputPipe).readLoop") {
+		if strings.Contains(g, "pgwire.(*Server).serveConn") || strings.Contains(g, "pgwire.(*inputPipe).readLoop") ||
+			strings.Contains(g, "pgwire.(*hangupWatcher).loop") {
 			found = append(found, g)
 		}
 	}

@@ -3,9 +3,12 @@ package pgwire
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgproto3/v2"
 )
@@ -191,8 +194,8 @@ func (r *msgReader) limit(typ byte) int {
 }
 
 // switchReader lets the chunk reader move from the raw connection (startup and
-// authentication, under a deadline) to the input pipe without losing the bytes
-// it has buffered.
+// authentication, under a deadline) to the connection's input (a sockReader
+// or an inputPipe) without losing the bytes it has buffered.
 type switchReader struct{ r io.Reader }
 
 func (s *switchReader) Read(p []byte) (int, error) { return s.r.Read(p) }
@@ -206,14 +209,30 @@ func (s *switchReader) wait() error {
 	return nil
 }
 
-// Input pipe sizing. An idle connection (thousands of SUBSCRIBE clients
+// input is what the chunk reader reads after authentication: the socket, on
+// the connection's goroutine (sockReader) where the server watches it for
+// hangups, else an inputPipe reading it on a goroutine of its own.
+type input interface {
+	io.Reader
+	// wait blocks until there are bytes to read (or Read would fail),
+	// without taking a buffer for them.
+	wait() error
+	// interruptBy makes a Read waiting for the client give up with ctx's
+	// cause once ctx is done (a CancelRequest during COPY FROM), until
+	// stop is called.
+	interruptBy(ctx context.Context) (stop func())
+	// close lets go of the input's buffers and goroutine; the socket must
+	// be closed first.
+	close()
+}
+
+// Input read sizing. An idle connection (thousands of SUBSCRIBE clients
 // hardly send anything) holds no buffer: it waits for the socket to become
 // readable before it takes one (waitReadable); a connection receiving a
-// stream (COPY FROM) reads into larger ones, one being filled while another
-// is consumed. Buffers come from pools shared by
-// all connections and go back as soon as they are consumed.
+// stream (COPY FROM) reads into larger ones. Buffers come from pools shared
+// by all connections and go back as soon as they are consumed.
 const (
-	pipeBuffers = 2         // buffers in flight per connection
+	pipeBuffers = 2         // an input pipe's buffers in flight: one being filled while another is consumed
 	pipeMinRead = 512       // the first read's buffer, and an idle one's
 	pipeMaxRead = 128 << 10 // a streaming client's
 )
@@ -253,10 +272,124 @@ func nextReadSize(size, n int) int {
 	return size
 }
 
+// sockReader reads the socket on the connection's goroutine, into a pooled
+// buffer sized to what the client sends (as an inputPipe's), which goes back
+// as soon as it is consumed. It serves connections whose client's hangup the
+// server's hangupWatcher reports: nothing needs to read the socket while the
+// goroutine is busy in a statement, so an idle connection has no second
+// goroutine.
+type sockReader struct {
+	nc   net.Conn        // the socket, or TLS over it
+	raw  net.Conn        // the socket, to wait for readability; nil under TLS (its records may be buffered above the socket)
+	ctx  context.Context // the connection's: a read cut off by its cancellation (armDeadlines) fails with its cause
+	mem  *memAccount     // charged for buf
+	size int             // the next read's buffer size
+	cur  []byte          // unread part of buf
+	buf  []byte          // the pooled buffer being consumed; nil when none
+	intr context.Context // when set, a read cut off by its cancellation fails with its cause
+}
+
+func newSockReader(ctx context.Context, nc, raw net.Conn, tls bool, mem *memAccount) *sockReader {
+	r := &sockReader{nc: nc, raw: raw, ctx: ctx, mem: mem, size: pipeMinRead}
+	if tls {
+		r.raw = nil
+	}
+	return r
+}
+
+// Read implements io.Reader: what is left of the last read, else a new read
+// of the socket. It prefers buffered bytes to a cancellation.
+func (r *sockReader) Read(p []byte) (int, error) {
+	if len(r.cur) == 0 {
+		if err := r.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	if len(r.cur) == 0 {
+		r.release()
+	}
+	return n, nil
+}
+
+// fill reads the socket into a new buffer, once it is readable. A read that
+// brings bytes and an error keeps the bytes; the next one reports the error.
+func (r *sockReader) fill() error {
+	r.wait()
+	buf := getPipeBuf(r.size)
+	r.mem.add(cap(buf))
+	n, err := r.nc.Read(buf)
+	r.size = nextReadSize(r.size, n)
+	if n > 0 {
+		r.cur, r.buf = buf[:n], buf
+		return nil
+	}
+	r.mem.add(-cap(buf))
+	putPipeBuf(buf)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Deadlines only cut reads off: the connection's cancellation, or
+		// interruptBy's.
+		if r.ctx.Err() != nil {
+			return context.Cause(r.ctx)
+		}
+		if r.intr != nil && r.intr.Err() != nil {
+			return context.Cause(r.intr)
+		}
+	}
+	return err
+}
+
+// release gives the consumed buffer back to its pool.
+func (r *sockReader) release() {
+	if r.buf != nil {
+		r.mem.add(-cap(r.buf))
+		putPipeBuf(r.buf)
+		r.cur, r.buf = nil, nil
+	}
+}
+
+// wait blocks until the socket is readable, unless bytes are buffered or
+// under TLS (there Read blocks instead).
+func (r *sockReader) wait() error {
+	if len(r.cur) == 0 && r.raw != nil {
+		waitReadable(r.raw)
+	}
+	return nil
+}
+
+// interruptBy sets a past read deadline when ctx is done, and clears it at
+// stop unless the connection was canceled meanwhile.
+func (r *sockReader) interruptBy(ctx context.Context) (stop func()) {
+	r.intr = ctx
+	fired := make(chan struct{})
+	after := context.AfterFunc(ctx, func() {
+		r.nc.SetReadDeadline(time.Now())
+		close(fired)
+	})
+	return func() {
+		r.intr = nil
+		if after() {
+			return
+		}
+		<-fired // so that its deadline is not set after the one below
+		r.nc.SetReadDeadline(time.Time{})
+		if r.ctx.Err() != nil {
+			// The connection was canceled meanwhile: keep its reads cut off
+			// (armDeadlines may have run before the line above).
+			r.nc.SetReadDeadline(time.Now())
+		}
+	}
+}
+
+// close lets go of the buffer being consumed.
+func (r *sockReader) close() { r.release() }
+
 // inputPipe reads the socket on its own goroutine, so that a connection notices
 // its client disconnecting while its own goroutine is busy streaming a result
 // or blocked waiting for one: the read error cancels the connection context,
-// and with it the running statement. It is the only reader of the socket after
+// and with it the running statement. It serves where the server cannot watch
+// for hangups (not Linux): it is the only reader of the socket after
 // authentication. The goroutine is owned by the connection: close stops it and
 // waits for it.
 type inputPipe struct {
@@ -371,6 +504,12 @@ func (p *inputPipe) wait() error {
 		p.cur, p.buf = chunk, chunk
 	}
 	return nil
+}
+
+// interruptBy makes wait give up when ctx is done.
+func (p *inputPipe) interruptBy(ctx context.Context) (stop func()) {
+	p.intr = ctx
+	return func() { p.intr = nil }
 }
 
 // put returns a consumed buffer to its pool.

@@ -8,8 +8,9 @@ import (
 )
 
 // memAccount counts the bytes one connection holds in message buffers (its
-// input: header buffer, large bodies, pipe buffers; its send buffer) and adds
-// them to the server's total. The connection's two goroutines both charge it.
+// input: header buffer, large bodies, read buffers; its send buffer) and adds
+// them to the server's total. The connection's goroutine charges it, and its
+// input pipe's where it has one.
 type memAccount struct {
 	total *atomic.Int64 // the server's
 	held  atomic.Int64  // this connection's
@@ -24,8 +25,8 @@ func (a *memAccount) add(n int) {
 }
 
 // releaseAll uncounts whatever the connection still holds: buffers that end
-// with it rather than being given back one by one (a body half read, pipe
-// buffers queued but never consumed). Call it once both goroutines are done.
+// with it rather than being given back one by one (a body half read, read
+// buffers queued but never consumed). Call it once the input is closed.
 func (a *memAccount) releaseAll() {
 	a.total.Add(-a.held.Swap(0))
 }

@@ -5,5 +5,5 @@ package pgwire
 import "net"
 
 // waitReadable cannot wait without reading on this platform: the input
-// pipe's Read blocks with its buffer instead.
+// reader blocks in Read with its buffer instead.
 func waitReadable(net.Conn) {}

@@ -9,7 +9,7 @@ import (
 )
 
 // waitReadable blocks until nc has something for Read: bytes, end of file
-// or an error (a deadline, the socket closed). The input pipe waits so
+// or an error (a deadline, the socket closed). The connection's input waits so
 // before it takes a read buffer, so that a connection whose client sends
 // nothing (an idle subscriber, for hours) holds none. It peeks without
 // consuming; when it cannot wait (not a socket) it returns at once and the

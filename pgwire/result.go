@@ -129,12 +129,35 @@ func (c *conn) complete(ex *execution) {
 }
 
 // checkResultMessage rejects a message a Result must not send, so that a bug
-// in a producer becomes an error instead of a corrupt stream.
+// in a producer becomes an error instead of a corrupt stream. A ResultCopyOut
+// element may hold several CopyData messages back to back (see Result.Next).
 func checkResultMessage(kind ResultKind, msg []byte) error {
-	if len(msg) < 5 || int64(binary.BigEndian.Uint32(msg[1:])) != int64(len(msg)-1) {
-		return errors.New("pgwire: result produced a malformed message")
+	if len(msg) < 5 {
+		return errMalformedResult
 	}
-	switch msg[0] {
+	n := int64(binary.BigEndian.Uint32(msg[1:])) + 1
+	switch {
+	case n == int64(len(msg)):
+		return checkResultType(kind, msg[0])
+	case n < 5 || n > int64(len(msg)) || kind != ResultCopyOut:
+		return errMalformedResult
+	}
+	for len(msg) > 0 {
+		if len(msg) < 5 {
+			return errMalformedResult
+		}
+		n := int64(binary.BigEndian.Uint32(msg[1:])) + 1
+		if n < 5 || n > int64(len(msg)) || msg[0] != 'd' {
+			return errMalformedResult
+		}
+		msg = msg[n:]
+	}
+	return nil
+}
+
+// checkResultType rejects a message type a Result of kind must not send.
+func checkResultType(kind ResultKind, typ byte) error {
+	switch typ {
 	case 'N', 'S', 'A': // NoticeResponse, ParameterStatus, NotificationResponse
 		return nil
 	case 'D':
@@ -146,7 +169,7 @@ func checkResultMessage(kind ResultKind, msg []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("pgwire: result of kind %d produced a message of type %q", kind, msg[0])
+	return fmt.Errorf("pgwire: result of kind %d produced a message of type %q", kind, typ)
 }
 
 // rowDescription encodes fields; text forces every format to text (Describe
@@ -188,8 +211,7 @@ func (c *conn) copyIn(ctx context.Context, ex *execution) error {
 	}
 	r := &copyReader{c: c, ctx: ctx}
 	// Let a CancelRequest interrupt a read waiting for the client.
-	c.pipe.intr = ctx
-	defer func() { c.pipe.intr = nil }()
+	defer c.input.interruptBy(ctx)()
 	if err := cr.CopyIn(ctx, r); err != nil {
 		return err
 	}

@@ -16,8 +16,9 @@ import (
 )
 
 // Server serves the Postgres wire protocol for a Backend. It owns one
-// goroutine per connection (plus one reading that connection's socket), and
-// Close cancels and waits for all of them.
+// goroutine per connection and one that watches their sockets for hangups
+// (on Linux; elsewhere each connection has a second goroutine reading its
+// socket), and Close cancels and waits for all of them.
 type Server struct {
 	backend Backend
 	cfg     Config
@@ -43,6 +44,14 @@ type Server struct {
 	byPID     map[uint32]*conn          // mu: connections that have sent BackendKeyData
 
 	wg sync.WaitGroup // connection goroutines
+
+	// hangups watches authenticated connections' sockets; started by the
+	// first one (hangupWatcher), stopped by Close after the connections.
+	hangups      *hangupWatcher // mu
+	hangupsTried bool           // mu: hangups was started, or could not be
+	// pipeInput makes connections read their socket on an input pipe, as
+	// where there is no hangup watcher (tests of that fallback).
+	pipeInput bool
 
 	// panics counts panics recovered in connections; tests assert it stays 0.
 	panics atomic.Int64
@@ -181,7 +190,25 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.mu.Lock()
+	w := s.hangups
+	s.hangups = nil
+	s.mu.Unlock()
+	w.close()
 	return nil
+}
+
+// hangupWatcher returns the server's hangup watcher, starting it for the
+// first connection; nil when there is none (not Linux, or pipeInput). A
+// connection still running keeps the server from closing it meanwhile.
+func (s *Server) hangupWatcher() *hangupWatcher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.hangupsTried && !s.closed && !s.pipeInput {
+		s.hangupsTried = true
+		s.hangups = newHangupWatcher()
+	}
+	return s.hangups
 }
 
 func (s *Server) isClosed() bool {

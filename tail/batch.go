@@ -1,6 +1,9 @@
 package tail
 
 import (
+	"math/bits"
+	"unsafe"
+
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/subscribe"
@@ -11,9 +14,19 @@ import (
 // through a shape and formatting into output rows happen once per shape
 // and output shape, on first use, and the rows are shared too.
 type batch struct {
+	t            *SharedTail
 	lower, upper uint64
 	decoded            // consolidated, ordered by time
-	bytes        int64 // estimated size, charged to each queue
+	bytes        int64 // estimated size of the updates, charged to each queue
+	// extra is the bytes the batch keeps alive beyond bytes: the decoded
+	// updates' allocation slack (see decodedSlack), then what is computed
+	// from them, the rows formatted for each output shape and their
+	// encodings for each wire format. They live as long as the batch (a
+	// stalled subscriber's queue keeps what the readers encoded), so the
+	// process's budget counts them where the batch is held (see
+	// SharedTail.grow); a subscriber's own MaxBufferedBytes does not (its
+	// backlog is the updates). Guarded by the tail's mu.
+	extra int64
 
 	// Held by the window and how many queues, for the memory budget
 	// (SharedTail.hold). Guarded by the tail's mu.
@@ -23,30 +36,122 @@ type batch struct {
 	shapes shapeCache[[]formatter.TimeRows]
 }
 
-func newBatch(lower, upper uint64, updates []row.Update) *batch {
-	b := &batch{lower: lower, upper: upper, decoded: decoded{updates: updates}, bytes: 64}
+func newBatch(t *SharedTail, lower, upper uint64, updates []row.Update) *batch {
+	b := &batch{t: t, lower: lower, upper: upper, decoded: decoded{updates: updates}, bytes: 64, extra: decodedSlack(updates)}
 	for _, u := range updates {
 		b.bytes += u.Size()
 	}
 	return b
 }
 
+// decodedSlack estimates what decoded updates keep alive beyond their
+// Size: persist decodes each variable-width column of a part's batch into
+// one allocation for the column's bytes and a typed slab of its values'
+// headers (see codec.PartReader.Next), and the heap rounds the former up
+// to a size class or whole pages — a quarter more for 8 values of 4 KiB.
+// It assumes one part's batch per column, as a write's listen batch is.
+func decodedSlack(updates []row.Update) int64 {
+	if len(updates) == 0 {
+		return 0
+	}
+	const header = 16 // a string's, in the column's slab
+	cols := make([]int64, len(updates[0].Row))
+	var n int64
+	for _, u := range updates {
+		for i, d := range u.Row {
+			var l int
+			switch v := d.(type) {
+			case string:
+				l = len(v)
+			case row.Numeric:
+				l = len(v)
+			case row.JSON:
+				l = len(v)
+			case []byte:
+				l = len(v)
+			default:
+				continue
+			}
+			n += header
+			if i < len(cols) {
+				cols[i] += int64(l)
+			}
+		}
+	}
+	for _, c := range cols {
+		n += allocSize(c) - c
+	}
+	return n
+}
+
+// allocSize approximates the bytes the Go heap reserves for an allocation
+// of n bytes: whole pages above 32 KiB, else a size class (classes are
+// about an eighth of a power of two apart).
+func allocSize(n int64) int64 {
+	const page, maxSmall, minClass = 8 << 10, 32 << 10, 16
+	switch {
+	case n <= 0:
+		return 0
+	case n > maxSmall:
+		return (n + page - 1) / page * page
+	}
+	step := max(int64(1)<<max(bits.Len64(uint64(n-1))-3, 0), minClass)
+	return (n + step - 1) / step * step
+}
+
 // rows returns the batch mapped through sh (nil: as it is) and formatted
-// for opts, computing each once per shape; the MFP's error if it failed.
-func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, m *Metrics) ([]formatter.TimeRows, error) {
+// for opts, computing each once per shape (key is outputKey(sh, opts));
+// the MFP's error if it failed.
+func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, key string, m *Metrics) ([]formatter.TimeRows, error) {
+	if len(b.updates) == 0 {
+		// A tick's batch, only progress: nothing to map or format, for
+		// any shape. Every attached subscriber takes one each tick, so
+		// it skips the cache lookup too.
+		return nil, nil
+	}
 	updates := b.updates
 	if sh != nil {
 		mb := b.apply(sh, true, m)
 		if mb.err != nil {
 			return nil, mb.err
 		}
+		if len(mb.updates) == 0 {
+			// Nothing to format: no entry in the cache either (a sweep
+			// hands a batch to every routed subscriber with PROGRESS).
+			return nil, nil
+		}
 		updates = mb.updates
 	}
-	return b.shapes.get(outputKey(sh, opts), func() []formatter.TimeRows {
+	var formatted int64
+	rows := b.shapes.get(key, func() []formatter.TimeRows {
 		rows := opts.Format(updates)
 		for _, g := range rows {
-			formatter.Shared(g.Rows)
+			formatter.SharedCharged(g.Rows, b.grow)
 		}
+		formatted = formattedSize(rows)
 		return rows
-	}), nil
+	})
+	if formatted > 0 {
+		// Outside the cache's lock, as encodings are charged.
+		b.grow(formatted)
+	}
+	return rows, nil
+}
+
+// grow counts n more bytes computed from b (batch.extra).
+func (b *batch) grow(n int64) { b.t.grow(b, n) }
+
+// formattedSize estimates the bytes of formatted rows besides the values
+// they share with the updates: the rows, their columns' slices of datums,
+// and a row group per time.
+func formattedSize(groups []formatter.TimeRows) int64 {
+	const datum, group = 16, 64
+	n := int64(unsafe.Sizeof(formatter.TimeRows{})+group) * int64(len(groups))
+	for _, g := range groups {
+		n += int64(unsafe.Sizeof(formatter.Row{})) * int64(cap(g.Rows))
+		for _, r := range g.Rows {
+			n += datum * int64(len(r.Tail))
+		}
+	}
+	return n
 }

@@ -19,6 +19,7 @@ const (
 	DefaultRetireAfter       = 30 * time.Second
 	DefaultDowngradeInterval = time.Second
 	DefaultShareRetainBytes  = 64 << 20
+	DefaultProgressInterval  = time.Second
 )
 
 // Config tunes a Manager. Zero fields take their defaults.
@@ -35,6 +36,13 @@ type Config struct {
 	// ShareRetainBytes bounds the snapshot pieces a shared cursor keeps for
 	// subscribers that join it late; a smaller snapshot is kept whole.
 	ShareRetainBytes int64
+	// ProgressInterval is how often a routed subscriber with PROGRESS is
+	// handed a batch that holds nothing for it, to report the frontier
+	// (see SharedTail.sweepProgress). The default, the storage's tick,
+	// reports progress to such a subscriber about once a second whatever
+	// the rate of the writes that do not concern it, as an idle
+	// collection's tick does.
+	ProgressInterval time.Duration
 	// Budget is the process's memory budget (--memory-budget), charged
 	// with the windows, the batches only queues hold, the snapshot shares'
 	// pieces and the timestamps held back to be ordered; over it, the
@@ -59,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShareRetainBytes == 0 {
 		c.ShareRetainBytes = DefaultShareRetainBytes
+	}
+	if c.ProgressInterval == 0 {
+		c.ProgressInterval = DefaultProgressInterval
 	}
 	return c
 }

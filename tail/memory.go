@@ -8,9 +8,10 @@ import (
 )
 
 // Memory accounting. A listen batch is one allocation however many hold
-// it, so the budget counts each batch once: under the window while the
-// window holds it, and under the queues once only subscriber queues do
-// (the bytes slow subscribers pin). Per-subscriber budgets
+// it, so the budget counts each batch once — its updates and what they
+// keep alive or was computed from them (batch.extra): under the window
+// while the window holds it, and under the queues once only subscriber
+// queues do (the bytes slow subscribers pin). Per-subscriber budgets
 // (MaxBufferedBytes) still charge each queue with every batch it
 // references: that is the client's backlog, not the process's memory.
 
@@ -34,9 +35,24 @@ func (t *SharedTail) hold(b *batch, inWindow bool, refs int) {
 	b.inWindow = inWindow
 	b.queueRefs += refs
 	if after := t.holder(b); after != before {
-		before.Add(-b.bytes)
-		after.Add(b.bytes)
+		before.Add(-(b.bytes + b.extra))
+		after.Add(b.bytes + b.extra)
 	}
+}
+
+// grow counts n more bytes computed from b (formatted rows, encodings)
+// where b is held: its holder, and the window's bytes if it is in the
+// window. Computed from a batch nothing holds any more (a subscriber
+// formatting what it took from its queue), they are the session's until
+// it is done with them, and counted nowhere. It takes t.mu.
+func (t *SharedTail) grow(b *batch, n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b.extra += n
+	if b.inWindow {
+		t.windowBytes += n
+	}
+	t.holder(b).Add(n)
 }
 
 // releaseQueue lets go of the batches in q, which a queue no longer

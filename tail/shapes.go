@@ -3,6 +3,7 @@ package tail
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/row"
@@ -88,6 +89,18 @@ func (d *decoded) route(col int) map[row.Datum][]int32 {
 	return r
 }
 
+// reaches reports whether some update's column x.Col holds one of x's
+// keys: a shape indexed by x drops the others without evaluating them.
+func (d *decoded) reaches(x *subscribe.Index) bool {
+	r := d.route(x.Col)
+	for _, v := range x.Keys() {
+		if len(r[v]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // candidates returns the positions, in order, of the updates sh's MFP may
 // pass: those its index routes to it, or all (nil, false) without an index.
 func (d *decoded) candidates(sh *subscribe.Shape) ([]int32, bool) {
@@ -115,6 +128,12 @@ func (d *decoded) candidates(sh *subscribe.Shape) ([]int32, bool) {
 // reach the client as one, as on the dataflow path); a snapshot piece is
 // consolidated with the rest of its snapshot instead.
 func (d *decoded) apply(sh *subscribe.Shape, consolidate bool, m *Metrics) mapped {
+	if sh.Index != nil && !d.reaches(sh.Index) {
+		// Its MFP drops every update without error: no evaluation, and
+		// no entry in the cache (a sweep asks this of every routed shape
+		// with PROGRESS).
+		return mapped{}
+	}
 	return d.mapped.get(sh.Key, func() mapped {
 		m.shapeEvals.Inc()
 		pos, indexed := d.candidates(sh)
@@ -187,6 +206,9 @@ func (t *SharedTail) addSubscriber(s *Subscriber) {
 	ss.n++
 	if s.routed() {
 		ss.routed[s] = struct{}{}
+		if s.req.Output.Progress {
+			t.progressed.add(s)
+		}
 	} else {
 		t.every[s] = struct{}{}
 	}
@@ -197,6 +219,7 @@ func (t *SharedTail) addSubscriber(s *Subscriber) {
 func (t *SharedTail) removeSubscriber(s *Subscriber) {
 	delete(t.subs, s)
 	delete(t.every, s)
+	t.progressed.remove(s)
 	sh := s.req.Shape
 	if sh == nil {
 		return
@@ -235,4 +258,112 @@ func (t *SharedTail) routedShapes(b *batch) map[*shapeSubs]struct{} {
 		}
 	}
 	return matched
+}
+
+// pushRouted queues b for the subscribers of the indexed shapes it routes
+// rows to, and sweeps progress to the other routed subscribers with
+// PROGRESS when one is due. t.mu must be held.
+func (t *SharedTail) pushRouted(b *batch) {
+	if len(t.indexed) == 0 {
+		return
+	}
+	pushed := 0
+	for ss := range t.routedShapes(b) {
+		for s := range ss.routed {
+			s.push(b)
+		}
+		pushed += len(ss.routed)
+	}
+	pushed += t.sweepProgress(b)
+	t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
+}
+
+// sweepProgress hands b to the routed subscribers with PROGRESS that are
+// due (see sweeper) and that it was not routed to, and returns how many it
+// handed it to. Each then reports the frontier at b's upper (a progress
+// row, which also covers the batches it skipped): every ProgressInterval,
+// as often as an idle collection's tick shows it, while a busy
+// collection's writes for other values cost it nothing in between.
+// Without the sweep every such subscriber would take every batch, and a
+// write would cost one delivery per subscriber instead of per matched
+// shape. t.mu must be held.
+func (t *SharedTail) sweepProgress(b *batch) int {
+	if b.upper <= b.lower {
+		return 0 // b advances no frontier: nothing to report
+	}
+	n := 0
+	for _, s := range t.progressed.due(timeNow(), t.m.cfg.ProgressInterval) {
+		if q := s.queue; len(q) > 0 && q[len(q)-1] == b {
+			continue // routed to it
+		}
+		s.push(b)
+		n++
+	}
+	return n
+}
+
+// sweeper takes subscribers in turn, round robin, at a rate of all of them
+// per interval, so that a sweep's deliveries spread over the batches
+// published meanwhile instead of arriving all at once (ten thousand
+// subscribers woken by one batch would hold up the rows of the next). The
+// zero value is empty and ready.
+type sweeper struct {
+	subs []*Subscriber
+	pos  map[*Subscriber]int // index in subs
+	next int                 // the next index due
+	at   time.Time           // when subs[next] became due
+}
+
+func (w *sweeper) add(s *Subscriber) {
+	if w.pos == nil {
+		w.pos = map[*Subscriber]int{}
+	}
+	w.pos[s] = len(w.subs)
+	w.subs = append(w.subs, s)
+}
+
+// remove drops s, moving the last subscriber to its place: that one may
+// be taken once early or once late in the current round.
+func (w *sweeper) remove(s *Subscriber) {
+	i, ok := w.pos[s]
+	if !ok {
+		return
+	}
+	last := len(w.subs) - 1
+	w.subs[i] = w.subs[last]
+	w.pos[w.subs[i]] = i
+	w.subs[last] = nil
+	w.subs = w.subs[:last]
+	delete(w.pos, s)
+	if w.next >= len(w.subs) {
+		w.next = 0
+	}
+}
+
+// due returns the subscribers whose turn came by now: all of them when an
+// interval or more passed since the last, else the share of the interval
+// that passed (the rest of a share carries over to the next call).
+func (w *sweeper) due(now time.Time, interval time.Duration) []*Subscriber {
+	n := len(w.subs)
+	if n == 0 {
+		return nil
+	}
+	k := n
+	if elapsed := now.Sub(w.at); elapsed < interval {
+		k = int(int64(n) * int64(elapsed) / int64(interval))
+		if k == 0 {
+			return nil
+		}
+		w.at = w.at.Add(time.Duration(int64(k) * int64(interval) / int64(n)))
+	} else {
+		w.at = now
+	}
+	var out []*Subscriber
+	if end := w.next + k; end <= n {
+		out = w.subs[w.next:end:end]
+	} else {
+		out = append(append([]*Subscriber(nil), w.subs[w.next:]...), w.subs[:end-n]...)
+	}
+	w.next = (w.next + k) % n
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,4 +242,101 @@ func waitUntil(d time.Duration, cond func() bool) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
+}
+
+// TestShapeRoutedProgress: a subscriber with PROGRESS of an indexed shape
+// is routed: batches for other values reach it only in a sweep, at most
+// once per ProgressInterval, whose progress row covers the batches it
+// skipped; its own rows arrive at once with their progress.
+func TestShapeRoutedProgress(t *testing.T) {
+	var clock atomic.Int64 // seconds of the fake clock, which moves only when told
+	clock.Store(1000)
+	timeNow = func() time.Time { return time.Unix(clock.Load(), 0) }
+	t.Cleanup(func() { timeNow = time.Now })
+	f := newFixture(t, Config{WindowAge: keepForever, ProgressInterval: time.Second})
+	at := f.write(ins(1, "a"))
+	s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: at, Snapshot: true, Shape: keyShape(1, true),
+		Output: &formatter.Options{Relation: schema, Progress: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	check := func(what string, frontier uint64, want ...string) {
+		t.Helper()
+		if got := canon(drain(t, f.ctx, s, frontier)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %q, want %q", what, got, want)
+		}
+	}
+	p := func(ts uint64) string { return fmt.Sprintf("%d progress", ts) }
+	check("snapshot", at+1, p(at), fmt.Sprintf("%d [1 1 a]", at), p(at+1))
+	// The first batch after the snapshot: from the window at its join,
+	// or in a sweep, due now (the listen's first batch may have taken
+	// one while the subscriber read its snapshot).
+	clock.Add(1)
+	other := f.write(ins(2, "x"))
+	check("first batch", other+1, p(other+1))
+	// The clock stands still: no sweep is due, and batches for other
+	// keys are skipped, progress rows and all.
+	f.write(ins(2, "y"))
+	f.write(ins(3, "z"))
+	mine := f.write(ins(1, "b"))
+	check("routed", mine+1, fmt.Sprintf("%d [1 1 b]", mine), p(mine+1))
+	// A sweep is due: the next batch for another key reports progress.
+	clock.Add(1)
+	other = f.write(ins(2, "w"))
+	check("swept", other+1, p(other+1))
+	if got := testutil.ToFloat64(f.m.metrics.pushesSkipped); got < 2 {
+		t.Errorf("pushes skipped: %v, want at least 2", got)
+	}
+}
+
+// TestSweeperSpreads: the sweeper takes each subscriber once per interval,
+// spread over the calls in between (a share of them per share of the
+// interval), all of them after an interval or more, and none twice in a
+// round while subscribers come and go.
+func TestSweeperSpreads(t *testing.T) {
+	var w sweeper
+	subs := make([]*Subscriber, 10)
+	for i := range subs {
+		subs[i] = &Subscriber{}
+		w.add(subs[i])
+	}
+	start := time.Unix(1000, 0)
+	count := func(got []*Subscriber) map[*Subscriber]int {
+		n := map[*Subscriber]int{}
+		for _, s := range got {
+			n[s]++
+		}
+		return n
+	}
+	if got := len(w.due(start, time.Second)); got != 10 {
+		t.Fatalf("first call: %d due, want all 10", got)
+	}
+	// A round in steps of 50 ms: half a subscriber's share each.
+	seen := map[*Subscriber]int{}
+	for i := 1; i <= 20; i++ {
+		got := w.due(start.Add(time.Duration(i)*50*time.Millisecond), time.Second)
+		if len(got) > 1 {
+			t.Errorf("step %d: %d due, want at most 1", i, len(got))
+		}
+		for s, n := range count(got) {
+			seen[s] += n
+		}
+	}
+	for i, s := range subs {
+		if seen[s] != 1 {
+			t.Errorf("subscriber %d taken %d times in the round, want once", i, seen[s])
+		}
+	}
+	// Removing subscribers keeps the others in turn.
+	w.remove(subs[3])
+	w.remove(subs[9])
+	w.remove(subs[9]) // not there any more: nothing
+	got := count(w.due(start.Add(2*time.Second), time.Second))
+	if len(got) != 8 || got[subs[3]] != 0 || got[subs[9]] != 0 {
+		t.Errorf("after two removals, a whole interval: got %d distinct, want the 8 left", len(got))
+	}
+	if got := w.due(start.Add(2*time.Second), time.Second); got != nil {
+		t.Errorf("no time passed: %d due, want none", len(got))
+	}
 }

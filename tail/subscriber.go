@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
@@ -38,6 +39,9 @@ type Subscriber struct {
 	t   *SharedTail
 	req subscribe.Request
 	b   *formatter.Batcher
+	// outKey is outputKey(req.Shape, req.Output), the cache key of the
+	// batches' rows it takes, computed once rather than per batch.
+	outKey string
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
 	frontier atomic.Uint64
@@ -71,27 +75,35 @@ type Subscriber struct {
 	fatal error
 
 	// Guarded by t.mu.
-	queue    []*batch
-	queued   int64
-	attached bool
-	detached bool
-	lost     int64 // bytes queued when detached, for the error
+	queue  []*batch
+	queued int64
+	// queueArray is the bytes of queue's own array counted in the
+	// budget (see chargeQueue).
+	queueArray int64
+	attached   bool
+	detached   bool
+	lost       int64 // bytes queued when detached, for the error
 	// next is, when detached, the lower of the first batch it was not
 	// handed: a routed subscriber skipped the batches before it that held
 	// nothing for it, so it resumes there rather than at its batcher's
 	// frontier.
 	next  uint64
 	ready chan struct{}
+	// waiting is set while Next waits on ready: only then does wake close
+	// it, so a push to a busy subscriber (one behind, taking batches as
+	// fast as it can) costs no channel.
+	waiting bool
 	// resumeAt is next, taken by the session goroutine at a resume.
 	resumeAt uint64
 }
 
 // routed reports whether the subscriber needs only the batches its
-// shape's index routes rows to: one without PROGRESS (a batch with no row
-// for it sends nothing) or UP TO (it completes at a frontier), whose shape
-// is indexed.
+// shape's index routes rows to: one whose shape is indexed, without UP TO
+// (it completes at a frontier). A batch with no row for it sends nothing,
+// or with PROGRESS only the frontier, which sweepProgress hands it often
+// enough.
 func (s *Subscriber) routed() bool {
-	return s.req.Shape != nil && s.req.Shape.Index != nil && !s.req.Output.Progress && s.req.UpTo == nil
+	return s.req.Shape != nil && s.req.Shape.Index != nil && s.req.UpTo == nil
 }
 
 // Subscribe starts a fast-path subscribe on the collection's shared tail,
@@ -103,7 +115,8 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	}
 	t.mu.Lock()
 	req.AsOf = req.StartAt(max(t.snapFloor, t.snapReader.Since()))
-	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), ready: make(chan struct{})}
+	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), outKey: outputKey(req.Shape, req.Output),
+		ready: make(chan struct{})}
 	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
 	// Holding from here: the snapshot reader's since stays at or below
@@ -160,10 +173,21 @@ func (s *Subscriber) push(b *batch) {
 		return
 	}
 	s.queue = append(s.queue, b)
+	s.chargeQueue()
 	s.queued += b.bytes
 	s.t.hold(b, b.inWindow, 1)
 	s.t.m.metrics.queueBytes.Add(float64(b.bytes))
 	s.wake()
+}
+
+// chargeQueue brings the budget's count of the queue's own array up to
+// date: a pointer per batch and subscriber, which over hundreds of stalled
+// queues of thousands of batches each is megabytes no batch counts. t.mu
+// must be held.
+func (s *Subscriber) chargeQueue() {
+	n := int64(cap(s.queue)) * int64(unsafe.Sizeof((*batch)(nil)))
+	s.t.m.memQueues.Add(n - s.queueArray)
+	s.queueArray = n
 }
 
 // detach drops the queue of an attached subscriber, which resumes at its
@@ -181,6 +205,7 @@ func (s *Subscriber) detach(lost int64, next uint64) {
 	s.t.releaseQueue(s.queue)
 	clear(s.queue)
 	s.queue, s.queued = nil, 0
+	s.chargeQueue()
 	s.attached, s.detached = false, true
 	s.detaches.Add(1)
 	s.wake()
@@ -194,6 +219,10 @@ func (s *Subscriber) setHeld(n int64) {
 
 // wake signals a waiting Next. t.mu must be held.
 func (s *Subscriber) wake() {
+	if !s.waiting {
+		return // Next looks at the queue under t.mu before it waits
+	}
+	s.waiting = false
 	close(s.ready)
 	s.ready = make(chan struct{})
 }
@@ -330,18 +359,26 @@ func (s *Subscriber) step(ctx context.Context) error {
 			return nil
 		}
 		if len(s.queue) > 0 {
-			q := s.queue
-			s.t.m.metrics.queueBytes.Sub(float64(s.queued))
-			s.t.releaseQueue(q)
-			s.queue, s.queued = nil, 0
+			// One batch at a time: the rows handed to the session pin
+			// their batch until it has sent them, counted nowhere, while
+			// the batches still queued stay counted (and can be detached
+			// if the session stalls).
+			b := s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+			s.chargeQueue()
+			s.queued -= b.bytes
+			s.t.m.metrics.queueBytes.Sub(float64(b.bytes))
+			s.t.hold(b, b.inWindow, -1)
 			s.t.mu.Unlock()
-			s.deliver(q)
+			s.deliver([]*batch{b})
 			return nil
 		}
 		if err := s.t.err; err != nil {
 			s.t.mu.Unlock()
 			return s.mapErr(err)
 		}
+		s.waiting = true
 		ready := s.ready
 		s.t.mu.Unlock()
 		select {
@@ -358,7 +395,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 // of the batches before it are emitted, then Next returns the error).
 func (s *Subscriber) deliver(batches []*batch) bool {
 	for _, b := range batches {
-		rows, err := b.rows(s.req.Shape, s.req.Output, s.t.m.metrics)
+		rows, err := b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics)
 		if err != nil {
 			s.fatal = err
 			return false
@@ -376,7 +413,7 @@ func (s *Subscriber) shapedSnapshot() error {
 	s.parts = nil
 	if s.req.Output.StreamsSnapshotChunks() {
 		s.emit(snap.rows.get(outputKey(nil, s.req.Output), func() []formatter.Row {
-			return formatter.Shared(s.req.Output.Data(s.req.AsOf, snap.updates))
+			return s.req.Output.SnapshotRows(s.req.AsOf, snap.updates)
 		}))
 		return nil
 	}
@@ -470,6 +507,8 @@ func (s *Subscriber) Close() {
 		t.m.metrics.queueBytes.Sub(float64(s.queued))
 		t.releaseQueue(s.queue)
 		s.queue, s.queued = nil, 0
+		s.chargeQueue()
+		s.chargeQueue()
 		if len(t.subs) == 0 {
 			t.idleAt = timeNow()
 		}

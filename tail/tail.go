@@ -23,6 +23,9 @@ type SharedTail struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 	done  chan struct{}
+	// bg runs the snapshot shares' read-ahead (share.readAhead); close
+	// waits for it.
+	bg goroutines
 
 	listenReader *persist.Reader
 	snapReader   *persist.Reader
@@ -46,7 +49,10 @@ type SharedTail struct {
 	// column's value to the shapes whose index equality it satisfies.
 	shapes  map[string]*shapeSubs
 	indexed map[int]map[row.Datum]map[*shapeSubs]struct{}
-	shares  map[uint64]*share
+	// progressed are the routed subscribers with PROGRESS, which
+	// sweepProgress hands batches in turn.
+	progressed sweeper
+	shares     map[uint64]*share
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
 	snapFloor uint64
@@ -180,25 +186,16 @@ func (t *SharedTail) snapshotHold(limit uint64) uint64 {
 func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := newBatch(t.frontier, frontier, updates)
+	b := newBatch(t, t.frontier, frontier, updates)
 	t.window = append(t.window, b)
-	t.windowBytes += b.bytes
+	t.windowBytes += b.bytes + b.extra
 	t.hold(b, true, 0)
 	t.frontier = frontier
 	t.trimWindow()
 	for s := range t.every {
 		s.push(b)
 	}
-	if len(t.indexed) > 0 {
-		pushed := 0
-		for ss := range t.routedShapes(b) {
-			for s := range ss.routed {
-				s.push(b)
-			}
-			pushed += len(ss.routed)
-		}
-		t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
-	}
+	t.pushRouted(b)
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
@@ -220,7 +217,7 @@ func (t *SharedTail) trimWindowTo(limit int64) {
 		if t.windowBytes <= limit && b.upper >= cutoff {
 			break
 		}
-		t.windowBytes -= b.bytes
+		t.windowBytes -= b.bytes + b.extra
 		t.hold(b, false, 0)
 		drop++
 	}
@@ -340,6 +337,7 @@ func (t *SharedTail) forgetShare(sh *share) *persist.Reader {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	sh.forgotten = true
 	if len(sh.readers) == 0 && !sh.reading {
 		return sh.release()
 	}
@@ -417,6 +415,7 @@ func (t *SharedTail) leaveShare(sh *share, s *Subscriber) {
 func (t *SharedTail) close() {
 	t.stop()
 	<-t.done
+	t.bg.Wait()
 	var private []*persist.Reader
 	t.mu.Lock()
 	// The window goes with the tail (its subscribers are gone).
@@ -439,4 +438,36 @@ func (t *SharedTail) close() {
 	t.snapReader.Close()
 	t.m.metrics.tails.Dec()
 	t.m.metrics.shapes.DeleteLabelValues(t.shard)
+}
+
+// goroutines is a set of goroutines that an owner starts and then waits
+// for once: after Wait began, Go starts none, so that nothing a closed
+// owner started still runs.
+type goroutines struct {
+	mu     sync.Mutex
+	closed bool // mu
+	wg     sync.WaitGroup
+}
+
+// Go runs f on a new goroutine of the set, unless Wait was called (false).
+func (g *goroutines) Go(f func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// Wait refuses new goroutines and waits for those running.
+func (g *goroutines) Wait() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }

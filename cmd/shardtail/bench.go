@@ -23,7 +23,8 @@ dataflow) it starts fresh "shardtail serve" child processes on temporary data
 directories and loopback ports, loads the same rows, and runs:
   (a) storms of N clients subscribing at once to a 10,000-row view
   (b) one client on a 1,000,000-row view: FETCH 10, first row and whole COPY
-  (c) live fan-out latency under a steady writer
+  (c) live fan-out under a steady writer: every row to every subscriber,
+      latency, deliveries/s, CPU and write syscalls per delivery
   (d) slow-client isolation: 10% of the clients stop reading
   (e) server memory per idle subscriber (10,000 subscribers)
   (h) shapes: 2,048 clients on 64 filters of the view next to the bare
@@ -58,7 +59,11 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "directory for the report (default bench/results; with --quick a temporary directory)")
 	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
 	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-i, or comma-separated letters and names (budget: g, shapes: h, feed: i) (default all)")
-	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048; quick 64)")
+	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048,4096,10000; quick 64)")
+	dataflowMax := fs.Int("dataflow-max-clients", -1, fmt.Sprintf("largest N of (a) and (c) run on the dataflow path; 0: all (default %d; quick all)", bench.DefaultDataflowMaxClients))
+	postgresMax := fs.Int("postgres-max-clients", -1, fmt.Sprintf("largest N of (a) run on PostgreSQL; 0: all (default %d; quick all)", bench.DefaultPostgresMaxClients))
+	live := fs.String("live", "", "sizes of (c): comma-separated CLIENTSxRATE (subscribers x rows/s) (default 10000x100,1000x1000; quick 32x50)")
+	liveDuration := fs.Duration("live-duration", 0, "how long (c)'s writer writes (default 30s; quick 3s)")
 	tailClients := fs.String("tail-clients", "", "storm sizes for (f), comma-separated (default 256,1024,2048; quick 64)")
 	tailDataflow := fs.Int("tail-dataflow-clients", -1, "size of (f)'s dataflow-path storms; 0: none (default 256; quick 32)")
 	tailStorage := fs.String("tail-storage", bench.StorageS3, "what (f)'s processes share: s3 (S3 over HTTP + PostgreSQL consensus) or file (a blob directory + one SQLite file)")
@@ -128,6 +133,20 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 			return fmt.Errorf("bench: --clients: %w", err)
 		}
 	}
+	if *dataflowMax >= 0 {
+		cfg.DataflowMaxClients = *dataflowMax
+	}
+	if *postgresMax >= 0 {
+		cfg.PostgresMaxClients = *postgresMax
+	}
+	if *live != "" {
+		if cfg.LiveSizes, err = bench.ParseLiveSizes(*live); err != nil {
+			return fmt.Errorf("bench: --live: %w", err)
+		}
+	}
+	if *liveDuration > 0 {
+		cfg.FanoutDuration = *liveDuration
+	}
 	if *tailClients != "" {
 		if cfg.TailClients, err = parseInts(*tailClients); err != nil {
 			return fmt.Errorf("bench: --tail-clients: %w", err)
@@ -179,7 +198,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	}
 	// The clients of the largest scenario, and the servers (children
 	// inherit the limit), need a descriptor each.
-	if _, err := bench.RaiseFileLimit(1 << 20); err != nil {
+	fileLimit, err := bench.RaiseFileLimit(1 << 20)
+	if err != nil {
 		return err
 	}
 
@@ -191,6 +211,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		Machine:  bench.DescribeMachine(),
 		Versions: bench.DescribeVersions(ctx, Version),
 	}
+	rep.Machine.FileLimit = fileLimit
 	res, err := bench.Run(ctx, cfg)
 	st.Close()
 	if errors.Is(err, context.Canceled) {

@@ -178,6 +178,35 @@ func TestSinkLandsTable(t *testing.T) {
 	}
 }
 
+// TestSinkLandsJSONBExactly: jsonb documents land as the source renders
+// them, in the snapshot's COPY and in a batch's upserts alike: every digit
+// of a number, and a jsonb null as a jsonb null, not SQL NULL (a decoding
+// into Go maps and float64s rounded the one and lost the other).
+func TestSinkLandsJSONBExactly(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 20 * time.Millisecond})
+	src := connect(t, srv.URL())
+	targetURL := pgtest.URL(t)
+	dst := connect(t, targetURL)
+	mustExec(t, src, "CREATE TABLE docs (id int, doc jsonb)")
+	mustExec(t, src, `INSERT INTO docs VALUES
+		(1, '{"b": 1.0, "aa": 12345678901234567890.5, "a": [0.1, 1e-7, 100000000000000000001]}'),
+		(2, 'null'), (3, NULL)`)
+
+	table := pgsink.Table{Name: "docs", Key: []string{"id"}}
+	sink := newSink(t, pgsink.Config{URL: targetURL, Name: "test", Tables: []pgsink.Table{table}})
+	cfg := consumer.Config{
+		URL:           srv.URL(),
+		Sources:       []consumer.Source{{Name: "docs", Envelope: table.Envelope()}},
+		Checkpoint:    sink,
+		MaxBatchDelay: 5 * time.Millisecond,
+		FetchTimeout:  10 * time.Millisecond,
+	}
+	runUntilEqual(t, cfg, sink, src, dst, "docs")
+	mustExec(t, src, `UPDATE docs SET doc = '{"k": -0.000000000000000000001, "z": 98765432109876543210}' WHERE id = 3`)
+	mustExec(t, src, `INSERT INTO docs VALUES (4, '[null, 1.5e30]')`)
+	runUntilEqual(t, cfg, sink, src, dst, "docs")
+}
+
 var cols = [][]consumer.Column{{{Name: "id", TypeName: "int4"}, {Name: "v", TypeName: "text"}}}
 
 func up(ts uint64, id int32, v string) consumer.Update {

@@ -31,10 +31,10 @@ const secondsPerDay = 24 * 60 * 60
 
 // datum converts a value as the pgx driver decodes it (or already a
 // row.Datum) to the row.Datum of type t that pgrepr.AppendJSONValue
-// renders. Decoded values are exact for every type but jsonb, which pgx
-// parses into Go maps whose numbers are float64s: a jsonb number with more
-// than 17 significant digits is rounded (the driver would have to keep the
-// raw text to avoid it).
+// renders. The consumer's values are exact for every type: jsonb comes as
+// the server's text (json.RawMessage), landed as it is. A jsonb value a
+// caller decoded itself into Go maps is re-encoded, and loses what float64s
+// and maps lose (digits past 17, key order before canonicalization).
 func datum(t row.Type, v any) (row.Datum, error) {
 	if v == nil || row.CheckDatum(t, v) {
 		return v, nil
@@ -74,6 +74,11 @@ func datum(t row.Type, v any) (row.Datum, error) {
 			return row.Date(infinity[int32](x, pgrepr.DateInfinity, pgrepr.DateNegInfinity)), nil
 		}
 	case row.TypeJSONB:
+		if raw, ok := v.(json.RawMessage); ok {
+			// The consumer's jsonb: the server's canonical text, kept
+			// byte for byte.
+			return row.JSON(raw), nil
+		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: jsonb %v: %v", ErrBadValue, v, err)

@@ -105,6 +105,59 @@ func TestRunLandsGoldenRows(t *testing.T) {
 	waitFor(t, rdb, want, done)
 }
 
+// TestRunLandsJSONBExactly pins jsonb values end to end against golden
+// bytes: a document lands as the server's jsonb text (its canonical key
+// order, every digit of its numbers), not re-encoded from a decoding into
+// Go maps and float64s, which rounds 12345678901234567890.5 and
+// 100000000000000000001.
+func TestRunLandsJSONBExactly(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 20 * time.Millisecond})
+	rs := redistest.Start(t)
+	rdb := newClient(t, rs)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, sql := range []string{
+		"CREATE TABLE docs (id int, doc jsonb)",
+		`INSERT INTO docs VALUES
+			(1, '{"b": 1.0, "aa": 12345678901234567890.5, "a": [0.1, 1e-7, 100000000000000000001]}'),
+			(2, '{"z": "<é&>", "y": {"k": -0.000000000000000000001}}'),
+			(3, 'null'),
+			(4, NULL)`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	sink, err := New(ctx, Config{Client: rdb, Namespace: ns, Key: []string{"id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- consumer.Run(runCtx, consumer.Config{
+			URL: srv.URL(), Sources: []consumer.Source{{Name: "docs"}}, Checkpoint: sink,
+			MaxBatchDelay: 10 * time.Millisecond,
+		}, sink)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, rdb, map[string]string{
+		`[1]`: `{"id":1,"doc":{"a": [0.1, 0.0000001, 100000000000000000001], "b": 1, "aa": 12345678901234567890.5}}`,
+		`[2]`: `{"id":2,"doc":{"y": {"k": -0.000000000000000000001}, "z": "<é&>"}}`,
+		`[3]`: `{"id":3,"doc":null}`,
+		`[4]`: `{"id":4,"doc":null}`,
+	}, done)
+}
+
 // waitFor waits until the active generation holds exactly want (key JSON →
 // value JSON), failing with the difference if it does not within a
 // minute or if Run ends first.

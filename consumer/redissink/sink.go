@@ -81,6 +81,11 @@ func (c *Config) Validate() error {
 		return errors.New("redissink config: Namespace is required")
 	case len(c.Key) == 0:
 		return errors.New("redissink config: Key needs at least one column")
+	case c.Client.Options().StreamingCredentialsProvider != nil:
+		// Snapshot chunks load on a connection of the Sink's own
+		// (bulkConn), which authenticates with a fixed password or a
+		// CredentialsProvider only.
+		return errors.New("redissink config: a Client with a StreamingCredentialsProvider is not supported")
 	}
 	return nil
 }
@@ -128,6 +133,9 @@ type Sink struct {
 	// converts its batch first), so chunks land in order and the
 	// goroutine never outlives the Sink's use (Close waits too).
 	inflight chan error
+	// bulk is the connection snapshot chunks load on (loadChunk), nil
+	// until the first or after a failure; used only by the chunk load.
+	bulk *bulkConn
 
 	applied, stale, violations, generations, deleted atomic.Int64
 }
@@ -217,9 +225,17 @@ func (s *Sink) wait() error {
 	return err
 }
 
-// Close waits for a snapshot chunk still loading in the background. It does
-// not close Config.Client.
-func (s *Sink) Close() error { return s.wait() }
+// Close waits for a snapshot chunk still loading in the background and
+// closes the Sink's own connection for snapshot chunks. It does not close
+// Config.Client.
+func (s *Sink) Close() error {
+	err := s.wait()
+	if s.bulk != nil {
+		err = errors.Join(err, s.bulk.Close())
+		s.bulk = nil
+	}
+	return err
+}
 
 // Load returns the committed position and reads the active generation. It
 // also finishes the deletion of old generations a previous process left.
@@ -391,48 +407,28 @@ func allUpserts(ops []op) bool {
 // loadChunk writes a snapshot chunk into the generation this Sink claimed,
 // without the Lua guard: plain HSETs in one MULTI/EXEC, several times
 // faster per key than the function (a big snapshot is most of a sink's
-// writes). The guard has nothing to guard here: the generation is new
-// (numbers are never reused), only this claim writes it, in order, and the
-// snapshot is its first timestamp, so no stored row can be newer; a retry
-// of the chunk writes the same values again. The fence still holds: the
-// transaction WATCHes the checkpoint and the claim, and fails whole
-// (consumer.ErrFenced) if either moved.
+// writes), sent on the Sink's own connection (bulkConn), which costs the
+// sink a fraction of go-redis's CPU per key. The guard has nothing to
+// guard here: the generation is new (numbers are never reused), only this
+// claim writes it, in order, and the snapshot is its first timestamp, so
+// no stored row can be newer; a retry of the chunk writes the same values
+// again. The fence still holds: the transaction WATCHes the checkpoint and
+// the claim, and fails whole (consumer.ErrFenced) if either moved.
 func (s *Sink) loadChunk(ctx context.Context, st *stagedBatch, expected string) error {
-	loading := strconv.FormatInt(st.loading, 10)
-	err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
-		vals, err := tx.MGet(ctx, s.ctl(keyCheckpoint), s.ctl(keyLoading)).Result()
+	if s.bulk == nil {
+		c, err := dialBulk(ctx, s.rdb.Options())
 		if err != nil {
 			return err
 		}
-		cp, _ := vals[0].(string)
-		claim, _ := vals[1].(string)
-		if cp != expected || claim != loading {
-			return fmt.Errorf("%w: checkpoint %q and loading %q, expected %q and %q",
-				consumer.ErrFenced, cp, claim, expected, loading)
-		}
-		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			// The prefixed keys share one buffer, and a snapshot's one
-			// timestamp one decimal: fewer allocations per key.
-			var keys []byte
-			if len(st.ops) > 0 {
-				keys = make([]byte, 0, len(st.ops)*(len(st.prefix)+len(st.ops[0].key)+8))
-			}
-			var ts uint64
-			var tsArg any
-			for i, o := range st.ops {
-				start := len(keys)
-				keys = append(append(keys, st.prefix...), o.key...)
-				if i == 0 || o.ts != ts {
-					ts, tsArg = o.ts, strconv.FormatUint(o.ts, 10)
-				}
-				pipe.Do(ctx, "hset", keys[start:len(keys):len(keys)], "v", o.value, "ts", tsArg)
-			}
-			return nil
-		})
-		return err
-	}, s.ctl(keyCheckpoint), s.ctl(keyLoading))
-	if errors.Is(err, redis.TxFailedErr) {
-		return fmt.Errorf("%w: the checkpoint or the claim moved during a snapshot chunk", consumer.ErrFenced)
+		s.bulk = c
+	}
+	loading := strconv.FormatInt(st.loading, 10)
+	err := s.bulk.load(ctx, s.ctl(keyCheckpoint), s.ctl(keyLoading), expected, loading, st.prefix, st.ops)
+	if err != nil && !errors.Is(err, consumer.ErrFenced) {
+		// The connection is in an unknown state: the next chunk (or
+		// retry) dials a new one.
+		s.bulk.Close() //nolint:errcheck // the load's error is the one to report
+		s.bulk = nil
 	}
 	if err != nil {
 		return fmt.Errorf("load %d keys: %w", len(st.ops), err)

@@ -50,6 +50,7 @@ func newWorker(t *testing.T, rdb *redis.Client, tombstones bool, key ...string) 
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { s.Close() })
 	pos, err := s.Load(context.Background())
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -400,5 +401,65 @@ func TestSnapshotInChunks(t *testing.T) {
 	}
 	if got := w.sink.Stats().Applied; got != 3 {
 		t.Errorf("applied = %d, want 3", got)
+	}
+}
+
+// snapshotChunk is a Partial batch of the snapshot at 5.
+func snapshotChunk(ups ...kv) consumer.Batch {
+	b := kvBatch(5, 5, kvColumns, ups...)
+	b.Partial, b.Snapshot = true, true
+	return b
+}
+
+// TestSnapshotChunkConnectionAuthenticates: snapshot chunks load on the
+// Sink's own connection, which authenticates and selects the database as
+// the Client does: the keys land in the Client's database of a Redis that
+// requires a password, and nowhere else.
+func TestSnapshotChunkConnectionAuthenticates(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	if err := newClient(t, srv).ConfigSet(ctx, "requirepass", "s3cret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	client := func(db int) *redis.Client {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: "s3cret", DB: db})
+		t.Cleanup(func() { rdb.Close() })
+		return rdb
+	}
+	rdb := client(3)
+	w := newWorker(t, rdb, false)
+	w.mustWrite(snapshotChunk(kv{"a", 1, 5, 1}, kv{"b", 2, 5, 1}))
+	closing := kvBatch(5, 6, kvColumns)
+	closing.Snapshot = true
+	w.mustWrite(closing)
+	if got, want := values(t, rdb), `[["a"]={"k":"a","v":1}@5 ["b"]={"k":"b","v":2}@5]`; got != want {
+		t.Errorf("database 3 = %s, want %s", got, want)
+	}
+	if n := client(0).DBSize(ctx).Val(); n != 0 {
+		t.Errorf("database 0 holds %d keys, want none", n)
+	}
+}
+
+// TestSnapshotChunkSurvivesRedisRestart: a chunk whose connection Redis
+// dropped is retried on a new one once Redis is back.
+func TestSnapshotChunkSurvivesRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := newClient(t, srv)
+	w := newWorker(t, rdb, false)
+	retrying := make(chan struct{}, 1)
+	w.sink.log = slog.New(signalHandler{retrying})
+	w.mustWrite(snapshotChunk(kv{"a", 1, 5, 1}))
+	if err := w.sink.wait(); err != nil { // the first chunk is in Redis
+		t.Fatal(err)
+	}
+	srv.Kill(t)
+	w.mustWrite(snapshotChunk(kv{"b", 2, 5, 1})) // loads in the background
+	<-retrying                                   // and failed at least once
+	srv.Restart(t)
+	closing := kvBatch(5, 6, kvColumns)
+	closing.Snapshot = true
+	w.mustWrite(closing)
+	if got, want := values(t, rdb), `[["a"]={"k":"a","v":1}@5 ["b"]={"k":"b","v":2}@5]`; got != want {
+		t.Errorf("store = %s, want %s", got, want)
 	}
 }

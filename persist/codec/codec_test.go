@@ -478,3 +478,42 @@ func TestDecodedValuesOwnMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFirstBatchSmall: a part's first record batch holds at most
+// firstBatchRows rows (a reader's first rows wait for its decode only),
+// the others up to BatchRows; a BatchRows below it bounds the first batch
+// too.
+func TestFirstBatchSmall(t *testing.T) {
+	s := row.Schema{Columns: []row.Column{{Name: "k", Type: row.TypeInt8}, {Name: "v", Type: row.TypeText}}}
+	us := make([]row.Update, 3*DefaultBatchRows)
+	for i := range us {
+		us[i] = row.Update{Row: row.Row{int64(i), fmt.Sprintf("value %d", i)}, T: 1, Diff: 1}
+	}
+	for _, tc := range []struct {
+		c    Config
+		want []int
+	}{
+		{Config{}, []int{firstBatchRows, DefaultBatchRows, DefaultBatchRows, DefaultBatchRows - firstBatchRows}},
+		{Config{BatchRows: 100}, nil},
+	} {
+		data, _, err := tc.c.EncodePart(s, us)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, b := range mustReadAll(t, tc.c, s, data) {
+			got = append(got, len(b))
+		}
+		if tc.want == nil {
+			for i, n := range got {
+				if n > tc.c.BatchRows {
+					t.Errorf("BatchRows %d: batch %d of %d rows", tc.c.BatchRows, i, n)
+				}
+			}
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("batch sizes %v, want %v", got, tc.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/klauspost/compress/zstd"
@@ -196,11 +197,16 @@ var zstdDecoder = sync.OnceValue(func() *zstd.Decoder {
 	return d
 })
 
-// buffers returns batch i's buffers, decompressed into r.scratch.
-func (r *PartReader) buffers(i int) ([][]byte, error) {
+// buffers returns batch i's buffers, decompressed into r.scratch, except
+// those for which keep(bi) is true (the values of text columns): they
+// decompress into new memory that the decoded values then use as they
+// are, instead of a copy of a reused buffer. fresh[bi] reports whether
+// buffer bi is such new memory (not the part's bytes, not scratch).
+func (r *PartReader) buffers(i int, keep func(bi int) bool) (out [][]byte, fresh []bool, err error) {
 	m := &r.metas[i]
 	body := r.body(r.blocks[i])
-	out := make([][]byte, len(m.buffers))
+	out = make([][]byte, len(m.buffers))
+	fresh = make([]bool, len(m.buffers))
 	for bi, b := range m.buffers {
 		raw := body[b.offset : b.offset+b.length]
 		if !m.compressed || len(raw) == 0 {
@@ -212,24 +218,29 @@ func (r *PartReader) buffers(i int) ([][]byte, error) {
 			out[bi] = raw[8:]
 			continue
 		}
-		if bi >= len(r.scratch) {
-			r.scratch = append(r.scratch, make([][]byte, bi+1-len(r.scratch))...)
+		var dst []byte
+		if fresh[bi] = keep(bi); !fresh[bi] {
+			if bi >= len(r.scratch) {
+				r.scratch = append(r.scratch, make([][]byte, bi+1-len(r.scratch))...)
+			}
+			dst = r.scratch[bi]
 		}
-		dst := r.scratch[bi]
 		if int64(cap(dst)) < size {
 			dst = make([]byte, 0, size)
 		}
 		dec, err := zstdDecoder().DecodeAll(raw[8:], dst[:0:size])
 		if err != nil {
-			return nil, fmt.Errorf("%w: buffer %d: zstd: %v", ErrCorrupt, bi, err)
+			return nil, nil, fmt.Errorf("%w: buffer %d: zstd: %v", ErrCorrupt, bi, err)
 		}
 		if int64(len(dec)) != size {
-			return nil, fmt.Errorf("%w: buffer %d decompressed to %d bytes, header says %d", ErrCorrupt, bi, len(dec), size)
+			return nil, nil, fmt.Errorf("%w: buffer %d decompressed to %d bytes, header says %d", ErrCorrupt, bi, len(dec), size)
 		}
-		r.scratch[bi] = dst
+		if !fresh[bi] {
+			r.scratch[bi] = dst
+		}
 		out[bi] = dec
 	}
-	return out, nil
+	return out, fresh, nil
 }
 
 // decodeBatch decodes batch i, appending to dst.
@@ -241,12 +252,26 @@ func (r *PartReader) decodeBatch(i int, dst []row.Update) (out []row.Update, err
 		}
 	}()
 	m := &r.metas[i]
-	bufs, err := r.buffers(i)
+	cols := r.schema.Columns
+	// The data buffers of text, numeric and jsonb columns: their values
+	// are strings over the decompressed bytes, which must then be memory
+	// of their own.
+	textData := map[int]bool{}
+	for ci, bi := 0, 0; ci < len(cols); ci++ {
+		if fixedWidth(cols[ci].Type) != 0 {
+			bi += 2
+			continue
+		}
+		if cols[ci].Type != row.TypeBytea {
+			textData[bi+2] = true
+		}
+		bi += 3
+	}
+	bufs, fresh, err := r.buffers(i, func(bi int) bool { return textData[bi] })
 	if err != nil {
 		return dst, err
 	}
 	n := int(m.length)
-	cols := r.schema.Columns
 	nc := len(cols)
 	dst = slices.Grow(dst, n)[:start+n]
 	us := dst[start:]
@@ -260,7 +285,7 @@ func (r *PartReader) decodeBatch(i int, dst []row.Update) (out []row.Update, err
 		if fixedWidth(col.Type) == 0 {
 			k = 3
 		}
-		if err := decodeColumn(col, m.nodes[ci].nulls, bufs[bi:bi+k], n, slab[ci:], nc); err != nil {
+		if err := decodeColumn(col, m.nodes[ci].nulls, bufs[bi:bi+k], k == 3 && fresh[bi+2], n, slab[ci:], nc); err != nil {
 			return dst[:start], fmt.Errorf("%w: column %q: %v", ErrCorrupt, col.Name, err)
 		}
 		bi += k
@@ -276,7 +301,7 @@ func (r *PartReader) decodeBatch(i int, dst []row.Update) (out []row.Update, err
 		us[j].Diff = int64(binary.LittleEndian.Uint64(ds[8*j:]))
 	}
 
-	if !row.IsConsolidated(us) {
+	if !consolidated(cols, m, bufs, us) {
 		return dst[:start], fmt.Errorf("%w: updates are not sorted and consolidated", ErrCorrupt)
 	}
 	if i > 0 && row.CompareUpdate(r.last, us[0]) >= 0 {
@@ -284,6 +309,54 @@ func (r *PartReader) decodeBatch(i int, dst []row.Update) (out []row.Update, err
 	}
 	r.last = cloneUpdate(us[n-1])
 	return dst, nil
+}
+
+// consolidated reports whether a batch's updates are sorted by (row, time)
+// with no duplicate pair and no zero diff (row.IsConsolidated). When the
+// first column holds no NULL and strictly increasing integers, the rows
+// are distinct and in order whatever the other columns hold, so only the
+// diffs are checked: one integer comparison per update instead of a
+// comparison of rows.
+func consolidated(cols []row.Column, m *batchMeta, bufs [][]byte, us []row.Update) bool {
+	if len(cols) == 0 || m.nodes[0].nulls != 0 || !increasing(cols[0].Type, bufs[1], len(us)) {
+		return row.IsConsolidated(us)
+	}
+	for _, u := range us {
+		if u.Diff == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// increasing reports whether the n values of an integer column (of a type
+// row.CompareDatum orders by value) strictly increase; false for other
+// types.
+func increasing(t row.Type, vals []byte, n int) bool {
+	le := binary.LittleEndian
+	switch t {
+	case row.TypeInt2:
+		for j := 1; j < n; j++ {
+			if int16(le.Uint16(vals[2*j-2:])) >= int16(le.Uint16(vals[2*j:])) {
+				return false
+			}
+		}
+	case row.TypeInt4, row.TypeDate:
+		for j := 1; j < n; j++ {
+			if int32(le.Uint32(vals[4*j-4:])) >= int32(le.Uint32(vals[4*j:])) {
+				return false
+			}
+		}
+	case row.TypeInt8, row.TypeTimestamp, row.TypeTimestampTZ:
+		for j := 1; j < n; j++ {
+			if int64(le.Uint64(vals[8*j-8:])) >= int64(le.Uint64(vals[8*j:])) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // cloneUpdate deep-copies u so that it does not keep its batch's slabs alive.
@@ -315,7 +388,7 @@ func (v validity) null(i int) bool { return v != nil && v[i>>3]&(1<<(i&7)) == 0 
 // (validity, values or offsets, data) into out[j*stride] for row j, leaving
 // NULLs nil. checkBatchLayout has checked the buffer sizes; the bitmap is
 // checked against the null count here.
-func decodeColumn(col row.Column, nulls int64, bufs [][]byte, n int, out []row.Datum, stride int) error {
+func decodeColumn(col row.Column, nulls int64, bufs [][]byte, fresh bool, n int, out []row.Datum, stride int) error {
 	var valid validity
 	if len(bufs[0]) > 0 {
 		// Present even with a null count of 0 (our writer omits it then):
@@ -329,7 +402,7 @@ func decodeColumn(col row.Column, nulls int64, bufs [][]byte, n int, out []row.D
 	}
 	vals := bufs[1]
 	if fixedWidth(col.Type) == 0 {
-		return decodeVarColumn(col.Type, valid, vals, bufs[2], n, out, stride)
+		return decodeVarColumn(col.Type, valid, vals, bufs[2], fresh, n, out, stride)
 	}
 
 	le := binary.LittleEndian
@@ -412,8 +485,10 @@ func decodeColumn(col row.Column, nulls int64, bufs [][]byte, n int, out []row.D
 
 // decodeVarColumn decodes a text, numeric, jsonb or bytea column. The
 // values' bytes are copied once into one string (or []byte) per column and
-// batch, and each value is a slice of it.
-func decodeVarColumn(t row.Type, valid validity, offBuf, data []byte, n int, out []row.Datum, stride int) error {
+// batch, and each value is a slice of it; when data is fresh (memory of its
+// own that nothing else writes, see PartReader.buffers) a text column's
+// string is data itself, not a copy.
+func decodeVarColumn(t row.Type, valid validity, offBuf, data []byte, fresh bool, n int, out []row.Datum, stride int) error {
 	if len(offBuf) < 4*(n+1) {
 		return fmt.Errorf("offsets buffer of %d bytes, want %d", len(offBuf), 4*(n+1))
 	}
@@ -456,7 +531,14 @@ func decodeVarColumn(t row.Type, valid validity, offBuf, data []byte, n int, out
 			return fmt.Errorf("value %d starts inside a UTF-8 sequence", j)
 		}
 	}
-	all := string(region)
+	var all string
+	if fresh && len(region) > 0 {
+		// Nothing writes data again: the batch's buffers are not reused
+		// for a buffer buffers returned as fresh.
+		all = unsafe.String(unsafe.SliceData(region), len(region))
+	} else {
+		all = string(region)
+	}
 	value := func(j int) string { return all[off(j)-first : off(j+1)-first] }
 	switch t {
 	case row.TypeNumeric:

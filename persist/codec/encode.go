@@ -238,17 +238,26 @@ func (e batchEstimate) row(r row.Row) int64 {
 	return n
 }
 
+// firstBatchRows bounds a part's first record batch: a reader decodes a
+// record batch whole before it yields any of its rows, so a small first
+// batch lets a snapshot's first rows (a FETCH 10, a COPY's first row) wait
+// for a few hundred rows' decode rather than BatchRows'. It costs one more
+// batch header per part.
+const firstBatchRows = 256
+
 // cutBatches returns the end index of each record batch.
 func (c Config) cutBatches(schema row.Schema, updates []row.Update) ([]int, error) {
 	est := newBatchEstimate(schema)
 	var cuts []int
 	start, size := 0, est.perBatch
+	limit := min(c.BatchRows, firstBatchRows)
 	for i, u := range updates {
 		rs := est.row(u.Row)
 		if est.perBatch+rs > c.MaxBatchDecodedBytes {
 			return nil, fmt.Errorf("%w: update %d needs ~%d bytes to decode, limit %d", ErrTooLarge, i, est.perBatch+rs, c.MaxBatchDecodedBytes)
 		}
-		if i > start && (i-start >= c.BatchRows || size+rs > int64(c.BatchBytes)) {
+		if i > start && (i-start >= limit || size+rs > int64(c.BatchBytes)) {
+			limit = c.BatchRows
 			cuts = append(cuts, i)
 			start, size = i, est.perBatch
 		}
