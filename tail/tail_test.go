@@ -135,7 +135,7 @@ func canon(rows []formatter.Row) []string {
 			out = append(out, fmt.Sprintf("%d progress", r.Time))
 			continue
 		}
-		group = append(group, fmt.Sprintf("%d %v", r.Time, r.Tail))
+		group = append(group, fmt.Sprintf("%d %v", r.Time, r.Columns()))
 	}
 	flush()
 	return out
