@@ -44,7 +44,8 @@ func TestSubscribeTimestampOverMemoryBudget(t *testing.T) {
 // fast path to shed, is ended with 53200 and a message naming the budget;
 // the server goes on serving.
 func TestDataflowSubscribeEndedByMemoryBudget(t *testing.T) {
-	s := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: membudget.New(128 << 10)}})
+	budget := membudget.New(128 << 10)
+	s := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: budget}})
 	reader, writer := connect(t, s), connect(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -54,6 +55,12 @@ func TestDataflowSubscribeEndedByMemoryBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	insertSeries(t, writer, "t", 20000) // about 1 MiB of rows, unread
+	// The reader waits for the policy before it fetches: a FETCH in flight
+	// when the rows arrive would take them off the queue (they are read,
+	// not held), and the rows reach the subscribe after the COPY returns.
+	for budget.Ended() == 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
 	var err error
 	for err == nil && ctx.Err() == nil {
 		_, err = fetchErr(ctx, reader, "FETCH ALL c")
