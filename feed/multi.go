@@ -24,9 +24,11 @@ type source struct {
 	// is their formatter.Row.Size.
 	rows []formatter.Row
 	held int64
-	// frontier is the collection's last progress row; done is set at UP
-	// TO.
+	// frontier is the collection's progress the stream has taken into
+	// account; ahead are its later progress rows received, in order, each
+	// taken in turn (see emitMerged); done is set at UP TO.
 	frontier uint64
+	ahead    []uint64
 	done     bool
 }
 
@@ -178,7 +180,7 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 					return err
 				}
 			case errors.Is(b.err, io.EOF):
-				b.src.done, b.src.frontier = true, s.upTo
+				b.src.done, b.src.frontier, b.src.ahead = true, s.upTo, nil
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case snapshot:
@@ -198,12 +200,23 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 }
 
 // ingest takes a batch of one collection: its data rows wait, its
-// progress moves its frontier.
+// progress rows queue in ahead. A batch may hold many (a subscription that
+// caught up hands its backlog at once): emitMerged takes them one at a
+// time, so that the stream announces each frontier the collections pass
+// together, as it would had they come one batch at a time; a client whose
+// connection breaks early in a large catch-up still resumes past some of
+// it.
 func (s *stream) ingest(src *source, rows []formatter.Row) {
 	for _, r := range rows {
 		switch {
 		case r.Progressed:
-			src.frontier = max(src.frontier, r.Time)
+			last := src.frontier
+			if n := len(src.ahead); n > 0 {
+				last = src.ahead[n-1]
+			}
+			if r.Time > last {
+				src.ahead = append(src.ahead, r.Time)
+			}
 		case r.Time >= s.pos.minRow:
 			src.rows = append(src.rows, r)
 			src.held += r.Size()
@@ -242,9 +255,45 @@ func (s *stream) lagging() string {
 }
 
 // emitMerged sends the rows below the collections' common frontier and a
-// progress event at it, when it moved; at UP TO everything and the end.
-// It returns false when the stream is over.
+// progress event at it, for each frontier it passes as the collections
+// take their progress rows in turn (the least first), in one write; at UP
+// TO everything and the end. A ?live=false answer stops at the first
+// frontier above where it started. It returns false when the stream is
+// over.
 func (s *stream) emitMerged(snapshot bool) bool {
+	moved := false
+	for {
+		frontier, done := s.mergedFrontier()
+		if frontier > s.pos.closed || done {
+			moved = true
+			if !s.emitBelow(frontier, snapshot) {
+				return false
+			}
+		}
+		if done {
+			s.buf = s.f.end(s.buf, s.upTo)
+			s.write()
+			return false
+		}
+		if (snapshot && moved) || !s.takeAhead(frontier) {
+			break
+		}
+	}
+	if snapshot {
+		if s.snapErr = s.chargeSnapshot(); s.snapErr != nil {
+			return false
+		}
+		return true
+	}
+	if !moved {
+		return true
+	}
+	return s.write()
+}
+
+// mergedFrontier is the collections' common frontier, and whether every
+// one reached UP TO.
+func (s *stream) mergedFrontier() (uint64, bool) {
 	frontier, done := uint64(0), true
 	for i, src := range s.srcs {
 		if i == 0 || src.frontier < frontier {
@@ -252,9 +301,27 @@ func (s *stream) emitMerged(snapshot bool) bool {
 		}
 		done = done && src.done
 	}
-	if frontier <= s.pos.closed && !done {
-		return true
+	return frontier, done
+}
+
+// takeAhead moves the collections at the common frontier to their next
+// progress row received; false when none has one (the common frontier
+// waits for them).
+func (s *stream) takeAhead(frontier uint64) bool {
+	took := false
+	for _, src := range s.srcs {
+		if src.frontier <= frontier && len(src.ahead) > 0 {
+			src.frontier = max(src.frontier, src.ahead[0])
+			src.ahead = src.ahead[1:]
+			took = true
+		}
 	}
+	return took
+}
+
+// emitBelow adds the rows below frontier to the stream's buffer, and a
+// progress event at it when it is new; false when the client is gone.
+func (s *stream) emitBelow(frontier uint64, snapshot bool) bool {
 	for _, src := range s.srcs {
 		n := 0
 		for n < len(src.rows) && src.rows[n].Time < frontier {
@@ -284,16 +351,5 @@ func (s *stream) emitMerged(snapshot bool) bool {
 			s.buf = s.f.progress(s.buf, frontier)
 		}
 	}
-	if snapshot {
-		if s.snapErr = s.chargeSnapshot(); s.snapErr != nil {
-			return false
-		}
-		return true
-	}
-	if done {
-		s.buf = s.f.end(s.buf, s.upTo)
-		s.write()
-		return false
-	}
-	return s.write()
+	return true
 }

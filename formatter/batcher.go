@@ -124,10 +124,16 @@ func (b *Batcher) Batch(updates []row.Update, frontier uint64) []Row {
 // or after UP TO, or below the progress it already delivered (a resume
 // overlapping what was sent) — are skipped, so there are no duplicates.
 func (b *Batcher) Groups(groups []TimeRows, frontier uint64) []Row {
+	return b.AppendGroups(nil, groups, frontier)
+}
+
+// AppendGroups is Groups appending to out: a subscriber that takes several
+// batches at once (a catch-up) hands them to its session as one list of
+// rows, written with one flush.
+func (b *Batcher) AppendGroups(out []Row, groups []TimeRows, frontier uint64) []Row {
 	if b.done {
-		return nil
+		return out
 	}
-	var out []Row
 	for _, g := range groups {
 		if g.T <= b.asOf || g.T < b.frontier || g.T >= frontier {
 			continue

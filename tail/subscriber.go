@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -73,6 +74,9 @@ type Subscriber struct {
 	// fatal is the shape's MFP's error: it ends the stream after the rows
 	// before it, at the batch where the dataflow path fails too.
 	fatal error
+	// taken is the batches taken from the queue by one step, kept for its
+	// array (cleared after each delivery).
+	taken []*batch
 
 	// Guarded by t.mu.
 	queue  []*batch
@@ -96,6 +100,11 @@ type Subscriber struct {
 	// resumeAt is next, taken by the session goroutine at a resume.
 	resumeAt uint64
 }
+
+// catchUpBytes bounds the batches (by their bytes) that a subscriber takes
+// from its queue at once: the size of a socket write that pgwire makes in
+// one piece anyway (its flush threshold).
+const catchUpBytes = 64 << 10
 
 // routed reports whether the subscriber needs only the batches its
 // shape's index routes rows to: one whose shape is indexed, without UP TO
@@ -242,6 +251,15 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 				s.out[0] = rows[max:]
 				return rows[:max:max], nil
 			}
+			if max <= 0 && len(s.out) > 1 {
+				// Everything ready at once (the snapshot's end and the
+				// batches joined from the window): the session writes
+				// what one Next returns with one flush.
+				rows = slices.Concat(s.out...)
+				clear(s.out)
+				s.out = s.out[:0]
+				return rows, nil
+			}
 			s.out = s.out[1:]
 			return rows, nil
 		}
@@ -359,19 +377,29 @@ func (s *Subscriber) step(ctx context.Context) error {
 			return nil
 		}
 		if len(s.queue) > 0 {
-			// One batch at a time: the rows handed to the session pin
-			// their batch until it has sent them, counted nowhere, while
-			// the batches still queued stay counted (and can be detached
-			// if the session stalls).
-			b := s.queue[0]
-			s.queue[0] = nil
-			s.queue = s.queue[1:]
+			// Every batch ready, up to catchUpBytes: a subscriber that
+			// fell behind catches up with one write, not one per batch.
+			// The rows handed to the session pin their batches until it
+			// has sent them, counted nowhere, while the batches still
+			// queued stay counted (and can be detached if the session
+			// stalls): hence the bound.
+			n, taken := 0, int64(0)
+			for n < len(s.queue) && (n == 0 || taken+s.queue[n].bytes <= catchUpBytes) {
+				taken += s.queue[n].bytes
+				n++
+			}
+			s.taken = append(s.taken[:0], s.queue[:n]...)
+			clear(s.queue[:n])
+			s.queue = s.queue[n:]
 			s.chargeQueue()
-			s.queued -= b.bytes
-			s.t.m.metrics.queueBytes.Sub(float64(b.bytes))
-			s.t.hold(b, b.inWindow, -1)
+			s.queued -= taken
+			s.t.m.metrics.queueBytes.Sub(float64(taken))
+			for _, b := range s.taken {
+				s.t.hold(b, b.inWindow, -1)
+			}
 			s.t.mu.Unlock()
-			s.deliver([]*batch{b})
+			s.deliver(s.taken)
+			clear(s.taken) // the rows delivered refer to what they need
 			return nil
 		}
 		if err := s.t.err; err != nil {
@@ -391,17 +419,31 @@ func (s *Subscriber) step(ctx context.Context) error {
 }
 
 // deliver emits the rows of published batches, mapped through the
-// subscriber's shape; false when the shape's MFP failed on one (the rows
-// of the batches before it are emitted, then Next returns the error).
+// subscriber's shape, as one list (one write); false when the shape's MFP
+// failed on one (the rows of the batches before it are emitted, then Next
+// returns the error).
+//
+// A batch with no rows for the subscriber (a tick's, or one whose rows
+// its shape drops) before the last adds only a progress row that the
+// next batch's supersedes: it is skipped, as if storage had merged the
+// batches. The progress rows after each timestamp's rows stay (see
+// formatter.Batcher.Groups), so the output does not depend on how many
+// batches one catch-up takes.
 func (s *Subscriber) deliver(batches []*batch) bool {
-	for _, b := range batches {
+	var out []formatter.Row
+	for i, b := range batches {
 		rows, err := b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics)
 		if err != nil {
+			s.emit(out)
 			s.fatal = err
 			return false
 		}
-		s.emit(s.b.Groups(rows, b.upper))
+		if len(rows) == 0 && i < len(batches)-1 {
+			continue
+		}
+		out = s.b.AppendGroups(out, rows, b.upper)
 	}
+	s.emit(out)
 	return true
 }
 

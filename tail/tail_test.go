@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -496,5 +497,84 @@ func TestAsOfAtLeast(t *testing.T) {
 	}
 	if got := start(false); got != old {
 		t.Errorf("exact AS OF %d: started at %d", old, got)
+	}
+}
+
+// waitPublished waits until s's tail has published up to frontier.
+func waitPublished(t *testing.T, ctx context.Context, s *Subscriber, frontier uint64) {
+	t.Helper()
+	for {
+		s.t.mu.Lock()
+		done := s.t.frontier >= frontier
+		s.t.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the tail never published up to %d", frontier)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestNextReturnsBacklogAtOnce: a subscriber behind by several published
+// batches gets all of them from one Next, which the session writes with
+// one flush: one write per catch-up, not one per batch.
+func TestNextReturnsBacklogAtOnce(t *testing.T) {
+	f := newFixture(t, Config{})
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(100, "warm-up"))
+	drain(t, f.ctx, s, f.upper)
+	const batches = 5
+	for i := range batches {
+		f.write(ins(int64(i), "v"))
+		waitPublished(t, f.ctx, s, f.upper) // each write its own batch
+	}
+	rows, err := s.Next(f.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := 0
+	for _, r := range rows {
+		if !r.Progressed {
+			data++
+		}
+	}
+	if data != batches {
+		t.Errorf("one Next returned %d of the %d queued batches' rows: %v", data, batches, canon(rows))
+	}
+	if last := rows[len(rows)-1]; !last.Progressed || last.Time != f.upper {
+		t.Errorf("the last row is %+v; want the progress to %d", last, f.upper)
+	}
+}
+
+// TestCatchUpSkipsSupersededProgress: in a backlog taken at once, a batch
+// with no rows (a tick's) adds no progress row when a later batch's
+// supersedes it, as if storage had merged the batches; the progress after
+// each timestamp's rows stays, and the backlog ends at its last upper.
+func TestCatchUpSkipsSupersededProgress(t *testing.T) {
+	f := newFixture(t, Config{})
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(100, "warm-up"))
+	drain(t, f.ctx, s, f.upper)
+	var want []string
+	for i, data := range []bool{true, false, false, true, false} {
+		var at uint64
+		if data {
+			at = f.write(ins(int64(i), "v"))
+			want = append(want, fmt.Sprintf("%d [1 %d v]", at, i), fmt.Sprintf("%d progress", at+1))
+		} else {
+			f.write()
+		}
+		waitPublished(t, f.ctx, s, f.upper) // each write its own batch
+	}
+	want = append(want, fmt.Sprintf("%d progress", f.upper))
+	rows, err := s.Next(f.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := canon(rows); !slices.Equal(got, want) {
+		t.Errorf("one Next returned\n%v\nwant\n%v", got, want)
 	}
 }
