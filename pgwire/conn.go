@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -429,6 +430,22 @@ func (c *conn) send(msg pgproto3.BackendMessage) {
 	if len(c.out) >= flushThreshold {
 		c.flush()
 	}
+}
+
+// reserve makes room in the send buffer for n more bytes (at most
+// flushThreshold, past which the buffer is written anyway), so that a
+// batch of messages appended one by one grows it once rather than by
+// doubling from nothing each time the pool has no buffer to give.
+func (c *conn) reserve(n int) {
+	if n = min(n, flushThreshold); n == 0 {
+		return // nothing to send: an idle connection holds no buffer
+	}
+	c.takeOut()
+	if cap(c.out)-len(c.out) >= n {
+		return
+	}
+	c.out = slices.Grow(c.out, n)
+	c.chargeOut()
 }
 
 // sendRaw appends an encoded message to the send buffer; a large one is

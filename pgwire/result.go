@@ -73,6 +73,7 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 	}
 	sent := 0
 	for {
+		c.reserve(batchBytes(ex.pending))
 		for len(ex.pending) > 0 {
 			msg := ex.pending[0]
 			ex.pending = ex.pending[1:]
@@ -117,6 +118,18 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 	ex.close() // release it now: a completed portal only needs its tag
 	c.complete(ex)
 	return false, nil
+}
+
+// batchBytes is the size of a batch's messages that sendRaw copies into
+// the send buffer (a large one is written where it lies).
+func batchBytes(msgs [][]byte) int {
+	n := 0
+	for _, m := range msgs {
+		if len(m) < flushThreshold {
+			n += len(m)
+		}
+	}
+	return n
 }
 
 // complete sends the completion of a finished result.
