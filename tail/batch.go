@@ -2,9 +2,12 @@ package tail
 
 import (
 	"math/bits"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/subscribe"
 )
@@ -29,9 +32,13 @@ type batch struct {
 	extra int64
 
 	// Held by the window and how many queues, for the memory budget
-	// (SharedTail.hold). Guarded by the tail's mu.
+	// (SharedTail.hold): inWindow is set under the tail's mu and acct,
+	// queueRefs changes without either (SharedTail.queueRef). counted is
+	// the holder the batch's bytes count under, guarded by acct.
+	acct      sync.Mutex
 	inWindow  bool
-	queueRefs int
+	queueRefs atomic.Int64
+	counted   *membudget.Holder
 
 	shapes shapeCache[[]formatter.TimeRows]
 }

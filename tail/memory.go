@@ -15,51 +15,81 @@ import (
 // (MaxBufferedBytes) still charge each queue with every batch it
 // references: that is the client's backlog, not the process's memory.
 
-// holder returns the budget holder b counts under, nil when nothing holds
-// it. t.mu must be held.
+// holder returns the budget holder b should count under, nil when nothing
+// holds it. b.acct must be held.
 func (t *SharedTail) holder(b *batch) *membudget.Holder {
 	switch {
 	case b.inWindow:
 		return t.m.memWindow
-	case b.queueRefs > 0:
+	case b.queueRefs.Load() > 0:
 		return t.m.memQueues
 	}
 	return nil
 }
 
-// hold records that the window took or let go of b (inWindow) and that
-// refs more queues reference it (negative: fewer), moving its bytes
-// between the budget's holders. t.mu must be held.
-func (t *SharedTail) hold(b *batch, inWindow bool, refs int) {
-	before := t.holder(b)
-	b.inWindow = inWindow
-	b.queueRefs += refs
-	if after := t.holder(b); after != before {
-		before.Add(-(b.bytes + b.extra))
-		after.Add(b.bytes + b.extra)
+// recount moves b's bytes to the holder it should count under, if it
+// counts under another. b.acct must be held.
+func (t *SharedTail) recount(b *batch) {
+	if h := t.holder(b); h != b.counted {
+		b.counted.Add(-(b.bytes + b.extra))
+		h.Add(b.bytes + b.extra)
+		b.counted = h
 	}
+}
+
+// setInWindow records that the window took (in) or let go of b, counting
+// its bytes in the window's and moving them between the budget's
+// holders. t.mu must be held.
+func (t *SharedTail) setInWindow(b *batch, in bool) {
+	b.acct.Lock()
+	defer b.acct.Unlock()
+	switch {
+	case in && !b.inWindow:
+		t.windowBytes.Add(b.bytes + b.extra)
+	case !in && b.inWindow:
+		t.windowBytes.Add(-(b.bytes + b.extra))
+	}
+	b.inWindow = in
+	t.recount(b)
+}
+
+// queueRef records that n more queues reference b (negative: fewer),
+// without t.mu: a session taking batches from its queue needs only its
+// own lock. Only a count crossing zero can move b between holders, so
+// only then does it take b.acct; every change is followed by a recount
+// under b.acct, so the last one sees the final state.
+func (t *SharedTail) queueRef(b *batch, n int64) {
+	after := b.queueRefs.Add(n)
+	if (after == 0) == (after-n == 0) {
+		return
+	}
+	b.acct.Lock()
+	t.recount(b)
+	b.acct.Unlock()
 }
 
 // grow counts n more bytes computed from b (formatted rows, encodings)
 // where b is held: its holder, and the window's bytes if it is in the
 // window. Computed from a batch nothing holds any more (a subscriber
 // formatting what it took from its queue), they are the session's until
-// it is done with them, and counted nowhere. It takes t.mu.
+// it is done with them, and counted nowhere. It takes b.acct, not t.mu:
+// the first session to format a batch does not wait for the fan-out that
+// published it.
 func (t *SharedTail) grow(b *batch, n int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	b.acct.Lock()
+	defer b.acct.Unlock()
 	b.extra += n
 	if b.inWindow {
-		t.windowBytes += n
+		t.windowBytes.Add(n)
 	}
-	t.holder(b).Add(n)
+	b.counted.Add(n)
 }
 
 // releaseQueue lets go of the batches in q, which a queue no longer
-// holds. t.mu must be held.
+// holds.
 func (t *SharedTail) releaseQueue(q []*batch) {
 	for _, b := range q {
-		t.hold(b, b.inWindow, -1)
+		t.queueRef(b, -1)
 	}
 }
 
@@ -112,9 +142,11 @@ func (m *Manager) detachLargest() {
 	for _, t := range m.running() {
 		t.mu.Lock()
 		for s := range t.subs {
+			s.qmu.Lock()
 			if s.attached && s.queued > floor {
 				qs = append(qs, queued{s, s.queued})
 			}
+			s.qmu.Unlock()
 		}
 		t.mu.Unlock()
 	}
@@ -125,10 +157,12 @@ func (m *Manager) detachLargest() {
 		}
 		t := q.s.t
 		t.mu.Lock()
+		q.s.qmu.Lock()
 		if q.s.attached {
 			q.s.detach(q.s.queued, q.s.t.frontier)
 			m.metrics.budgetDetaches.Inc()
 		}
+		q.s.qmu.Unlock()
 		t.mu.Unlock()
 	}
 }

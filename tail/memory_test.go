@@ -20,8 +20,8 @@ import (
 // isDetached reports whether the budget (or its own) detached s and it has
 // not resumed yet.
 func isDetached(s *Subscriber) bool {
-	s.t.mu.Lock()
-	defer s.t.mu.Unlock()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
 	return s.detached
 }
 
@@ -30,9 +30,9 @@ func isDetached(s *Subscriber) bool {
 func queueArrays(subs ...*Subscriber) int64 {
 	var n int64
 	for _, s := range subs {
-		s.t.mu.Lock()
+		s.qmu.Lock()
 		n += s.queueArray
-		s.t.mu.Unlock()
+		s.qmu.Unlock()
 	}
 	return n
 }
@@ -324,7 +324,7 @@ func TestBudgetCountsWhatBatchesRetain(t *testing.T) {
 	t.Logf("counted %d, retained %d", counted, retained)
 	// The window's own bound is kept on the same figures.
 	stalled.t.mu.Lock()
-	windowBytes := stalled.t.windowBytes
+	windowBytes := stalled.t.windowBytes.Load()
 	stalled.t.mu.Unlock()
 	if got, want := windowBytes, budget.Holder(membudget.HolderWindow).Bytes(); got != want {
 		t.Errorf("window bytes %d, the window holder counts %d", got, want)

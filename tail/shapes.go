@@ -293,8 +293,11 @@ func (t *SharedTail) sweepProgress(b *batch) int {
 	}
 	n := 0
 	for _, s := range t.progressed.due(timeNow(), t.m.cfg.ProgressInterval) {
-		if q := s.queue; len(q) > 0 && q[len(q)-1] == b {
-			continue // routed to it
+		s.qmu.Lock()
+		routed := s.pushed == b.upper
+		s.qmu.Unlock()
+		if routed {
+			continue // routed to it (and maybe taken already)
 		}
 		s.push(b)
 		n++

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -78,7 +79,12 @@ type Subscriber struct {
 	// array (cleared after each delivery).
 	taken []*batch
 
-	// Guarded by t.mu.
+	// qmu guards the queue and its hand-off below: the listen pushes
+	// under t.mu and qmu, the session takes under qmu alone, so that
+	// thousands of sessions taking their batches do not contend for the
+	// tail's lock with each other and with the fan-out. Lock order: t.mu,
+	// then qmu.
+	qmu    sync.Mutex
 	queue  []*batch
 	queued int64
 	// queueArray is the bytes of queue's own array counted in the
@@ -99,6 +105,9 @@ type Subscriber struct {
 	waiting bool
 	// resumeAt is next, taken by the session goroutine at a resume.
 	resumeAt uint64
+	// pushed is the upper of the last batch pushed, which the progress
+	// sweep does not push again (its session may have taken it already).
+	pushed uint64
 }
 
 // catchUpBytes bounds the batches (by their bytes) that a subscriber takes
@@ -147,6 +156,8 @@ func (s *Subscriber) Frontier() uint64 {
 	}
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
 	switch {
 	case !s.attached:
 	case len(s.queue) > 0:
@@ -166,13 +177,15 @@ func (s *Subscriber) Resumes() int64 { return s.resumes.Load() }
 // QueuedBytes is the bytes waiting in the subscriber's queue, and the
 // snapshot it holds back to order or envelope it whole.
 func (s *Subscriber) QueuedBytes() int64 {
-	s.t.mu.Lock()
-	defer s.t.mu.Unlock()
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
 	return s.queued + s.held.Load()
 }
 
 // push queues a published batch. t.mu must be held.
 func (s *Subscriber) push(b *batch) {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
 	if !s.attached {
 		return
 	}
@@ -182,16 +195,17 @@ func (s *Subscriber) push(b *batch) {
 		return
 	}
 	s.queue = append(s.queue, b)
+	s.pushed = b.upper
 	s.chargeQueue()
 	s.queued += b.bytes
-	s.t.hold(b, b.inWindow, 1)
+	s.t.queueRef(b, 1)
 	s.t.m.metrics.queueBytes.Add(float64(b.bytes))
 	s.wake()
 }
 
 // chargeQueue brings the budget's count of the queue's own array up to
 // date: a pointer per batch and subscriber, which over hundreds of stalled
-// queues of thousands of batches each is megabytes no batch counts. t.mu
+// queues of thousands of batches each is megabytes no batch counts. qmu
 // must be held.
 func (s *Subscriber) chargeQueue() {
 	n := int64(cap(s.queue)) * int64(unsafe.Sizeof((*batch)(nil)))
@@ -203,7 +217,7 @@ func (s *Subscriber) chargeQueue() {
 // next Next from the frontier it delivered: the first queued batch's
 // lower, else next (the batch being published, or the tail's frontier);
 // lost is the backlog reported if the shard no longer retains that
-// frontier. t.mu must be held.
+// frontier. qmu must be held.
 func (s *Subscriber) detach(lost int64, next uint64) {
 	s.lost = lost
 	s.next = next
@@ -226,10 +240,10 @@ func (s *Subscriber) setHeld(n int64) {
 	s.t.m.memOrdered.Add(n - s.held.Swap(n))
 }
 
-// wake signals a waiting Next. t.mu must be held.
+// wake signals a waiting Next. qmu must be held.
 func (s *Subscriber) wake() {
 	if !s.waiting {
-		return // Next looks at the queue under t.mu before it waits
+		return // Next looks at the queue under qmu before it waits
 	}
 	s.waiting = false
 	close(s.ready)
@@ -366,11 +380,11 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.phase = phaseJoin
 		}
 	case phaseLive:
-		s.t.mu.Lock()
+		s.qmu.Lock()
 		if s.detached {
 			s.detached = false
 			s.resumeAt = s.next
-			s.t.mu.Unlock()
+			s.qmu.Unlock()
 			s.t.m.metrics.resumes.Inc()
 			s.resumes.Add(1)
 			s.phase = phaseJoin
@@ -394,21 +408,25 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.chargeQueue()
 			s.queued -= taken
 			s.t.m.metrics.queueBytes.Sub(float64(taken))
+			s.qmu.Unlock()
 			for _, b := range s.taken {
-				s.t.hold(b, b.inWindow, -1)
+				s.t.queueRef(b, -1)
 			}
-			s.t.mu.Unlock()
 			s.deliver(s.taken)
 			clear(s.taken) // the rows delivered refer to what they need
 			return nil
 		}
-		if err := s.t.err; err != nil {
+		if s.t.failing.Load() {
+			// fail set t.err before it woke the subscribers.
+			s.qmu.Unlock()
+			s.t.mu.Lock()
+			err := s.t.err
 			s.t.mu.Unlock()
 			return s.mapErr(err)
 		}
 		s.waiting = true
 		ready := s.ready
-		s.t.mu.Unlock()
+		s.qmu.Unlock()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -481,7 +499,9 @@ func (s *Subscriber) join(ctx context.Context) error {
 	batches, covered := s.t.windowFrom(pos)
 	frontier := s.t.frontier
 	if covered {
+		s.qmu.Lock()
 		s.attached, s.detached = true, false
+		s.qmu.Unlock()
 	}
 	s.t.mu.Unlock()
 	if covered {
@@ -518,9 +538,9 @@ func (s *Subscriber) mapErr(err error) error {
 	switch {
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		s.t.m.metrics.historyLoss.Inc()
-		s.t.mu.Lock()
+		s.qmu.Lock()
 		lost := s.lost
-		s.t.mu.Unlock()
+		s.qmu.Unlock()
 		return &subscribe.BufferError{Buffered: lost, Max: s.req.MaxBufferedBytes, HistoryLost: true}
 	}
 	return subscribe.Dropped(err)
@@ -546,11 +566,12 @@ func (s *Subscriber) Close() {
 	if _, ok := t.subs[s]; ok {
 		t.removeSubscriber(s)
 		t.m.metrics.subscribers.Dec()
+		s.qmu.Lock()
 		t.m.metrics.queueBytes.Sub(float64(s.queued))
 		t.releaseQueue(s.queue)
 		s.queue, s.queued = nil, 0
 		s.chargeQueue()
-		s.chargeQueue()
+		s.qmu.Unlock()
 		if len(t.subs) == 0 {
 			t.idleAt = timeNow()
 		}

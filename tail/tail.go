@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardtail/shardtail/persist"
@@ -30,8 +31,11 @@ type SharedTail struct {
 	mu sync.Mutex
 	// window holds the most recent batches, contiguous, oldest first. It
 	// always ends at frontier.
-	window      []*batch
-	windowBytes int64
+	window []*batch
+	// windowBytes is the bytes of the window's batches (batch.bytes and
+	// extra), changed under t.mu as the window changes and under a
+	// batch's acct as its extra grows.
+	windowBytes atomic.Int64
 	// frontier is the shared listen's position: every update with a time
 	// below it is in the window or older.
 	frontier uint64
@@ -53,9 +57,11 @@ type SharedTail struct {
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
 	snapFloor uint64
-	err       error         // the listen failed (dropped shard, storage)
-	changed   chan struct{} // closed when frontier advances or err is set
-	idleAt    time.Time     // when the last subscriber left
+	err       error // the listen failed (dropped shard, storage)
+	// failing is set with err, for subscribers that look without t.mu.
+	failing atomic.Bool
+	changed chan struct{} // closed when frontier advances or err is set
+	idleAt  time.Time     // when the last subscriber left
 }
 
 // newSharedTail registers the tail's two readers and starts its listen at
@@ -185,8 +191,7 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	defer t.mu.Unlock()
 	b := newBatch(t, t.frontier, frontier, updates)
 	t.window = append(t.window, b)
-	t.windowBytes += b.bytes + b.extra
-	t.hold(b, true, 0)
+	t.setInWindow(b, true)
 	t.frontier = frontier
 	t.trimWindow()
 	for s := range t.every {
@@ -211,11 +216,10 @@ func (t *SharedTail) trimWindowTo(limit int64) {
 	drop := 0
 	for drop < len(t.window)-1 {
 		b := t.window[drop]
-		if t.windowBytes <= limit && b.upper >= cutoff {
+		if t.windowBytes.Load() <= limit && b.upper >= cutoff {
 			break
 		}
-		t.windowBytes -= b.bytes + b.extra
-		t.hold(b, false, 0)
+		t.setInWindow(b, false)
 		drop++
 	}
 	if drop > 0 {
@@ -254,8 +258,11 @@ func (t *SharedTail) fail(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.err = subscribe.Dropped(err)
+	t.failing.Store(true)
 	for s := range t.subs {
+		s.qmu.Lock()
 		s.wake()
+		s.qmu.Unlock()
 	}
 	close(t.changed)
 	t.changed = make(chan struct{})
@@ -415,9 +422,9 @@ func (t *SharedTail) close() {
 	t.mu.Lock()
 	// The window goes with the tail (its subscribers are gone).
 	for _, b := range t.window {
-		t.hold(b, false, 0)
+		t.setInWindow(b, false)
 	}
-	t.window, t.windowBytes = nil, 0
+	t.window = nil
 	for _, sh := range t.shares {
 		sh.mu.Lock()
 		if !sh.reading {

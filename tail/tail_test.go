@@ -578,3 +578,36 @@ func TestCatchUpSkipsSupersededProgress(t *testing.T) {
 		t.Errorf("one Next returned\n%v\nwant\n%v", got, want)
 	}
 }
+
+// TestTakeWithoutTailLock: a session takes its queued batches under its
+// subscriber's own lock, not the tail's, so that thousands of sessions do
+// not contend with each other and with the fan-out for it: Next returns a
+// queued batch while the tail's lock is held (as a long publish holds
+// it).
+func TestTakeWithoutTailLock(t *testing.T) {
+	f := newFixture(t, Config{})
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(100, "warm-up"))
+	drain(t, f.ctx, s, f.upper)
+	at := f.write(ins(1, "v"))
+	waitPublished(t, f.ctx, s, f.upper)
+	s.t.mu.Lock()
+	got := make(chan []string, 1)
+	go func() {
+		rows, err := s.Next(f.ctx, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- canon(rows)
+	}()
+	select {
+	case rows := <-got:
+		s.t.mu.Unlock()
+		if want := []string{fmt.Sprintf("%d [1 1 v]", at), fmt.Sprintf("%d progress", at+1)}; !slices.Equal(rows, want) {
+			t.Errorf("Next returned %v, want %v", rows, want)
+		}
+	case <-f.ctx.Done():
+		s.t.mu.Unlock()
+		t.Fatal("Next waited for the tail's lock")
+	}
+}
