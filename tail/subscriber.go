@@ -75,9 +75,10 @@ type Subscriber struct {
 	// fatal is the shape's MFP's error: it ends the stream after the rows
 	// before it, at the batch where the dataflow path fails too.
 	fatal error
-	// taken is the batches taken from the queue by one step, kept for its
-	// array (cleared after each delivery).
-	taken []*batch
+	// taken is the batches taken from the queue by one step, and groups
+	// their rows, kept for their arrays (cleared after each delivery).
+	taken  []*batch
+	groups []delivery
 
 	// qmu guards the queue and its hand-off below: the listen pushes
 	// under t.mu and qmu, the session takes under qmu alone, so that
@@ -448,21 +449,42 @@ func (s *Subscriber) step(ctx context.Context) error {
 // formatter.Batcher.Groups), so the output does not depend on how many
 // batches one catch-up takes.
 func (s *Subscriber) deliver(batches []*batch) bool {
-	var out []formatter.Row
+	// The batches' rows first, to size the list once: a row per data row,
+	// a progress row per timestamp and one per batch at most.
+	s.groups = s.groups[:0]
+	size := 0
+	var err error
 	for i, b := range batches {
-		rows, err := b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics)
-		if err != nil {
-			s.emit(out)
-			s.fatal = err
-			return false
+		var rows []formatter.TimeRows
+		if rows, err = b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics); err != nil {
+			break
 		}
 		if len(rows) == 0 && i < len(batches)-1 {
 			continue
 		}
-		out = s.b.AppendGroups(out, rows, b.upper)
+		s.groups = append(s.groups, delivery{rows, b.upper})
+		size++
+		for _, g := range rows {
+			size += len(g.Rows) + 1
+		}
 	}
+	out := make([]formatter.Row, 0, size)
+	for _, d := range s.groups {
+		out = s.b.AppendGroups(out, d.rows, d.upper)
+	}
+	clear(s.groups)
 	s.emit(out)
+	if err != nil {
+		s.fatal = err
+		return false
+	}
 	return true
+}
+
+// delivery is one batch's rows for a subscriber, and its upper.
+type delivery struct {
+	rows  []formatter.TimeRows
+	upper uint64
 }
 
 // shapedSnapshot emits the snapshot of a shaped subscriber once it took
