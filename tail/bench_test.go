@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -96,4 +98,96 @@ func processCPU(b *testing.B) float64 {
 	}
 	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return sec(ru.Utime) + sec(ru.Stime)
+}
+
+// BenchmarkFanOut is issue 19's live fan-out without the network: subs
+// subscribers (COPY text with PROGRESS, encoded as a session does) on one
+// shared tail while a writer appends batches of 10 rows as fast as
+// storage takes them; an op is one batch reaching every subscriber. It
+// reports the process's CPU per delivered row and the Next calls per
+// subscriber per batch (each Next is one socket write in a session): a
+// subscriber that falls behind takes its backlog in one Next.
+//
+//	go test -run '^$' -bench FanOut -benchtime 300x ./tail/
+func BenchmarkFanOut(b *testing.B) {
+	for _, subs := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) { benchFanOut(b, subs, 10) })
+	}
+}
+
+func benchFanOut(b *testing.B, subs, perBatch int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := persist.NewClient(blobmem.New(), consmem.New(), persist.Config{CompactionMinInputs: -1, ReaderHeartbeat: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	shard := persist.NewShardID()
+	if _, err := p.CreateShard(ctx, shard, schema); err != nil {
+		b.Fatal(err)
+	}
+	w, err := p.OpenWriter(ctx, shard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.CompareAndAppend(ctx, nil, 0, 1); err != nil {
+		b.Fatal(err)
+	}
+	m := NewManager(p, Config{})
+	defer m.Close()
+	opts := &formatter.Options{Relation: schema, Progress: true}
+	final := uint64(1 + b.N) // one time per batch
+	var nexts, rows atomic.Int64
+	var wg sync.WaitGroup
+	for range subs {
+		s, err := m.Subscribe(ctx, subscribe.Request{Shard: shard, AsOf: 0, Output: opts})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			defer s.Close()
+			enc := formatter.NewCopyEncoder(opts, formatter.CopyText)
+			var buf []byte
+			var n, data int64
+			for {
+				out, err := s.Next(ctx, 0)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				n++
+				for _, r := range out {
+					if !r.Progressed {
+						data++
+					}
+				}
+				formatter.Runs(enc, out, &buf)
+				if last := out[len(out)-1]; last.Progressed && last.Time >= final {
+					break
+				}
+			}
+			nexts.Add(n)
+			rows.Add(data)
+		})
+	}
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	for i := range b.N {
+		ups := make([]row.Update, perBatch)
+		for j := range ups {
+			ups[j] = row.Update{Row: row.Row{int64(i*perBatch + j), fmt.Sprintf("%064x", i*perBatch+j)}, T: uint64(1 + i), Diff: 1}
+		}
+		if err := w.CompareAndAppend(ctx, ups, uint64(1+i), uint64(2+i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+	b.StopTimer()
+	cpu := processCPU(b) - cpu0
+	if want := int64(subs * b.N * perBatch); rows.Load() != want {
+		b.Fatalf("delivered %d rows, want %d", rows.Load(), want)
+	}
+	b.ReportMetric(cpu*1e6/float64(rows.Load()), "cpu-µs/row")
+	b.ReportMetric(float64(nexts.Load())/float64(subs*b.N), "nexts/batch")
 }
