@@ -258,9 +258,9 @@ func TestSnapshotPiecesOnDemand(t *testing.T) {
 		}
 		rows = append(rows, got...)
 	}
-	// The piece after the one taken may be read ahead meanwhile.
-	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read > 2 {
-		t.Fatalf("read %v snapshot pieces to return 10 rows, want 1 (and 1 read ahead) of %d", read, 50_000/persist.DefaultSnapshotChunkRows+1)
+	// No piece is read ahead after the first (see share.next).
+	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 1 {
+		t.Fatalf("read %v snapshot pieces to return 10 rows, want 1 of %d", read, 50_000/persist.DefaultSnapshotChunkRows+1)
 	}
 	// A second subscriber at the same AS OF shares the cursor: it reads no
 	// piece the first already read.
@@ -268,15 +268,15 @@ func TestSnapshotPiecesOnDemand(t *testing.T) {
 	if _, err := s2.Next(f.ctx, 10); err != nil {
 		t.Fatal(err)
 	}
-	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read > 2 {
+	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 1 {
 		t.Fatalf("a second subscriber read its own pieces: %v", read)
 	}
 }
 
 // TestSnapshotReadsAhead: once a subscriber takes the newest piece of its
-// share, the next piece is read in the background, while the subscriber
-// works on the one it took, and only that one: the read-ahead is one
-// piece ahead of the fastest subscriber.
+// share (other than the first), the next piece is read in the background,
+// while the subscriber works on the one it took, and only that one: the
+// read-ahead is one piece ahead of the fastest subscriber.
 func TestSnapshotReadsAhead(t *testing.T) {
 	f := newFixture(t, Config{})
 	var ups []row.Update
@@ -288,28 +288,36 @@ func TestSnapshotReadsAhead(t *testing.T) {
 	before := testutil.ToFloat64(f.m.Metrics().snapshotPieces)
 	takeRows(t, f, s, 2) // the progress row and the first piece's first row
 	sh := s.sh
+	sh.mu.Lock()
+	pieces, reading, first := sh.base+len(sh.pieces), sh.reading, len(sh.pieces[0].updates)
+	sh.mu.Unlock()
+	if pieces != 1 || reading {
+		t.Fatalf("%d pieces read (reading %v) with the first taken, want 1: nothing is read ahead after the first", pieces, reading)
+	}
+	taken := 1 + first + 1 // and the second piece's first row
+	takeRows(t, f, s, taken-2)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		sh.mu.Lock()
 		pieces, reading := sh.base+len(sh.pieces), sh.reading
 		sh.mu.Unlock()
-		if pieces == 2 && !reading {
+		if pieces == 3 && !reading {
 			break
 		}
-		if pieces > 2 {
-			t.Fatalf("%d pieces read with one taken, want 2 (one read ahead)", pieces)
+		if pieces > 3 {
+			t.Fatalf("%d pieces read with two taken, want 3 (one read ahead)", pieces)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d pieces read with one taken and reading %v: the next piece was not read ahead", pieces, reading)
+			t.Fatalf("%d pieces read with two taken and reading %v: the next piece was not read ahead", pieces, reading)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 2 {
-		t.Fatalf("pieces counted %v, want 2", read)
+	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 3 {
+		t.Fatalf("pieces counted %v, want 3", read)
 	}
 	// The rest of the snapshot arrives whole and in order.
 	rows := drain(t, f.ctx, s, f.upper)
-	if got, want := len(rows), 4*persist.DefaultSnapshotChunkRows-1+1; got != want {
+	if got, want := len(rows), 4*persist.DefaultSnapshotChunkRows-(taken-1)+1; got != want {
 		t.Fatalf("got %d more rows, want %d (the snapshot's rest and the progress row)", got, want)
 	}
 }
@@ -331,8 +339,9 @@ func TestSnapshotPollWaitsForReadAhead(t *testing.T) {
 	}
 	asOf := f.write(ups...)
 	f.write()
-	// The parts the snapshot's first piece reads, found by reading it
-	// through persist directly (same AS OF, same merge): only those pass.
+	// The parts the snapshot's first two pieces read (nothing is read
+	// ahead before the second is taken), found by reading them through
+	// persist directly (same AS OF, same merge): only those pass.
 	r, err := f.p.OpenReader(f.ctx, f.shard, persist.ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -342,20 +351,24 @@ func TestSnapshotPollWaitsForReadAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	blob.record(true)
-	first, err := cur.Next(f.ctx)
-	if err != nil {
-		t.Fatal(err)
+	taken := 1 // the progress row
+	for range 2 {
+		chunk, err := cur.Next(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken += len(chunk)
 	}
 	blob.record(false)
 	cur.Close()
 	r.Close()
 
 	s := f.subscribe(asOf, true, 0, nil)
-	got := takeRows(t, f, s, 1+len(first)) // the progress row and the first piece
+	got := takeRows(t, f, s, taken)
 	deadline := time.Now().Add(20 * time.Second)
 	for blob.held.Load() == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the second piece was not read ahead (no part read after the first piece)")
+			t.Fatal("the third piece was not read ahead (no part read after the second piece)")
 		}
 		time.Sleep(time.Millisecond)
 	}
