@@ -331,47 +331,8 @@ func TestSnapshotReadsAhead(t *testing.T) {
 // every part the first piece did not need, so the read-ahead of the second
 // is in flight, deterministically, when the session polls.
 func TestSnapshotPollWaitsForReadAhead(t *testing.T) {
-	blob := &gatedBlob{Blob: blobmem.New(), open: make(chan struct{})}
-	f := newFixtureStore(t, Config{}, blob, consmem.New(), persist.Config{PartTargetBytes: 1024})
-	var ups []row.Update
-	for i := range 2000 {
-		ups = append(ups, ins(int64(i), "v"))
-	}
-	asOf := f.write(ups...)
-	f.write()
-	// The parts the snapshot's first two pieces read (nothing is read
-	// ahead before the second is taken), found by reading them through
-	// persist directly (same AS OF, same merge): only those pass.
-	r, err := f.p.OpenReader(f.ctx, f.shard, persist.ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, err := r.Snapshot(f.ctx, asOf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob.record(true)
-	taken := 1 // the progress row
-	for range 2 {
-		chunk, err := cur.Next(f.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		taken += len(chunk)
-	}
-	blob.record(false)
-	cur.Close()
-	r.Close()
-
-	s := f.subscribe(asOf, true, 0, nil)
-	got := takeRows(t, f, s, taken)
+	f, s, blob, got, n := readAheadHeld(t)
 	deadline := time.Now().Add(20 * time.Second)
-	for blob.held.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the third piece was not read ahead (no part read after the second piece)")
-		}
-		time.Sleep(time.Millisecond)
-	}
 	waits := testutil.ToFloat64(f.m.Metrics().snapshotAheadWaits)
 	type result struct {
 		rows []formatter.Row
@@ -404,9 +365,89 @@ func TestSnapshotPollWaitsForReadAhead(t *testing.T) {
 			data++
 		}
 	}
-	if data != len(ups) {
-		t.Fatalf("got %d snapshot rows, want %d", data, len(ups))
+	if data != n {
+		t.Fatalf("got %d snapshot rows, want %d", data, n)
 	}
+}
+
+// TestSnapshotReadAheadOutlivesSubscriber: when the last subscriber of a
+// share leaves while a piece is read ahead, the read-ahead's end closes
+// the cursor and releases the share, as the subscriber's leave would
+// have: no cursor (and its seqno lease) stays open for nobody.
+func TestSnapshotReadAheadOutlivesSubscriber(t *testing.T) {
+	_, s, blob, _, _ := readAheadHeld(t)
+	sh := s.sh
+	s.Close()
+	sh.mu.Lock()
+	open, reading := sh.cur != nil, sh.reading
+	sh.mu.Unlock()
+	if !open || !reading {
+		t.Fatalf("after the subscriber left during the read-ahead: cursor open %v, reading %v; want both", open, reading)
+	}
+	close(blob.open)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sh.mu.Lock()
+		open, released := sh.cur != nil, sh.released
+		sh.mu.Unlock()
+		if !open && released {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the read-ahead ended: cursor open %v, share released %v; want closed and released", open, released)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// readAheadHeld subscribes to a 2000-row snapshot of small parts on a
+// gatedBlob, takes its first two pieces (and the progress row: got) and
+// returns once the read-ahead of the third waits for a part the blob
+// holds back until blob.open is closed. n is the snapshot's rows.
+func readAheadHeld(t *testing.T) (f *fixture, s *Subscriber, blob *gatedBlob, got []formatter.Row, n int) {
+	t.Helper()
+	blob = &gatedBlob{Blob: blobmem.New(), open: make(chan struct{})}
+	f = newFixtureStore(t, Config{}, blob, consmem.New(), persist.Config{PartTargetBytes: 1024})
+	var ups []row.Update
+	for i := range 2000 {
+		ups = append(ups, ins(int64(i), "v"))
+	}
+	asOf := f.write(ups...)
+	f.write()
+	// The parts the snapshot's first two pieces read (nothing is read
+	// ahead before the second is taken), found by reading them through
+	// persist directly (same AS OF, same merge): only those pass.
+	r, err := f.p.OpenReader(f.ctx, f.shard, persist.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := r.Snapshot(f.ctx, asOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob.record(true)
+	taken := 1 // the progress row
+	for range 2 {
+		chunk, err := cur.Next(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken += len(chunk)
+	}
+	blob.record(false)
+	cur.Close()
+	r.Close()
+
+	s = f.subscribe(asOf, true, 0, nil)
+	got = takeRows(t, f, s, taken)
+	deadline := time.Now().Add(20 * time.Second)
+	for blob.held.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the third piece was not read ahead (no part read after the second piece)")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return f, s, blob, got, len(ups)
 }
 
 // gatedBlob is a blob whose Gets wait, until open is closed, unless they
