@@ -81,7 +81,11 @@
 //     reaches back that far, go to 4.
 //  4. private: catch up from the shard with a private reader and listen,
 //     until the window covers the position again; then back to 3.
-//  5. live: take batches from the queue, blocking until one arrives.
+//  5. live: take batches from the queue, blocking until one arrives; a
+//     subscriber behind by several takes them at once (up to 64 KiB), so
+//     that its session catches up with one write, and a batch with no
+//     rows for it before the last adds no progress row (the next one's
+//     supersedes it, as if storage had merged the batches).
 //
 // # Detach and resume
 //
@@ -147,7 +151,10 @@
 // tail (two reader registrations and a listen: consensus round trips)
 // happens outside the Manager's lock: subscribes to the same collection
 // meanwhile wait for that one creation, subscribes to others do not wait.
-// SharedTail.mu guards the window, the subscriber set and every queue; a
-// share's own mu guards its pieces. Reader expiries (a CAS each) run after
-// those locks are released.
+// SharedTail.mu guards the window and the subscriber set; each
+// subscriber's qmu guards its queue, so that a session takes its batches
+// without the tail's lock (the listen pushes under both: lock order mu,
+// then qmu), and a batch's acct guards its memory accounting (queue
+// references are atomic). A share's own mu guards its pieces. Reader
+// expiries (a CAS each) run after those locks are released.
 package tail
