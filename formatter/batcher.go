@@ -149,6 +149,49 @@ func (b *Batcher) AppendGroups(out []Row, groups []TimeRows, frontier uint64) []
 	return b.advance(out, frontier)
 }
 
+// Whole reports whether Groups(groups, frontier) would hand out every row
+// of groups and the progress rows after them as Options.BatchRows lists
+// them: the batcher's frontier is at or below the first time, past AS OF,
+// below frontier, and UP TO is not reached. If so it advances as Groups
+// would, and the caller hands out BatchRows's list, which every subscriber
+// at that point shares (a shared tail computes it once per batch), instead
+// of a list of its own.
+func (b *Batcher) Whole(groups []TimeRows, frontier uint64) bool {
+	if b.done || frontier <= b.frontier || (b.hasUpTo && frontier >= b.upTo) {
+		return false
+	}
+	if len(groups) > 0 && (groups[0].T <= b.asOf || groups[0].T < b.frontier) {
+		return false
+	}
+	b.frontier = frontier
+	return true
+}
+
+// BatchRows is what Groups(groups, frontier) returns to a batcher for which
+// Whole holds: the rows of each time (groups in time order, one per time,
+// below frontier) followed by a progress row at that time + 1, then one at
+// frontier unless the last already is. The list is full (len == cap), so
+// that no one appending to it writes into a list others share.
+func (o *Options) BatchRows(groups []TimeRows, frontier uint64) []Row {
+	n := 1
+	for _, g := range groups {
+		n += len(g.Rows) + 1
+	}
+	out := make([]Row, 0, n)
+	last := uint64(0)
+	for _, g := range groups {
+		out = append(out, g.Rows...)
+		if o.Progress {
+			out = append(out, o.ProgressRow(g.T+1))
+		}
+		last = g.T + 1
+	}
+	if o.Progress && frontier > last {
+		out = append(out, o.ProgressRow(frontier))
+	}
+	return out[:len(out):len(out)]
+}
+
 // advance moves the delivered frontier to f, appending its progress row,
 // or completes the subscribe when f reaches UP TO.
 func (b *Batcher) advance(out []Row, f uint64) []Row {

@@ -191,3 +191,44 @@ func TestEnvelopes(t *testing.T) {
 		t.Error("no updates should give no rows")
 	}
 }
+
+// TestBatchRowsMatchesGroups: a batcher for which Whole holds gets from
+// BatchRows what Groups would have returned it (the list a shared tail
+// hands every subscriber at that point), with and without PROGRESS, for a
+// batch of several times, one whose last time ends at its frontier, and
+// one of progress only; Whole refuses a batcher past the batch's start,
+// at UP TO, or already at the frontier.
+func TestBatchRowsMatchesGroups(t *testing.T) {
+	for _, progress := range []bool{true, false} {
+		opts := &Options{Relation: t3, Progress: progress}
+		for _, tc := range []struct {
+			name     string
+			updates  []row.Update
+			frontier uint64
+		}{
+			{"times", []row.Update{u(1, "x", 10, 6, 1), u(2, "y", 20, 6, 1), u(1, "x", 10, 8, -1)}, 12},
+			{"LastTimeEndsIt", []row.Update{u(3, "z", 30, 7, 1)}, 8},
+			{"ProgressOnly", nil, 9},
+		} {
+			groups := opts.Format(tc.updates)
+			want := NewBatcher(opts, 5, nil).Groups(groups, tc.frontier)
+			b := NewBatcher(opts, 5, nil)
+			if !b.Whole(groups, tc.frontier) {
+				t.Fatalf("progress %v, %s: Whole refused a fresh batcher", progress, tc.name)
+			}
+			if got := opts.BatchRows(groups, tc.frontier); render(got) != render(want) || len(got) != cap(got) {
+				t.Errorf("progress %v, %s: BatchRows\n%s(cap %d)\nwant Groups's\n%s", progress, tc.name, render(got), cap(got), render(want))
+			}
+			if got := b.Frontier(); got != tc.frontier {
+				t.Errorf("progress %v, %s: Whole left the frontier at %d, want %d", progress, tc.name, got, tc.frontier)
+			}
+			if b.Whole(groups, tc.frontier) {
+				t.Errorf("progress %v, %s: Whole took the same batch twice", progress, tc.name)
+			}
+		}
+		upTo := uint64(8)
+		if NewBatcher(opts, 5, &upTo).Whole(opts.Format([]row.Update{u(1, "x", 10, 6, 1)}), 9) {
+			t.Errorf("progress %v: Whole took a batch past UP TO", progress)
+		}
+	}
+}

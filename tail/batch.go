@@ -41,6 +41,10 @@ type batch struct {
 	counted   *membudget.Holder
 
 	shapes shapeCache[[]formatter.TimeRows]
+	// lists are the rows handed out whole (formatter.Options.BatchRows),
+	// by output key: every subscriber that takes the batch alone at its
+	// frontier shares one list instead of building its own.
+	lists shapeCache[[]formatter.Row]
 }
 
 func newBatch(t *SharedTail, lower, upper uint64, updates []row.Update) *batch {
@@ -143,6 +147,22 @@ func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, key string, m
 		b.grow(formatted)
 	}
 	return rows, nil
+}
+
+// list returns the rows of the batch for a subscriber that takes it whole
+// (formatter.Batcher.Whole): rows is b.rows's for the same key, listed
+// with their progress rows once per output key.
+func (b *batch) list(key string, opts *formatter.Options, rows []formatter.TimeRows) []formatter.Row {
+	var listed int64
+	l := b.lists.get(key, func() []formatter.Row {
+		l := opts.BatchRows(rows, b.upper)
+		listed = int64(unsafe.Sizeof(formatter.Row{})) * int64(cap(l))
+		return l
+	})
+	if listed > 0 {
+		b.grow(listed) // outside the cache's lock, as in rows
+	}
+	return l
 }
 
 // grow counts n more bytes computed from b (batch.extra).

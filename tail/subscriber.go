@@ -449,6 +449,17 @@ func (s *Subscriber) step(ctx context.Context) error {
 // formatter.Batcher.Groups), so the output does not depend on how many
 // batches one catch-up takes.
 func (s *Subscriber) deliver(batches []*batch) bool {
+	if len(batches) == 1 {
+		// The usual live delivery: one batch, at the subscriber's
+		// frontier. Its list is the same for every such subscriber of the
+		// output shape: shared, not built per subscriber.
+		b := batches[0]
+		rows, err := b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics)
+		if err == nil && s.b.Whole(rows, b.upper) {
+			s.emit(b.list(s.outKey, s.req.Output, rows))
+			return true
+		}
+	}
 	// The batches' rows first, to size the list once: a row per data row,
 	// a progress row per timestamp and one per batch at most.
 	s.groups = s.groups[:0]

@@ -843,3 +843,32 @@ func TestTakeWithoutTailLock(t *testing.T) {
 		t.Fatal("Next waited for the tail's lock")
 	}
 }
+
+// TestLiveListShared: subscribers that take a batch alone at their
+// frontier share one list of its rows (built once per output shape), not
+// one each, and it is the list Groups would have built.
+func TestLiveListShared(t *testing.T) {
+	f := newFixture(t, Config{})
+	s1 := f.subscribe(f.upper-1, true, 0, nil)
+	s2 := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(100, "warm-up"))
+	drain(t, f.ctx, s1, f.upper)
+	drain(t, f.ctx, s2, f.upper)
+	at := f.write(ins(1, "v"), ins(2, "w"))
+	waitPublished(t, f.ctx, s1, f.upper)
+	var lists [2][]formatter.Row
+	for i, s := range []*Subscriber{s1, s2} {
+		rows, err := s.Next(f.ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lists[i] = rows
+	}
+	want := []string{fmt.Sprintf("%d [1 1 v]", at), fmt.Sprintf("%d [1 2 w]", at), fmt.Sprintf("%d progress", at+1)}
+	if got := canon(lists[0]); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if &lists[0][0] != &lists[1][0] {
+		t.Errorf("each subscriber got a list of its own")
+	}
+}
