@@ -37,8 +37,10 @@ func (ex *execution) close() {
 // (PortalSuspended; suspended is true). In the simple protocol a row result
 // starts with RowDescription; in the extended one the client used Describe.
 // A returned error is the statement's, to report; write failures are recorded
-// in c.werr instead.
-func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple bool) (suspended bool, err error) {
+// in c.werr instead. With park, a ReadyResult that would wait for its next
+// batch is left instead (c.ready is set, nothing returned): the caller
+// resumes it with another runResult once c.ready is closed.
+func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple, park bool) (suspended bool, err error) {
 	if ex.done {
 		// Executing a completed portal again repeats its completion, as
 		// Materialize does.
@@ -97,6 +99,13 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 		// watches ctx while it blocks.
 		if ctx.Err() != nil {
 			return false, context.Cause(ctx)
+		}
+		if park {
+			if rr, ok := ex.res.(ReadyResult); ok {
+				if c.ready = rr.Ready(); c.ready != nil {
+					return false, nil
+				}
+			}
 		}
 		batch, err := ex.res.Next(ctx)
 		if err == io.EOF {
