@@ -121,7 +121,8 @@ func TestReportMedianOfRuns(t *testing.T) {
 // TestReportShapes: (g) shows each path's storm CPU per client and the
 // shaped ÷ bare ratio, and per routed run the delivery, latency, CPU per
 // written row and the fast path's shape counters per row (none for the
-// dataflow path, which has no shapes).
+// dataflow path, which has no shapes), and says when the dataflow path
+// ran fewer routed subscribers (--dataflow-max-clients).
 func TestReportShapes(t *testing.T) {
 	storm := func(cpu float64) *StormResult {
 		return &StormResult{Clients: 100, Connected: 100, Completed: 100, ServerCPU: cpu}
@@ -131,11 +132,13 @@ func TestReportShapes(t *testing.T) {
 			Storm: &StormResult{Latency: Dist{P50: 2, P99: 20}}}}
 	}
 	counters := map[string]float64{"shardtail_tail_shape_rows_evaluated_total": 1000, "shardtail_tail_shape_rows_routed_total": 1000}
-	r := &Report{Config: DefaultSuite(true), Results: &Results{Paths: map[string]*PathResults{
+	cfg := DefaultSuite(true)
+	cfg.ShapesUsers = 10000
+	r := &Report{Config: cfg, Results: &Results{Paths: map[string]*PathResults{
 		PathFast: {Path: PathFast, Shapes: &ShapesResult{Bare: storm(0.1), Shaped: storm(0.15),
 			Routed: live(10000, 2, counters), RoutedSmall: live(100, 1, counters)}},
 		PathDataflow: {Path: PathDataflow, Shapes: &ShapesResult{Bare: storm(2), Shaped: storm(3),
-			Routed: live(10000, 20, counters)}},
+			Routed: live(200, 20, counters)}},
 	}}}
 	md := markdownOf(t, r)
 	for _, want := range []string{
@@ -143,10 +146,33 @@ func TestReportShapes(t *testing.T) {
 		"| dataflow | 20.00 ms | 30.00 ms | 1.50 | 0 |",
 		"| fast | 10,000 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 2.00 ms | 1.00 | 1.00 |",
 		"| fast | 100 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 1.00 ms | 1.00 | 1.00 |",
-		"| dataflow | 10,000 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 20.00 ms | — | — |",
+		"| dataflow | 200 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 20.00 ms | — | — |",
+		"The dataflow path ran 200 routed subscribers, not 10,000: each is a pipeline of its own, so it stops where (a)'s storms do " +
+			"(`--dataflow-max-clients`).",
 	} {
 		if !strings.Contains(md, want+"\n") {
 			t.Errorf("no line %q in:\n%s", want, md)
+		}
+	}
+}
+
+// TestCapClients: a path runs a size over its cap at the cap, others as
+// they are, and a cap of 0 runs every size.
+func TestCapClients(t *testing.T) {
+	cfg := DefaultSuite(false)
+	cfg.DataflowMaxClients, cfg.PostgresMaxClients = 2048, 0
+	for _, tc := range []struct {
+		path string
+		n    int
+		want int
+	}{
+		{PathFast, 10000, 10000},
+		{PathDataflow, 10000, 2048},
+		{PathDataflow, 100, 100},
+		{PathPostgres, 10000, 10000},
+	} {
+		if got := cfg.capClients(tc.path, tc.n); got != tc.want {
+			t.Errorf("capClients(%s, %d) = %d, want %d", tc.path, tc.n, got, tc.want)
 		}
 	}
 }

@@ -202,6 +202,22 @@ func (c *SuiteConfig) onPath(path string, n int) bool {
 	return true
 }
 
+// capClients is n, or the largest number of clients the path runs if
+// that is less (see onPath): for scenarios that run a smaller size rather
+// than none.
+func (c *SuiteConfig) capClients(path string, n int) int {
+	if c.onPath(path, n) {
+		return n
+	}
+	switch path {
+	case PathDataflow:
+		return c.DataflowMaxClients
+	case PathPostgres:
+		return c.PostgresMaxClients
+	}
+	return n
+}
+
 // DefaultMaxServerRSS is the suite's memory guard: 10 GiB of a 24 GiB
 // machine that others share.
 const DefaultMaxServerRSS = 10 << 30
@@ -924,12 +940,9 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			if _, err := ss.ensure(ctx, tableIdle); err != nil {
 				return err
 			}
-			idle := cfg.FeedIdleClients
-			if !cfg.onPath(pr.Path, idle) {
-				// As (a)'s storms: each dataflow stream has a reader of its
-				// own, and at 6,000 of them a new stream waited minutes.
-				idle = cfg.DataflowMaxClients
-			}
+			// As (a)'s storms: each dataflow stream has a reader of its
+			// own, and at 6,000 of them a new stream waited minutes.
+			idle := cfg.capClients(pr.Path, cfg.FeedIdleClients)
 			fr, err := runFeed(ctx, cfg, srv, idle, label("(i) the HTTP feed"))
 			pr.Feed = fr
 			return err
