@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -173,6 +174,28 @@ func TestCapClients(t *testing.T) {
 	} {
 		if got := cfg.capClients(tc.path, tc.n); got != tc.want {
 			t.Errorf("capClients(%s, %d) = %d, want %d", tc.path, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestShapesRoutedRuns: (h)'s routed runs are ShapesUsers then
+// ShapesSmallUsers subscribers, the dataflow path's capped at
+// --dataflow-max-clients, each stored into its own field.
+func TestShapesRoutedRuns(t *testing.T) {
+	cfg := DefaultSuite(false)
+	for path, want := range map[string][]int{PathFast: {10000, 100}, PathDataflow: {2048, 100}} {
+		res := &ShapesResult{}
+		runs := res.routedRuns(&cfg, path)
+		var got []int
+		for i, r := range runs {
+			got = append(got, r.users)
+			*r.into = &ShapesLive{Users: r.users}
+			if i == 0 && res.Routed == nil || i == 1 && res.RoutedSmall == nil {
+				t.Errorf("%s: run %d is not stored into its field", path, i)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: routed runs of %v subscribers, want %v", path, got, want)
 		}
 	}
 }

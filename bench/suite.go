@@ -923,14 +923,24 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		pr.Memory = medianRun(pr.MemoryRuns, func(m *MemoryResult) float64 { return m.PerClientKB })
 	}
 	if cfg.runs(ScenarioShapes) {
-		err := step("(h)", tableShaped, func(srv *Server) error {
-			if _, err := ss.ensure(ctx, viewSmall); err != nil {
-				return err
-			}
-			return runShapes(ctx, cfg, srv, pr, label)
+		// (h)'s storms and each of its routed runs are steps of their
+		// own: a server the storms left near the memory guard (the
+		// dataflow path's private pipelines) is replaced before the
+		// routed runs instead of aborting them at once.
+		pr.Shapes = &ShapesResult{}
+		err := step("(h) storms", viewSmall, func(srv *Server) error {
+			return runShapesStorms(ctx, cfg, srv, pr.Shapes, pr.Path, label)
 		})
 		if err != nil {
 			return err
+		}
+		for _, r := range pr.Shapes.routedRuns(cfg, pr.Path) {
+			err := step(fmt.Sprintf("(h) %d routed subscribers", r.users), tableShaped, func(srv *Server) error {
+				return runShapesRouted(ctx, cfg, srv, pr.Path, r, label)
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if cfg.runs(ScenarioFeed) {
