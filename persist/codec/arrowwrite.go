@@ -24,9 +24,13 @@ import (
 
 // zstdEncoder compresses the buffers of every part. EncodeAll is safe for
 // concurrent use; it keeps an encoder (and its tables) per concurrent
-// call, up to GOMAXPROCS, and reuses them.
+// call, up to GOMAXPROCS, and reuses them. A 1 MiB window rather than the
+// default 8 MiB: each encoder keeps a history of window and a block once
+// it has compressed a large buffer (a compaction's), for the life of the
+// process, and parts compress no worse (BenchmarkEncodePart's bytes per
+// row are the same).
 var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(true))
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(true), zstd.WithWindowSize(1<<20))
 	if err != nil {
 		panic(fmt.Sprintf("codec: zstd encoder options: %v", err)) // static options
 	}
