@@ -40,8 +40,9 @@ type Subscriber struct {
 	req subscribe.Request
 	b   *formatter.Batcher
 	// outKey is outputKey(req.Shape, req.Output), the cache key of the
-	// batches' rows it takes, computed once rather than per batch.
-	outKey string
+	// batches' rows it takes, and progKey progressKey(req.Output), of
+	// their shared progress rows: computed once rather than per batch.
+	outKey, progKey string
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
 	frontier atomic.Uint64
@@ -116,7 +117,7 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	t.mu.Lock()
 	req.AsOf = req.StartAt(max(t.snapFloor, t.snapReader.Since()))
 	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), outKey: outputKey(req.Shape, req.Output),
-		ready: make(chan struct{})}
+		progKey: progressKey(req.Output), ready: make(chan struct{})}
 	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
 	// Holding from here: the snapshot reader's since stays at or below
@@ -449,6 +450,12 @@ func (s *Subscriber) deliver(batches []*batch) bool {
 		if err != nil {
 			s.fatal = err
 			return false
+		}
+		if len(rows) == 0 && s.progKey != "" {
+			// Only the frontier (a tick, or a sweep's batch with no row
+			// for the shape): the batch's shared progress row.
+			s.emit(s.b.Progress(b.upper, b.progressRow(s.progKey, s.req.Output)))
+			continue
 		}
 		s.emit(s.b.Groups(rows, b.upper))
 	}
