@@ -63,7 +63,9 @@
 // too, but not at once: a sweep hands each of them, in turn, a batch
 // being published once per Config.ProgressInterval (1 s), one progress row
 // that covers the batches it skipped (their progress rows coalesced, as a
-// listen coalesces batches it is late for).
+// listen coalesces batches it is late for). That row is the batch's, one
+// for every subscriber with as many output columns (batch.progressRow),
+// so its encoding is shared like the batch's rows.
 // A routed subscriber that skipped batches and is then detached resumes
 // after them (Subscriber.next), not at its batcher's older frontier.
 //
