@@ -269,8 +269,8 @@ func (s *stream) emitMerged(snapshot bool) bool {
 			for _, r := range runs {
 				s.buf = append(s.buf, r...)
 			}
-		case !s.rows(runs):
-			return false
+		default:
+			s.rows(runs)
 		}
 		for _, r := range src.rows[:n] {
 			src.held -= r.Size()
