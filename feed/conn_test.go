@@ -3,8 +3,12 @@ package feed_test
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +62,62 @@ func TestLiveStreamOwnsConnection(t *testing.T) {
 	for gauge(t, srv, "shardtail_feed_streams/sse") != 0 {
 		if ctx.Err() != nil {
 			t.Fatal("the stream outlived its client")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStreamEndWaitsForClient: a stream that ended (UP TO) sends the end
+// of its response after its bytes and closes the connection once the
+// client has read them and closed its side, rather than leave them to a
+// closed socket (which the kernel resets under memory pressure): the
+// client reads every byte to EOF while the server still holds the
+// connection.
+func TestStreamEndWaitsForClient(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t?live=false")
+	io.Copy(io.Discard, resp.Body)
+	f, err := strconv.ParseUint(resp.Header.Get(feed.FrontierHeader), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", srv.FeedAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(deadline)
+	}
+	// UP TO well after the frontier: the stream's AS OF, chosen when it
+	// starts, may be past it.
+	fmt.Fprintf(conn, "GET /v1/subscribe/t?up_to=%d HTTP/1.1\r\nHost: feed\r\n\r\n", f+300)
+	body, err := io.ReadAll(conn) // to the server's end of the response
+	if err != nil {
+		t.Fatalf("read to the end: %v", err)
+	}
+	if !strings.Contains(string(body), "\n\nevent: end\n") {
+		t.Fatalf("the response ended without its end event:\n%s", body)
+	}
+	// The server's socket is still open: bytes the client sends now are
+	// read, not answered with a reset (as by a closed socket).
+	if _, err := conn.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := conn.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("read after the end: %d bytes, %v, want EOF (the server closed its socket before the client)", n, err)
+	}
+	if got := gauge(t, srv, "shardtail_feed_streams/sse"); got != 1 {
+		t.Errorf("shardtail_feed_streams{transport=sse} = %v after the response ended, want 1 until the client closes", got)
+	}
+	conn.Close()
+	for gauge(t, srv, "shardtail_feed_streams/sse") != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the stream was not closed after its client closed")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -339,9 +339,27 @@ func (s *stream) live(w http.ResponseWriter, r *http.Request, ctx context.Contex
 			}
 		})
 		run(ctx)
-		conn.Close()
-		watch.Wait()
+		s.closeConn(conn, &watch)
 	}()
+}
+
+// closeConn ends a stream's connection, whose reader is watch. It first
+// sends the end of the response after its bytes (CloseWrite) and waits,
+// up to Config.WriteTimeout, for the client to close its side: a closed
+// socket whose bytes the client has not read yet is the kernel's to
+// finish sending, and under memory pressure it resets them (a storm's
+// thousands of streams end with megabytes each in flight), where the
+// client would have read them to the end. net/http closes so too
+// (closeWriteAndWait). When the handler closes, it closes at once.
+func (s *stream) closeConn(conn net.Conn, watch *sync.WaitGroup) {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok && s.h.ctx.Err() == nil && cw.CloseWrite() == nil {
+		_ = conn.SetReadDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
+		stop := context.AfterFunc(s.h.ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+		watch.Wait()
+		stop()
+	}
+	conn.Close()
+	watch.Wait()
 }
 
 // hijack takes an HTTP/1.1 connection from net/http for a stream and puts
