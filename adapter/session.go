@@ -130,54 +130,116 @@ func (s *Session) TxStatus() pgwire.TxStatus {
 // Query implements pgwire.Session: the simple protocol.
 func (s *Session) Query(ctx context.Context, text string) iter.Seq2[pgwire.Result, error] {
 	return func(yield func(pgwire.Result, error) bool) {
-		stmts, err := sql.ParseAll(text)
-		if err != nil {
-			s.fail()
-			yield(nil, parseError(err))
-			return
+		q := s.QuerySteps(ctx, text)
+		defer q.Stop()
+		for {
+			res, err := q.Next(ctx)
+			if res == nil && err == nil {
+				return
+			}
+			if !yield(res, err) || err != nil {
+				return
+			}
 		}
-		if s.c.isProxy() && len(stmts) > 1 && s.allUpstream(ctx, stmts) {
-			// One upstream query keeps them one implicit transaction there.
+	}
+}
+
+// QuerySteps implements pgwire.QueryStepper: Query's statements, run one
+// at a time as pgwire pulls them, so that it can leave a subscribe waiting
+// for changes between two batches.
+func (s *Session) QuerySteps(ctx context.Context, text string) pgwire.QuerySteps {
+	q := &querySteps{s: s, text: text}
+	stmts, err := sql.ParseAll(text)
+	if err != nil {
+		s.fail()
+		q.err = parseError(err)
+		return q
+	}
+	if s.c.isProxy() && len(stmts) > 1 && s.allUpstream(ctx, stmts) {
+		// One upstream query keeps them one implicit transaction there.
+		q.pull, q.stopPull = iter.Pull2(func(yield func(pgwire.Result, error) bool) {
 			s.proxyQuery(ctx, text, yield)
-			return
+		})
+		return q
+	}
+	q.stmts = stmts
+	// Several statements in one query run in one implicit transaction,
+	// as in PostgreSQL.
+	q.implicit = len(stmts) > 1 && s.tx == txIdle
+	if q.implicit {
+		s.tx, s.txMulti = txImplicit, true
+	}
+	return q
+}
+
+// querySteps is a simple query's statements, run one per Next.
+type querySteps struct {
+	s        *Session
+	text     string
+	stmts    []sql.Statement
+	next     int  // index in stmts of the next statement
+	implicit bool // the statements are one implicit transaction
+	done     bool
+	err      error // the parse error, returned by the first Next
+	// pull and stopPull step a proxy's one upstream query of several
+	// statements.
+	pull     func() (pgwire.Result, error, bool)
+	stopPull func()
+}
+
+// Next implements pgwire.QuerySteps.
+func (q *querySteps) Next(ctx context.Context) (pgwire.Result, error) {
+	s := q.s
+	switch {
+	case q.done:
+		return nil, nil
+	case q.err != nil:
+		q.done = true
+		return nil, q.err
+	case q.pull != nil:
+		res, err, ok := q.pull()
+		if !ok || err != nil {
+			q.done = true
 		}
-		// Several statements in one query run in one implicit transaction,
-		// as in PostgreSQL.
-		implicit := len(stmts) > 1 && s.tx == txIdle
-		if implicit {
-			s.tx, s.txMulti = txImplicit, true
+		return res, err
+	case q.next == len(q.stmts):
+		q.done = true
+		if q.implicit && s.tx == txImplicit {
+			return nil, s.commit(ctx)
 		}
-		for _, st := range stmts {
-			var res pgwire.Result
-			var err error
-			stText := text
-			if len(stmts) > 1 {
-				stText = st.String()
-			}
-			if s.c.isProxy() {
-				res, err = s.runProxied(ctx, st, stText)
-			} else {
-				res, err = s.execute(ctx, st, stText, func(ctx context.Context) (pgwire.Result, error) {
-					return s.run(ctx, st, nil, nil)
-				})
-			}
-			if err != nil {
-				s.fail()
-				if implicit {
-					s.rollback()
-				}
-				yield(nil, err)
-				return
-			}
-			if !yield(res, nil) {
-				return
-			}
+		return nil, nil
+	}
+	st := q.stmts[q.next]
+	q.next++
+	var res pgwire.Result
+	var err error
+	stText := q.text
+	if len(q.stmts) > 1 {
+		stText = st.String()
+	}
+	if s.c.isProxy() {
+		res, err = s.runProxied(ctx, st, stText)
+	} else {
+		res, err = s.execute(ctx, st, stText, func(ctx context.Context) (pgwire.Result, error) {
+			return s.run(ctx, st, nil, nil)
+		})
+	}
+	if err != nil {
+		s.fail()
+		if q.implicit {
+			s.rollback()
 		}
-		if implicit && s.tx == txImplicit {
-			if err := s.commit(ctx); err != nil {
-				yield(nil, err)
-			}
-		}
+		q.done = true
+		return nil, err
+	}
+	return res, nil
+}
+
+// Stop implements pgwire.QuerySteps.
+func (q *querySteps) Stop() {
+	q.done = true
+	if q.stopPull != nil {
+		q.stopPull()
 	}
 }
 

@@ -164,6 +164,10 @@ func (r *loggedResult) Next(ctx context.Context) ([][]byte, error) {
 	return msgs, err
 }
 
+// Ready implements pgwire.ReadyResult for a result that has a Ready
+// channel (see readyOf); for any other it is nil, and Next waits as usual.
+func (r *loggedResult) Ready() <-chan struct{} { return readyOf(r.Result) }
+
 func (r *loggedResult) Close() {
 	r.Result.Close()
 	if status, msg, ok := ctxOutcome(r.lastCtx); ok {

@@ -437,6 +437,24 @@ func (r *subscribeResult) Next(ctx context.Context) ([][]byte, error) {
 	return formatter.Messages(r.enc, rows, &r.buf), nil
 }
 
+// Ready implements pgwire.ReadyResult.
+func (r *subscribeResult) Ready() <-chan struct{} {
+	if r.pre != nil {
+		return nil
+	}
+	return readyOf(r.sub)
+}
+
+// readyOf returns the Ready channel of a subscription or result that has
+// one (pgwire.ReadyResult: the fast path's subscriber, the results over
+// it), else nil: its Next then waits as usual.
+func readyOf(x any) <-chan struct{} {
+	if r, ok := x.(interface{ Ready() <-chan struct{} }); ok {
+		return r.Ready()
+	}
+	return nil
+}
+
 func (r *subscribeResult) Tag() string { return fmt.Sprintf("SELECT %d", r.n) }
 func (r *subscribeResult) Close()      { r.sub.Close() }
 
@@ -520,6 +538,14 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 		}
 	}
 	return runs, nil
+}
+
+// Ready implements pgwire.ReadyResult.
+func (r *copySubscribeResult) Ready() <-chan struct{} {
+	if r.done {
+		return nil
+	}
+	return readyOf(r.sub)
 }
 
 func (r *copySubscribeResult) Tag() string { return fmt.Sprintf("COPY %d", r.n) }

@@ -50,6 +50,9 @@ func (t *trackedSubscription) Next(ctx context.Context, max int) ([]formatter.Ro
 	return rows, err
 }
 
+// Ready is the subscription's, when it has one (see readyOf).
+func (t *trackedSubscription) Ready() <-chan struct{} { return readyOf(t.Subscription) }
+
 func (t *trackedSubscription) Close() {
 	if t.e != nil {
 		t.closeRecord()

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -121,7 +122,8 @@ func TestReportMedianOfRuns(t *testing.T) {
 // TestReportShapes: (g) shows each path's storm CPU per client and the
 // shaped ÷ bare ratio, and per routed run the delivery, latency, CPU per
 // written row and the fast path's shape counters per row (none for the
-// dataflow path, which has no shapes).
+// dataflow path, which has no shapes), and says when the dataflow path
+// ran fewer routed subscribers (--dataflow-max-clients).
 func TestReportShapes(t *testing.T) {
 	storm := func(cpu float64) *StormResult {
 		return &StormResult{Clients: 100, Connected: 100, Completed: 100, ServerCPU: cpu}
@@ -131,11 +133,13 @@ func TestReportShapes(t *testing.T) {
 			Storm: &StormResult{Latency: Dist{P50: 2, P99: 20}}}}
 	}
 	counters := map[string]float64{"shardtail_tail_shape_rows_evaluated_total": 1000, "shardtail_tail_shape_rows_routed_total": 1000}
-	r := &Report{Config: DefaultSuite(true), Results: &Results{Paths: map[string]*PathResults{
+	cfg := DefaultSuite(true)
+	cfg.ShapesUsers = 10000
+	r := &Report{Config: cfg, Results: &Results{Paths: map[string]*PathResults{
 		PathFast: {Path: PathFast, Shapes: &ShapesResult{Bare: storm(0.1), Shaped: storm(0.15),
 			Routed: live(10000, 2, counters), RoutedSmall: live(100, 1, counters)}},
 		PathDataflow: {Path: PathDataflow, Shapes: &ShapesResult{Bare: storm(2), Shaped: storm(3),
-			Routed: live(10000, 20, counters)}},
+			Routed: live(200, 20, counters)}},
 	}}}
 	md := markdownOf(t, r)
 	for _, want := range []string{
@@ -143,10 +147,55 @@ func TestReportShapes(t *testing.T) {
 		"| dataflow | 20.00 ms | 30.00 ms | 1.50 | 0 |",
 		"| fast | 10,000 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 2.00 ms | 1.00 | 1.00 |",
 		"| fast | 100 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 1.00 ms | 1.00 | 1.00 |",
-		"| dataflow | 10,000 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 20.00 ms | — | — |",
+		"| dataflow | 200 | 1,000 | 100.0% | 2.0 ms | 20.0 ms | 20.00 ms | — | — |",
+		"The dataflow path ran 200 routed subscribers, not 10,000: each is a pipeline of its own, so it stops where (a)'s storms do " +
+			"(`--dataflow-max-clients`).",
 	} {
 		if !strings.Contains(md, want+"\n") {
 			t.Errorf("no line %q in:\n%s", want, md)
+		}
+	}
+}
+
+// TestCapClients: a path runs a size over its cap at the cap, others as
+// they are, and a cap of 0 runs every size.
+func TestCapClients(t *testing.T) {
+	cfg := DefaultSuite(false)
+	cfg.DataflowMaxClients, cfg.PostgresMaxClients = 2048, 0
+	for _, tc := range []struct {
+		path string
+		n    int
+		want int
+	}{
+		{PathFast, 10000, 10000},
+		{PathDataflow, 10000, 2048},
+		{PathDataflow, 100, 100},
+		{PathPostgres, 10000, 10000},
+	} {
+		if got := cfg.capClients(tc.path, tc.n); got != tc.want {
+			t.Errorf("capClients(%s, %d) = %d, want %d", tc.path, tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestShapesRoutedRuns: (h)'s routed runs are ShapesUsers then
+// ShapesSmallUsers subscribers, the dataflow path's capped at
+// --dataflow-max-clients, each stored into its own field.
+func TestShapesRoutedRuns(t *testing.T) {
+	cfg := DefaultSuite(false)
+	for path, want := range map[string][]int{PathFast: {10000, 100}, PathDataflow: {2048, 100}} {
+		res := &ShapesResult{}
+		runs := res.routedRuns(&cfg, path)
+		var got []int
+		for i, r := range runs {
+			got = append(got, r.users)
+			*r.into = &ShapesLive{Users: r.users}
+			if i == 0 && res.Routed == nil || i == 1 && res.RoutedSmall == nil {
+				t.Errorf("%s: run %d is not stored into its field", path, i)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: routed runs of %v subscribers, want %v", path, got, want)
 		}
 	}
 }

@@ -202,6 +202,22 @@ func (c *SuiteConfig) onPath(path string, n int) bool {
 	return true
 }
 
+// capClients is n, or the largest number of clients the path runs if
+// that is less (see onPath): for scenarios that run a smaller size rather
+// than none.
+func (c *SuiteConfig) capClients(path string, n int) int {
+	if c.onPath(path, n) {
+		return n
+	}
+	switch path {
+	case PathDataflow:
+		return c.DataflowMaxClients
+	case PathPostgres:
+		return c.PostgresMaxClients
+	}
+	return n
+}
+
 // DefaultMaxServerRSS is the suite's memory guard: 10 GiB of a 24 GiB
 // machine that others share.
 const DefaultMaxServerRSS = 10 << 30
@@ -907,14 +923,24 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 		pr.Memory = medianRun(pr.MemoryRuns, func(m *MemoryResult) float64 { return m.PerClientKB })
 	}
 	if cfg.runs(ScenarioShapes) {
-		err := step("(h)", tableShaped, func(srv *Server) error {
-			if _, err := ss.ensure(ctx, viewSmall); err != nil {
-				return err
-			}
-			return runShapes(ctx, cfg, srv, pr, label)
+		// (h)'s storms and each of its routed runs are steps of their
+		// own: a server the storms left near the memory guard (the
+		// dataflow path's private pipelines) is replaced before the
+		// routed runs instead of aborting them at once.
+		pr.Shapes = &ShapesResult{}
+		err := step("(h) storms", viewSmall, func(srv *Server) error {
+			return runShapesStorms(ctx, cfg, srv, pr.Shapes, pr.Path, label)
 		})
 		if err != nil {
 			return err
+		}
+		for _, r := range pr.Shapes.routedRuns(cfg, pr.Path) {
+			err := step(fmt.Sprintf("(h) %d routed subscribers", r.users), tableShaped, func(srv *Server) error {
+				return runShapesRouted(ctx, cfg, srv, pr.Path, r, label)
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if cfg.runs(ScenarioFeed) {
@@ -924,12 +950,9 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			if _, err := ss.ensure(ctx, tableIdle); err != nil {
 				return err
 			}
-			idle := cfg.FeedIdleClients
-			if !cfg.onPath(pr.Path, idle) {
-				// As (a)'s storms: each dataflow stream has a reader of its
-				// own, and at 6,000 of them a new stream waited minutes.
-				idle = cfg.DataflowMaxClients
-			}
+			// As (a)'s storms: each dataflow stream has a reader of its
+			// own, and at 6,000 of them a new stream waited minutes.
+			idle := cfg.capClients(pr.Path, cfg.FeedIdleClients)
 			fr, err := runFeed(ctx, cfg, srv, idle, label("(i) the HTTP feed"))
 			pr.Feed = fr
 			return err

@@ -143,19 +143,38 @@ func (b *Batcher) Groups(groups []TimeRows, frontier uint64) []Row {
 	return b.advance(out, frontier)
 }
 
+// Progress is Groups(nil, frontier) with progress as its progress row: a
+// one-row slice holding the progress row at frontier that many
+// subscribers share (Shared: encoded once per wire format), returned
+// itself rather than copied. It is what a subscriber of a shape takes from
+// a batch that holds nothing for it.
+func (b *Batcher) Progress(frontier uint64, progress []Row) []Row {
+	if b.done || !b.move(frontier) {
+		return nil
+	}
+	return progress[:1:1]
+}
+
 // advance moves the delivered frontier to f, appending its progress row,
 // or completes the subscribe when f reaches UP TO.
 func (b *Batcher) advance(out []Row, f uint64) []Row {
+	if b.move(f) {
+		out = append(out, b.opts.ProgressRow(f))
+	}
+	return out
+}
+
+// move moves the delivered frontier to f, or completes the subscribe when
+// f reaches UP TO, and reports whether a progress row at f is due.
+func (b *Batcher) move(f uint64) bool {
 	if b.hasUpTo && f >= b.upTo {
 		b.done = true
 		b.frontier = b.upTo
-		return out
+		return false
 	}
-	if f > b.frontier {
-		b.frontier = f
-		if b.opts.Progress {
-			out = append(out, b.opts.ProgressRow(f))
-		}
+	if f <= b.frontier {
+		return false
 	}
-	return out
+	b.frontier = f
+	return b.opts.Progress
 }

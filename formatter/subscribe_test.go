@@ -191,3 +191,37 @@ func TestEnvelopes(t *testing.T) {
 		t.Error("no updates should give no rows")
 	}
 }
+
+// TestBatcherProgress: Progress reports what Groups(nil, frontier) does
+// (a progress row when the frontier moves, none once UP TO is reached,
+// none without PROGRESS), with the shared row given, not a copy.
+func TestBatcherProgress(t *testing.T) {
+	upTo := uint64(7)
+	for _, progress := range []bool{true, false} {
+		opts := &Options{Relation: t3, Progress: progress}
+		want, got := NewBatcher(opts, 2, &upTo), NewBatcher(opts, 2, &upTo)
+		for _, f := range []uint64{3, 3, 5, 4, 6, 8, 9} {
+			shared := Shared([]Row{opts.ProgressRow(f)})
+			w, g := want.Groups(nil, f), got.Progress(f, shared)
+			if progressRows(w) != progressRows(g) || want.Frontier() != got.Frontier() || want.Done() != got.Done() {
+				t.Errorf("progress %v, frontier %d: got %v (frontier %d, done %v), want %v (frontier %d, done %v)",
+					progress, f, progressRows(g), got.Frontier(), got.Done(), progressRows(w), want.Frontier(), want.Done())
+			}
+			if len(g) > 0 && &g[0] != &shared[0] {
+				t.Errorf("progress %v, frontier %d: a copy of the shared row", progress, f)
+			}
+		}
+	}
+}
+
+// progressRows renders rows that are progress rows, or says which is not.
+func progressRows(rows []Row) string {
+	var out []string
+	for i, r := range rows {
+		if !r.Progressed || len(r.Tail) > 0 {
+			return fmt.Sprintf("row %d is not a progress row", i)
+		}
+		out = append(out, fmt.Sprintf("%d progress", r.Time))
+	}
+	return fmt.Sprint(out)
+}

@@ -118,6 +118,52 @@ type Session interface {
 	Close() error
 }
 
+// QueryStepper is implemented by a Session that can run a simple-protocol
+// query a statement at a time, pulled, rather than as Query's sequence,
+// which holds the session's frames on the connection's stack for as long as
+// a statement's result runs. With it pgwire can leave a result that waits
+// for its next batch (see ReadyResult) and wait at the top of its
+// connection loop: the goroutine of an idle subscriber then holds a shallow
+// stack, which the runtime shrinks. The statements run, and fail, exactly
+// as Query's would.
+type QueryStepper interface {
+	// QuerySteps starts the query of Query(ctx, sql).
+	QuerySteps(ctx context.Context, sql string) QuerySteps
+}
+
+// QuerySteps is one simple-protocol query of a QueryStepper, run statement
+// by statement from the connection's goroutine.
+type QuerySteps interface {
+	// Next runs the next statement and returns its Result, as Query's
+	// sequence yields it: a statement error is (nil, err) and ends the
+	// query; (nil, nil) means the query is over (an empty query has no
+	// statement). pgwire calls Next again only after it has sent the
+	// previous Result in full. ctx is the query's.
+	Next(ctx context.Context) (Result, error)
+
+	// Stop releases the query. pgwire calls it once, when it leaves the
+	// query: after Next reported its end or an error, or early, as
+	// Query's yield returning false ends the sequence (the Result just
+	// returned failed while being sent, or the client is gone).
+	Stop()
+}
+
+// ReadyResult is implemented by a Result whose Next may wait long for its
+// next batch, as a SUBSCRIBE waits for changes. Instead of blocking in
+// Next, deep in the statement, pgwire then waits at the top of its
+// connection loop (see QueryStepper).
+type ReadyResult interface {
+	Result
+
+	// Ready returns nil when Next would not wait long (a batch is ready,
+	// or the end, an error, or a short wait such as a snapshot read's),
+	// else a channel that is closed once it would not. pgwire calls it
+	// between Nexts, and calls Next once the channel is closed or the
+	// statement's context is done; a channel closed early only makes Next
+	// wait as it would have.
+	Ready() <-chan struct{}
+}
+
 // Statement is a prepared statement (Parse). pgwire keeps the named and the
 // unnamed statements of a connection, replacing and closing them with
 // Postgres's rules.

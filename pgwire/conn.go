@@ -42,10 +42,9 @@ type conn struct {
 	raw     net.Conn // the accepted socket
 	nc      net.Conn // raw, or the TLS connection over it
 	tls     bool
-	refused bool            // over Config.MaxConnections: refused after the startup message
-	ctx     context.Context // canceled by Close, a disconnect, or the end of the connection
-	cancel  context.CancelCauseFunc
-	unarm   func() bool // stops the deadline-setting AfterFunc on ctx
+	refused bool                    // over Config.MaxConnections: refused after the startup message
+	ctx     context.Context         // canceled by Close, a disconnect, or the end of the connection
+	cancel  context.CancelCauseFunc // only through abort, and by close
 
 	src   switchReader
 	in    *msgReader
@@ -72,6 +71,15 @@ type conn struct {
 	mu         sync.Mutex
 	stmtCancel context.CancelCauseFunc // mu: cancels the running statement; nil between statements
 
+	// query is the simple query being run statement by statement, and
+	// exec the Execute being run; nil between messages. ready, when set,
+	// is the Ready channel of the result of one of them, which waits for
+	// its next batch: run waits for it (awaitReady) before it continues
+	// the message (continueQuery, continueExecute).
+	query *queryRun
+	exec  *executeRun
+	ready <-chan struct{}
+
 	stmts          map[string]*prepared
 	portals        map[string]*portal
 	ignoreTillSync bool  // an extended-protocol error happened: skip to Sync
@@ -96,7 +104,6 @@ func newConn(s *Server, ctx context.Context, nc net.Conn) *conn {
 	c.in = newMsgReader(&c.src, s.cfg.MaxMessageSize, &c.mem)
 	// pgwire encodes into its own send buffer and never calls Backend.Send.
 	c.be = pgproto3.NewBackend(c.in, io.Discard)
-	c.unarm = context.AfterFunc(cctx, c.armDeadlines)
 	return c
 }
 
@@ -110,6 +117,17 @@ func (c *conn) logger() *slog.Logger {
 		l = l.With("pid", c.pid)
 	}
 	return l
+}
+
+// abort cancels the connection with cause and unblocks it (armDeadlines).
+// It replaces a context.AfterFunc on ctx, which would cost each of
+// thousands of idle connections its bytes.
+func (c *conn) abort(cause error) {
+	if c.ctx.Err() != nil {
+		return // already canceled, and its deadlines armed
+	}
+	c.cancel(cause)
+	c.armDeadlines()
 }
 
 // armDeadlines unblocks a canceled connection: reads fail at once, and writes
@@ -138,8 +156,21 @@ func (s *Server) serveConn(c *conn) {
 	}
 }
 
-// serve runs the connection: startup, authentication, then the message loop.
+// serve runs the connection: startup, authentication, then the message
+// loop. The loop is called from here rather than from open, whose frame
+// is large: a subscriber waits for changes at the top of the loop
+// (awaitReady), and the fewer bytes of stack above it, the smaller the
+// runtime can shrink its goroutine's stack.
 func (c *conn) serve() error {
+	if ok, err := c.open(); !ok {
+		return err
+	}
+	return c.run()
+}
+
+// open runs startup and authentication and opens the session; ok reports
+// that the connection goes on to the message loop.
+func (c *conn) open() (ok bool, err error) {
 	timeout := c.srv.cfg.AuthTimeout
 	if c.refused {
 		// A refused client gets a second to send its startup message: the
@@ -150,22 +181,22 @@ func (c *conn) serve() error {
 	c.raw.SetDeadline(deadline)
 	params, err := c.startup()
 	if err != nil {
-		return c.failStartup(err)
+		return false, c.failStartup(err)
 	}
 	if params == nil {
-		return nil // a CancelRequest: no reply
+		return false, nil // a CancelRequest: no reply
 	}
 	if c.refused {
-		return c.failStartup(ErrTooManyConnections)
+		return false, c.failStartup(ErrTooManyConnections)
 	}
 	if err := c.authenticate(params["user"], deadline); err != nil {
 		if errors.Is(err, ErrAuthFailed) {
 			c.logger().Info("pgwire: authentication failed", "user", params["user"])
 		}
-		return c.failStartup(err)
+		return false, c.failStartup(err)
 	}
 	if err := c.openSession(params); err != nil {
-		return c.failStartup(err)
+		return false, c.failStartup(err)
 	}
 
 	// Authenticated: no more deadline, and from now on a disconnect is
@@ -175,7 +206,7 @@ func (c *conn) serve() error {
 	if c.ctx.Err() != nil {
 		c.armDeadlines() // Close raced with the line above
 	}
-	gone := func() { c.cancel(ErrClientGone) }
+	gone := func() { c.abort(ErrClientGone) }
 	if unwatch, ok := c.srv.hangupWatcher().watch(c.raw, gone); ok {
 		c.unwatch = unwatch
 		c.input = newSockReader(c.ctx, c.nc, c.raw, c.tls, &c.mem)
@@ -183,7 +214,7 @@ func (c *conn) serve() error {
 		c.input = newInputPipe(c.ctx, c.nc, &c.mem, func(error) { gone() })
 	}
 	c.src.r = c.input
-	return c.run()
+	return true, nil
 }
 
 // failStartup reports an error of the startup phase as FATAL, where the
@@ -206,6 +237,18 @@ func (c *conn) failStartup(err error) error {
 // cancellation.
 func (c *conn) run() error {
 	for {
+		// A statement's result parked: nothing else runs until its
+		// message is done.
+		if c.query != nil {
+			c.awaitReady(c.query.ctx)
+			c.continueQuery()
+			continue
+		}
+		if c.exec != nil {
+			c.awaitReady(c.exec.ctx)
+			c.continueExecute()
+			continue
+		}
 		if c.werr != nil {
 			return c.werr
 		}
@@ -289,6 +332,15 @@ func (c *conn) terminate() error {
 // portals, statements, the session, the socket, the input.
 func (c *conn) close() {
 	c.cancel(errConnDone)
+	if q := c.query; q != nil {
+		// A panic left the query open.
+		c.query = nil
+		if q.ex != nil {
+			c.guard("close result", q.ex.close)
+		}
+		c.guard("stop query", q.steps.Stop)
+	}
+	c.exec = nil // its portal closes below
 	for name, p := range c.portals {
 		delete(c.portals, name)
 		c.guard("close portal", p.close)
@@ -313,7 +365,6 @@ func (c *conn) close() {
 		c.input.close()
 	}
 	c.mem.releaseAll()
-	c.unarm()
 }
 
 // guard runs a cleanup call of the session, containing a panic in it.
@@ -478,7 +529,7 @@ func (c *conn) write(b []byte) {
 	}
 	if _, err := c.nc.Write(b); err != nil {
 		c.werr = err
-		c.cancel(ErrClientGone)
+		c.abort(ErrClientGone)
 	}
 }
 

@@ -175,7 +175,6 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		return
 	}
 	ctx, end := c.beginStatement()
-	defer end()
 	if p.ex == nil {
 		res, err := p.p.Execute(ctx)
 		if err == nil && res == nil {
@@ -184,14 +183,44 @@ func (c *conn) execute(m *pgproto3.Execute) {
 		if err != nil {
 			c.extendedError(ctx, err)
 			c.closePortal(m.Portal)
+			end()
 			return
 		}
 		p.ex = &execution{res: res}
 	}
-	if _, err := c.runResult(ctx, p.ex, int(m.MaxRows), false); err != nil {
-		c.extendedError(ctx, err)
-		c.closePortal(m.Portal) // a failed portal cannot run again
+	c.exec = &executeRun{name: m.Portal, p: p, maxRows: int(m.MaxRows), ctx: ctx, end: end}
+	c.continueExecute()
+}
+
+// executeRun is an Execute being run: the state that lets the connection
+// leave it while its result waits for its next batch (c.ready) and
+// continue it from the top of its loop, as a simple query's (queryRun).
+type executeRun struct {
+	name    string
+	p       *portal
+	maxRows int
+	ctx     context.Context // from beginStatement
+	end     func()          // ends ctx
+}
+
+// continueExecute runs c.exec until its result completes, fails or is
+// suspended at maxRows, or until the result waits for its next batch:
+// c.ready is then set, and the connection's loop waits for it and calls
+// continueExecute again. Only an Execute without a row limit parks (the
+// limit counts the rows of one Execute, which runResult keeps on its
+// stack).
+func (c *conn) continueExecute() {
+	x := c.exec
+	_, err := c.runResult(x.ctx, x.p.ex, x.maxRows, false, x.maxRows == 0)
+	if err == nil && c.ready != nil {
+		return // parked
 	}
+	c.exec = nil
+	if err != nil {
+		c.extendedError(x.ctx, err)
+		c.closePortal(x.name) // a failed portal cannot run again
+	}
+	x.end()
 }
 
 func (c *conn) closeMessage(m *pgproto3.Close) {

@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"context"
 	"errors"
 
 	"github.com/jackc/pgproto3/v2"
@@ -8,7 +9,9 @@ import (
 
 // simpleQuery runs a Query message: every statement's result in turn, the
 // first error ending the rest, EmptyQueryResponse for an empty query, and one
-// ReadyForQuery at the end.
+// ReadyForQuery at the end. A session that is a QueryStepper runs it
+// statement by statement (continueQuery), which can leave a result waiting
+// for its next batch and continue from the connection's loop.
 func (c *conn) simpleQuery(sql string) {
 	// A simple query destroys the unnamed statement and portal, as in
 	// Postgres.
@@ -16,6 +19,11 @@ func (c *conn) simpleQuery(sql string) {
 	c.closePortal("")
 
 	ctx, end := c.beginStatement()
+	if qs, ok := c.sess.(QueryStepper); ok {
+		c.query = &queryRun{steps: qs.QuerySteps(ctx, sql), ctx: ctx, end: end}
+		c.continueQuery()
+		return
+	}
 	ran, failed := false, false
 	for res, err := range c.sess.Query(ctx, sql) {
 		if err == nil && res == nil {
@@ -28,7 +36,7 @@ func (c *conn) simpleQuery(sql string) {
 		}
 		ran = true
 		ex := &execution{res: res}
-		_, err := c.runResult(ctx, ex, 0, true)
+		_, err := c.runResult(ctx, ex, 0, true, false)
 		ex.close()
 		if err != nil {
 			c.reportError(ctx, err)
@@ -39,6 +47,76 @@ func (c *conn) simpleQuery(sql string) {
 			break
 		}
 	}
+	c.endQuery(ran, failed, end)
+}
+
+// queryRun is a simple query run statement by statement (QueryStepper):
+// the state that lets the connection leave it while a result waits for its
+// next batch (c.ready) and continue it from the top of its loop.
+type queryRun struct {
+	steps       QuerySteps
+	ctx         context.Context // the query's, from beginStatement
+	end         func()          // ends ctx
+	ex          *execution      // the result being sent; nil between statements
+	ran, failed bool
+}
+
+// continueQuery runs the statements of c.query until the query is over, or
+// until a result waits for its next batch: c.ready is then set, and the
+// connection's loop waits for it (awaitReady) and calls continueQuery
+// again.
+func (c *conn) continueQuery() {
+	q := c.query
+	for {
+		if q.ex == nil {
+			res, err := q.steps.Next(q.ctx)
+			if res == nil && err == nil {
+				break // the query is over
+			}
+			if err != nil {
+				c.reportError(q.ctx, err)
+				q.failed = true
+				break
+			}
+			q.ran = true
+			q.ex = &execution{res: res}
+		}
+		_, err := c.runResult(q.ctx, q.ex, 0, true, true)
+		if err == nil && c.ready != nil {
+			return // parked: run waits for the result
+		}
+		q.ex.close()
+		q.ex = nil
+		if err != nil {
+			c.reportError(q.ctx, err)
+			q.failed = true
+			break
+		}
+		if c.werr != nil || c.ctx.Err() != nil {
+			break
+		}
+	}
+	c.query = nil
+	q.steps.Stop()
+	c.endQuery(q.ran, q.failed, q.end)
+}
+
+// awaitReady waits for a parked result (of c.query or c.exec) to have its
+// next batch, or for its statement's context, ctx, to end. It runs at the top of the connection's
+// loop, so that the goroutine of a subscriber waiting for changes, perhaps
+// for hours, holds only the few frames above it: the runtime shrinks the
+// stack of a goroutine that uses under a quarter of it.
+func (c *conn) awaitReady(ctx context.Context) {
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+	}
+	c.ready = nil
+}
+
+// endQuery completes a simple query: EmptyQueryResponse when it had no
+// statement, then ReadyForQuery.
+func (c *conn) endQuery(ran, failed bool, end func()) {
 	end()
 	if !ran && !failed {
 		c.send(&pgproto3.EmptyQueryResponse{})

@@ -14,10 +14,10 @@ import (
 // statement, or of a portal, which may be suspended between Executes.
 type execution struct {
 	res     Result
-	desc    Description
-	started bool     // the header (RowDescription, Copy*Response) was sent
-	pending [][]byte // rest of the current batch, kept across PortalSuspended
-	done    bool     // CommandComplete was sent; tag is set
+	kind    ResultKind // of the Description, kept without its fields: a subscribe's execution lives for hours
+	started bool       // the header (RowDescription, Copy*Response) was sent
+	pending [][]byte   // rest of the current batch, kept across PortalSuspended
+	done    bool       // CommandComplete was sent; tag is set
 	tag     string
 	closed  bool
 }
@@ -37,8 +37,10 @@ func (ex *execution) close() {
 // (PortalSuspended; suspended is true). In the simple protocol a row result
 // starts with RowDescription; in the extended one the client used Describe.
 // A returned error is the statement's, to report; write failures are recorded
-// in c.werr instead.
-func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple bool) (suspended bool, err error) {
+// in c.werr instead. With park, a ReadyResult that would wait for its next
+// batch is left instead (c.ready is set, nothing returned): the caller
+// resumes it with another runResult once c.ready is closed.
+func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple, park bool) (suspended bool, err error) {
 	if ex.done {
 		// Executing a completed portal again repeats its completion, as
 		// Materialize does.
@@ -47,17 +49,18 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 	}
 	if !ex.started {
 		ex.started = true
-		ex.desc = ex.res.Describe()
-		switch ex.desc.Kind {
+		desc := ex.res.Describe()
+		ex.kind = desc.Kind
+		switch desc.Kind {
 		case ResultCommand, ResultEmpty:
 		case ResultRows:
 			if simple {
-				c.send(rowDescription(ex.desc.Fields, false))
+				c.send(rowDescription(desc.Fields, false))
 			}
 		case ResultCopyOut:
-			c.send(&pgproto3.CopyOutResponse{OverallFormat: byte(ex.desc.CopyFormat), ColumnFormatCodes: copyFormats(ex.desc.Fields)})
+			c.send(&pgproto3.CopyOutResponse{OverallFormat: byte(desc.CopyFormat), ColumnFormatCodes: copyFormats(desc.Fields)})
 		case ResultCopyIn:
-			c.send(&pgproto3.CopyInResponse{OverallFormat: byte(ex.desc.CopyFormat), ColumnFormatCodes: copyFormats(ex.desc.Fields)})
+			c.send(&pgproto3.CopyInResponse{OverallFormat: byte(desc.CopyFormat), ColumnFormatCodes: copyFormats(desc.Fields)})
 			if c.flush() != nil {
 				return false, nil
 			}
@@ -65,10 +68,10 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 				return false, err
 			}
 		default:
-			return false, fmt.Errorf("pgwire: result of unknown kind %d", ex.desc.Kind)
+			return false, fmt.Errorf("pgwire: result of unknown kind %d", desc.Kind)
 		}
 	}
-	if ex.desc.Kind != ResultRows {
+	if ex.kind != ResultRows {
 		maxRows = 0 // Postgres ignores the row limit for anything but rows
 	}
 	sent := 0
@@ -76,7 +79,7 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 		for len(ex.pending) > 0 {
 			msg := ex.pending[0]
 			ex.pending = ex.pending[1:]
-			if err := checkResultMessage(ex.desc.Kind, msg); err != nil {
+			if err := checkResultMessage(ex.kind, msg); err != nil {
 				return false, err
 			}
 			c.sendRaw(msg)
@@ -98,6 +101,13 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 		if ctx.Err() != nil {
 			return false, context.Cause(ctx)
 		}
+		if park {
+			if rr, ok := ex.res.(ReadyResult); ok {
+				if c.ready = rr.Ready(); c.ready != nil {
+					return false, nil
+				}
+			}
+		}
 		batch, err := ex.res.Next(ctx)
 		if err == io.EOF {
 			break
@@ -107,11 +117,11 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 		}
 		ex.pending = batch
 	}
-	if ex.desc.Kind == ResultCopyOut {
+	if ex.kind == ResultCopyOut {
 		c.send(&pgproto3.CopyDone{})
 	}
 	ex.done = true
-	if ex.desc.Kind != ResultEmpty {
+	if ex.kind != ResultEmpty {
 		ex.tag = ex.res.Tag()
 	}
 	ex.close() // release it now: a completed portal only needs its tag
@@ -121,7 +131,7 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 
 // complete sends the completion of a finished result.
 func (c *conn) complete(ex *execution) {
-	if ex.desc.Kind == ResultEmpty {
+	if ex.kind == ResultEmpty {
 		c.send(&pgproto3.EmptyQueryResponse{})
 		return
 	}

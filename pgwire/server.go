@@ -186,7 +186,7 @@ func (s *Server) Close() error {
 		ln.Close()
 	}
 	for c := range s.conns {
-		c.cancel(ErrServerClosed)
+		c.abort(ErrServerClosed)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()

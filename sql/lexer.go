@@ -3,6 +3,7 @@ package sql
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -40,6 +41,36 @@ func (t token) isPunct(s string) bool { return t.kind == tokPunct && t.text == s
 // isOp reports whether t is the operator s.
 func (t token) isOp(s string) bool { return t.kind == tokOp && t.text == s }
 
+// tokenPool recycles the token slices of parses (*[]token, empty): a
+// statement is lexed whole up front, a multi-row INSERT into hundreds of
+// tokens, and a writer sends one many times a second. No AST node keeps
+// a token.
+var tokenPool = sync.Pool{New: func() any { return new([]token) }}
+
+// maxPooledTokens is the largest token slice put back into tokenPool: a
+// huge statement's slice is left to the collector rather than kept.
+const maxPooledTokens = 4096
+
+// getTokens returns an empty token slice from tokenPool, and a function
+// that puts it back once the parse is done with it (toks is the slice the
+// parse ended with, nil if lexing failed).
+func getTokens() (buf []token, release func(toks []token)) {
+	p := tokenPool.Get().(*[]token)
+	buf = *p
+	return buf, func(toks []token) {
+		if toks == nil {
+			// Lexing failed: its tokens went into buf's array.
+			toks = buf[:cap(buf)]
+		}
+		if cap(toks) > maxPooledTokens {
+			return
+		}
+		clear(toks) // their strings are the statement's: do not keep them alive
+		*p = toks[:0]
+		tokenPool.Put(p)
+	}
+}
+
 // lexer turns the whole input into tokens up front, so that the parser can look
 // ahead freely. It fails by panicking with a bailout, like the parser.
 type lexer struct {
@@ -52,10 +83,11 @@ type lexer struct {
 	cntPos int
 }
 
-// lex tokenizes src, which must be valid UTF-8 without NUL bytes. The last
-// token is always tokEOF, positioned one character past the end.
-func lex(src string) []token {
-	l := &lexer{src: src, cntPos: 1}
+// lex tokenizes src, which must be valid UTF-8 without NUL bytes, into
+// toks[:0] (growing it as needed). The last token is always tokEOF,
+// positioned one character past the end.
+func lex(src string, toks []token) []token {
+	l := &lexer{src: src, toks: toks[:0], cntPos: 1}
 	for {
 		l.skipSpace()
 		if l.off >= len(src) {
@@ -357,6 +389,18 @@ func (l *lexer) lexOp(start int) {
 // constant, per the SQL standard.
 func (l *lexer) lexString(start, quote int, escape bool) {
 	src := l.src
+	if !escape {
+		// The common case, a constant as written (no doubled quote, no
+		// continuation): one copy, not the statement's memory, which a
+		// value may outlive.
+		if n := strings.IndexByte(src[quote+1:], '\''); n >= 0 {
+			end := quote + 1 + n // the closing quote
+			if l.at(end+1) != '\'' && l.nextConstant(end+1) < 0 {
+				l.emit(tokString, strings.Clone(src[quote+1:end]), start, end+1, false)
+				return
+			}
+		}
+	}
 	var b strings.Builder
 	i := quote
 	for {
@@ -382,12 +426,8 @@ func (l *lexer) lexString(start, quote int, escape bool) {
 			b.WriteByte(c)
 			i++
 		}
-		j, newline := i, false
-		for j < len(src) && isSpace(src[j]) {
-			newline = newline || src[j] == '\n' || src[j] == '\r'
-			j++
-		}
-		if !newline || l.at(j) != '\'' {
+		j := l.nextConstant(i)
+		if j < 0 {
 			break
 		}
 		i = j
@@ -399,6 +439,20 @@ func (l *lexer) lexString(start, quote int, escape bool) {
 		}
 	}
 	l.emit(tokString, value, start, i, false)
+}
+
+// nextConstant returns where a constant whose closing quote is before i
+// goes on, per the SQL standard: the opening quote of the next constant,
+// if only whitespace holding a newline is between them; else -1.
+func (l *lexer) nextConstant(i int) int {
+	newline := false
+	for ; i < len(l.src) && isSpace(l.src[i]); i++ {
+		newline = newline || l.src[i] == '\n' || l.src[i] == '\r'
+	}
+	if newline && l.at(i) == '\'' {
+		return i
+	}
+	return -1
 }
 
 // unescape decodes the backslash escape at src[i] into b and returns the

@@ -16,7 +16,9 @@ import (
 func (p *parser) parseExpr() Expr { return p.parseExprPrec(precOr) }
 
 func (p *parser) parseExprList() []Expr {
-	es := []Expr{p.parseExpr()}
+	// Room for a few without regrowing: a VALUES row, a call's
+	// arguments.
+	es := append(make([]Expr, 0, 4), p.parseExpr())
 	for p.acceptPunct(",") {
 		es = append(es, p.parseExpr())
 	}

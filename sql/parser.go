@@ -32,7 +32,14 @@ const maxRecursion = 4 * MaxDepth
 // a syntax error no statement is returned: Postgres runs none of them either.
 // Every error is a *ParseError.
 func ParseAll(sql string) (stmts []Statement, err error) {
+	buf, release := getTokens()
+	var p *parser
 	defer func() {
+		if p != nil {
+			release(p.toks)
+		} else {
+			release(nil)
+		}
 		if r := recover(); r != nil {
 			b, ok := r.(bailout)
 			if !ok {
@@ -41,7 +48,7 @@ func ParseAll(sql string) (stmts []Statement, err error) {
 			stmts, err = nil, b.err
 		}
 	}()
-	p := newParser(sql)
+	p = newParser(sql, buf)
 	for {
 		for p.acceptPunct(";") {
 		}
@@ -90,7 +97,7 @@ type parser struct {
 	depth int     // current recursion, bounded by maxRecursion
 }
 
-func newParser(src string) *parser {
+func newParser(src string, toks []token) *parser {
 	// Postgres rejects invalid UTF-8 and NUL before parsing; doing the same
 	// here keeps every identifier and string in the AST valid UTF-8.
 	if bad := firstInvalidUTF8(src); bad >= 0 {
@@ -100,7 +107,7 @@ func newParser(src string) *parser {
 			Position: utf8.RuneCountInString(src[:bad]) + 1,
 		}})
 	}
-	return &parser{src: src, toks: lex(src)}
+	return &parser{src: src, toks: lex(src, toks)}
 }
 
 func (p *parser) peek() token { return p.toks[p.pos] }

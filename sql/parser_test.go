@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -476,6 +477,10 @@ func TestLiterals(t *testing.T) {
 		{`e'\x41\101\u00e9\U0001F600\q'`, &StringLit{Value: "AAé😀q"}},
 		{`E'\uD83D\uDE00'`, &StringLit{Value: "😀"}},
 		{"'a'\n'b'", &StringLit{Value: "ab"}},
+		{"'a'\r\n\t'b''c'\n''", &StringLit{Value: "ab'c"}},
+		{"''", &StringLit{Value: ""}},
+		{"''''", &StringLit{Value: "'"}},
+		{"'a' = 'b'", &BinaryExpr{Op: OpEq, Left: &StringLit{Value: "a"}, Right: &StringLit{Value: "b"}}},
 		{"'a' \n -- comment\n", &StringLit{Value: "a"}},
 		{"$$it's$$", &StringLit{Value: "it's"}},
 		{"$fn$ $$ $fn$", &StringLit{Value: " $$ "}},
@@ -710,5 +715,43 @@ func TestDepthLimitRoundTrip(t *testing.T) {
 				t.Fatalf("rendering parses to a different tree")
 			}
 		})
+	}
+}
+
+// insertSQL is a writer's INSERT of rows rows of three values.
+func insertSQL(rows int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO shaped VALUES ")
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "(%d,%d,'%d-%s')", i%100, i, 1700000000000000000+i, strings.Repeat("x", 43))
+	}
+	return b.String()
+}
+
+// TestParseInsertAllocates: parsing a 10-row INSERT, as a writer sends
+// many a second, allocates its AST and little else: the tokens' slice is
+// reused from parse to parse, a string constant is one allocation, and
+// the height check keeps no slice per node (120 allocations before).
+func TestParseInsertAllocates(t *testing.T) {
+	src := insertSQL(10)
+	if _, err := Parse(src); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 80 // the AST's nodes and lists are some 60
+	if got := testing.AllocsPerRun(100, func() { _, _ = Parse(src) }); got > limit {
+		t.Errorf("parsing a 10-row INSERT: %v allocations, want at most %d", got, limit)
+	}
+}
+
+func BenchmarkParseInsert(b *testing.B) {
+	src := insertSQL(10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(src); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -45,8 +45,10 @@ func Inspect(n Node, f func(Node) bool) { Walk(inspector(f), n) }
 
 // children returns n's child nodes in source order; with values, also the
 // values of options and SET.
-func children(n Node, values bool) []Node {
-	var out []Node
+func children(n Node, values bool) []Node { return appendChildren(nil, n, values) }
+
+// appendChildren appends children(n, values) to out.
+func appendChildren(out []Node, n Node, values bool) []Node {
 	expr := func(e Expr) {
 		if e != nil {
 			out = append(out, e)
@@ -201,13 +203,15 @@ func height(n Node) int {
 	}
 	max := 0
 	stack := []item{{n, 1}}
+	var kids []Node // reused: every statement's height is checked
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if it.level > max {
 			max = it.level
 		}
-		for _, c := range children(it.n, true) {
+		kids = appendChildren(kids[:0], it.n, true)
+		for _, c := range kids {
 			stack = append(stack, item{c, it.level + 1})
 		}
 	}

@@ -2,6 +2,7 @@ package tail
 
 import (
 	"math/bits"
+	"strconv"
 	"unsafe"
 
 	"github.com/shardtail/shardtail/formatter"
@@ -34,6 +35,10 @@ type batch struct {
 	queueRefs int
 
 	shapes shapeCache[[]formatter.TimeRows]
+	// progress holds the progress row at upper, shared by the subscribers
+	// with PROGRESS that take nothing else from the batch, per
+	// progressKey.
+	progress shapeCache[[]formatter.Row]
 }
 
 func newBatch(t *SharedTail, lower, upper uint64, updates []row.Update) *batch {
@@ -136,6 +141,34 @@ func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, key string, m
 		b.grow(formatted)
 	}
 	return rows, nil
+}
+
+// progressKey is the key of opts's progress rows in batch.progress, ""
+// without PROGRESS: a progress row is NULL but for its timestamp and
+// mz_progressed, so subscribers of any shape with as many output columns
+// share one, and its encodings (the Wire's key adds the format).
+func progressKey(opts *formatter.Options) string {
+	if !opts.Progress {
+		return ""
+	}
+	return strconv.Itoa(len(opts.Columns()))
+}
+
+// progressRow returns the progress row at b's upper for subscribers whose
+// output has progressKey key, as a one-row slice shared by them all: a
+// sweep hands a batch to thousands of routed subscribers that take only
+// this row from it, and each then sends the same bytes, encoded once.
+func (b *batch) progressRow(key string, opts *formatter.Options) []formatter.Row {
+	var made int64
+	rows := b.progress.get(key, func() []formatter.Row {
+		rows := formatter.SharedCharged([]formatter.Row{opts.ProgressRow(b.upper)}, b.grow)
+		made = formattedSize([]formatter.TimeRows{{Rows: rows}})
+		return rows
+	})
+	if made > 0 {
+		b.grow(made) // outside the cache's lock, as in rows
+	}
+	return rows
 }
 
 // grow counts n more bytes computed from b (batch.extra).

@@ -268,33 +268,36 @@ func (t *SharedTail) pushRouted(b *batch) {
 		return
 	}
 	pushed := 0
-	for ss := range t.routedShapes(b) {
+	matched := t.routedShapes(b)
+	for ss := range matched {
 		for s := range ss.routed {
 			s.push(b)
 		}
 		pushed += len(ss.routed)
 	}
-	pushed += t.sweepProgress(b)
+	pushed += t.sweepProgress(b, matched)
 	t.m.metrics.pushesSkipped.Add(float64(len(t.subs) - len(t.every) - pushed))
 }
 
 // sweepProgress hands b to the routed subscribers with PROGRESS that are
-// due (see sweeper) and that it was not routed to, and returns how many it
-// handed it to. Each then reports the frontier at b's upper (a progress
+// due (see sweeper) and that it was not routed to (their shape is not in
+// matched), and returns how many it handed it to. Each then reports the frontier at b's upper (a progress
 // row, which also covers the batches it skipped): every ProgressInterval,
 // as often as an idle collection's tick shows it, while a busy
 // collection's writes for other values cost it nothing in between.
 // Without the sweep every such subscriber would take every batch, and a
 // write would cost one delivery per subscriber instead of per matched
 // shape. t.mu must be held.
-func (t *SharedTail) sweepProgress(b *batch) int {
+func (t *SharedTail) sweepProgress(b *batch, matched map[*shapeSubs]struct{}) int {
 	if b.upper <= b.lower {
 		return 0 // b advances no frontier: nothing to report
 	}
 	n := 0
 	for _, s := range t.progressed.due(timeNow(), t.m.cfg.ProgressInterval) {
-		if q := s.queue; len(q) > 0 && q[len(q)-1] == b {
-			continue // routed to it
+		if _, routed := matched[t.shapes[s.req.Shape.Key]]; routed {
+			// Not by its queue's last batch: a subscriber still taking
+			// its snapshot queues nothing, and would be counted twice.
+			continue
 		}
 		s.push(b)
 		n++

@@ -290,6 +290,87 @@ func TestShapeRoutedProgress(t *testing.T) {
 	}
 }
 
+// TestShapeSweptProgressShared: routed subscribers of different shapes
+// that a sweep hands a batch with nothing for them take the batch's one
+// progress row, shared (encoded once for all of them), not a row each.
+func TestShapeSweptProgressShared(t *testing.T) {
+	var clock atomic.Int64 // seconds of the fake clock, which moves only when told
+	clock.Store(1000)
+	timeNow = func() time.Time { return time.Unix(clock.Load(), 0) }
+	t.Cleanup(func() { timeNow = time.Now })
+	f := newFixture(t, Config{WindowAge: keepForever, ProgressInterval: time.Second})
+	at := f.write(ins(1, "a"))
+	var subs []*Subscriber
+	for key := range int64(2) {
+		s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: at, Snapshot: true, Shape: keyShape(key+1, true),
+			Output: &formatter.Options{Relation: schema, Progress: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		subs = append(subs, s)
+	}
+	// A row for each: both have joined the live stream once they read it.
+	mine := f.write(ins(1, "b"), ins(2, "c"))
+	for _, s := range subs {
+		drain(t, f.ctx, s, mine+1)
+	}
+	clock.Add(1) // a sweep is due
+	other := f.write(ins(3, "x"))
+	var progress []*formatter.Row
+	for i, s := range subs {
+		var last []formatter.Row
+		for len(last) == 0 || !last[len(last)-1].Progressed || last[len(last)-1].Time < other+1 {
+			rows, err := s.Next(f.ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = rows
+		}
+		if got := canon(last); !reflect.DeepEqual(got, []string{fmt.Sprintf("%d progress", other+1)}) {
+			t.Fatalf("subscriber %d: got %q, want the progress row alone", i, got)
+		}
+		progress = append(progress, &last[0])
+	}
+	if progress[0] != progress[1] {
+		t.Errorf("the subscribers' progress rows are %p and %p, want one shared row", progress[0], progress[1])
+	}
+}
+
+// TestShapeSweepUnattached: a batch routed to a subscriber still at its
+// snapshot, while a sweep is due, is counted once among its pushes (it
+// was counted again, and the skipped-pushes counter decreased: a panic).
+func TestShapeSweepUnattached(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(1000)
+	timeNow = func() time.Time { return time.Unix(clock.Load(), 0) }
+	t.Cleanup(func() { timeNow = time.Now })
+	f := newFixture(t, Config{WindowAge: keepForever, ProgressInterval: time.Second})
+	at := f.write(ins(1, "a"))
+	s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: at, Snapshot: true, Shape: keyShape(1, true),
+		Output: &formatter.Options{Relation: schema, Progress: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	clock.Add(1) // a sweep is due, and the subscriber has not read yet
+	mine := f.write(ins(1, "b"))
+	// Published before the subscriber attaches: its push queues nothing.
+	published := func() bool {
+		s.t.mu.Lock()
+		defer s.t.mu.Unlock()
+		return s.t.frontier > mine
+	}
+	if err := waitUntil(time.Minute, published); err != nil {
+		t.Fatalf("the write was not published: %v", err)
+	}
+	want := []string{fmt.Sprintf("%d progress", at), fmt.Sprintf("%d [1 1 a]", at), fmt.Sprintf("%d progress", at+1),
+		fmt.Sprintf("%d [1 1 b]", mine), fmt.Sprintf("%d progress", mine+1)}
+	if got := canon(drain(t, f.ctx, s, mine+1)); !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 // TestSweeperSpreads: the sweeper takes each subscriber once per interval,
 // spread over the calls in between (a share of them per share of the
 // interval), all of them after an interval or more, and none twice in a

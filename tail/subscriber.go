@@ -40,8 +40,9 @@ type Subscriber struct {
 	req subscribe.Request
 	b   *formatter.Batcher
 	// outKey is outputKey(req.Shape, req.Output), the cache key of the
-	// batches' rows it takes, computed once rather than per batch.
-	outKey string
+	// batches' rows it takes, and progKey progressKey(req.Output), of
+	// their shared progress rows: computed once rather than per batch.
+	outKey, progKey string
 
 	// frontier mirrors b.Frontier() for other goroutines (mz_subscriptions).
 	frontier atomic.Uint64
@@ -116,7 +117,7 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	t.mu.Lock()
 	req.AsOf = req.StartAt(max(t.snapFloor, t.snapReader.Since()))
 	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), outKey: outputKey(req.Shape, req.Output),
-		ready: make(chan struct{})}
+		progKey: progressKey(req.Output), ready: make(chan struct{})}
 	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
 	// Holding from here: the snapshot reader's since stays at or below
@@ -260,6 +261,40 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 	}
 }
 
+// Ready returns nil when Next has something to return, else a channel
+// that the next push, detach or failure of the tail closes: the session
+// can then wait for it outside Next (pgwire.ReadyResult). It takes the
+// steps Next would take before it waits — joining the live stream after
+// the snapshot, taking queued batches that hold nothing for the
+// subscriber — and returns nil, leaving the rest to Next, in a phase that
+// only waits for a read (the snapshot, a private catch-up) or on an error.
+// Call it from Next's goroutine.
+func (s *Subscriber) Ready() <-chan struct{} {
+	defer func() {
+		s.frontier.Store(s.b.Frontier())
+		s.setHeld(s.b.Buffered())
+	}()
+	for len(s.out) == 0 && s.fatal == nil && !s.b.Done() {
+		switch s.phase {
+		case phaseJoin:
+			if joined, err := s.joinWindow(); !joined || err != nil {
+				return nil // Next catches up privately, or reports err
+			}
+		case phaseLive:
+			ready, err := s.live()
+			if err != nil {
+				return nil // Next reports it: the tail's error stays
+			}
+			if ready != nil {
+				return ready
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 // emit queues rows for the session.
 func (s *Subscriber) emit(rows []formatter.Row) {
 	if len(rows) > 0 {
@@ -348,39 +383,13 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.phase = phaseJoin
 		}
 	case phaseLive:
-		s.t.mu.Lock()
-		if s.detached {
-			s.detached = false
-			s.resumeAt = s.next
-			s.t.mu.Unlock()
-			s.t.m.metrics.resumes.Inc()
-			s.resumes.Add(1)
-			s.phase = phaseJoin
-			return nil
-		}
-		if len(s.queue) > 0 {
-			// One batch at a time: the rows handed to the session pin
-			// their batch until it has sent them, counted nowhere, while
-			// the batches still queued stay counted (and can be detached
-			// if the session stalls).
-			b := s.queue[0]
-			s.queue[0] = nil
-			s.queue = s.queue[1:]
-			s.chargeQueue()
-			s.queued -= b.bytes
-			s.t.m.metrics.queueBytes.Sub(float64(b.bytes))
-			s.t.hold(b, b.inWindow, -1)
-			s.t.mu.Unlock()
-			s.deliver([]*batch{b})
-			return nil
-		}
-		if err := s.t.err; err != nil {
-			s.t.mu.Unlock()
+		ready, err := s.live()
+		if err != nil {
 			return s.mapErr(err)
 		}
-		s.waiting = true
-		ready := s.ready
-		s.t.mu.Unlock()
+		if ready == nil {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -388,6 +397,48 @@ func (s *Subscriber) step(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// live is a step of the live phase that does not wait: it resumes a
+// detached subscriber (back to the join phase), delivers the next queued
+// batch, or reports the tail's error (unmapped); with nothing to do it
+// returns the channel that the next push, detach or failure of the tail
+// closes.
+func (s *Subscriber) live() (ready <-chan struct{}, err error) {
+	s.t.mu.Lock()
+	if s.detached {
+		s.detached = false
+		s.resumeAt = s.next
+		s.t.mu.Unlock()
+		s.t.m.metrics.resumes.Inc()
+		s.resumes.Add(1)
+		s.phase = phaseJoin
+		return nil, nil
+	}
+	if len(s.queue) > 0 {
+		// One batch at a time: the rows handed to the session pin
+		// their batch until it has sent them, counted nowhere, while
+		// the batches still queued stay counted (and can be detached
+		// if the session stalls).
+		b := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.chargeQueue()
+		s.queued -= b.bytes
+		s.t.m.metrics.queueBytes.Sub(float64(b.bytes))
+		s.t.hold(b, b.inWindow, -1)
+		s.t.mu.Unlock()
+		s.deliver([]*batch{b})
+		return nil, nil
+	}
+	if err := s.t.err; err != nil {
+		s.t.mu.Unlock()
+		return nil, err
+	}
+	s.waiting = true
+	ready = s.ready
+	s.t.mu.Unlock()
+	return ready, nil
 }
 
 // deliver emits the rows of published batches, mapped through the
@@ -399,6 +450,12 @@ func (s *Subscriber) deliver(batches []*batch) bool {
 		if err != nil {
 			s.fatal = err
 			return false
+		}
+		if len(rows) == 0 && s.progKey != "" {
+			// Only the frontier (a tick, or a sweep's batch with no row
+			// for the shape): the batch's shared progress row.
+			s.emit(s.b.Progress(b.upper, b.progressRow(s.progKey, s.req.Output)))
+			continue
 		}
 		s.emit(s.b.Groups(rows, b.upper))
 	}
@@ -430,30 +487,14 @@ func (s *Subscriber) shapedSnapshot() error {
 // queued. If the window does not reach back far enough, it catches up
 // with a private listen first.
 func (s *Subscriber) join(ctx context.Context) error {
-	pos := s.pos()
-	s.t.mu.Lock()
-	if err := s.t.err; err != nil {
-		s.t.mu.Unlock()
+	joined, err := s.joinWindow()
+	if err != nil {
 		return s.mapErr(err)
 	}
-	batches, covered := s.t.windowFrom(pos)
-	frontier := s.t.frontier
-	if covered {
-		s.attached, s.detached = true, false
-	}
-	s.t.mu.Unlock()
-	if covered {
-		if !s.deliver(batches) {
-			return nil
-		}
-		// The shared listen may be ahead of every batch the subscriber took
-		// (it attached at or past the listen's position): report that
-		// progress now, as a private listen would.
-		s.emit(s.b.Groups(nil, frontier))
-		s.phase = phaseLive
-		s.holding.Store(false)
+	if joined {
 		return nil
 	}
+	pos := s.pos()
 	r, err := s.t.m.persist.OpenReader(ctx, s.req.Shard, persist.ReaderOptions{Purpose: "subscribe catch-up"})
 	if err != nil {
 		return s.mapErr(err)
@@ -468,6 +509,38 @@ func (s *Subscriber) join(ctx context.Context) error {
 	s.phase = phasePrivate
 	s.holding.Store(false)
 	return nil
+}
+
+// joinWindow attaches the subscriber to the live stream when the window
+// reaches back to its position, delivering the window's batches from
+// there; joined is false when it does not (join then catches up with a
+// private listen). It never waits. err is the tail's, unmapped.
+func (s *Subscriber) joinWindow() (joined bool, err error) {
+	pos := s.pos()
+	s.t.mu.Lock()
+	if err := s.t.err; err != nil {
+		s.t.mu.Unlock()
+		return false, err
+	}
+	batches, covered := s.t.windowFrom(pos)
+	frontier := s.t.frontier
+	if covered {
+		s.attached, s.detached = true, false
+	}
+	s.t.mu.Unlock()
+	if !covered {
+		return false, nil
+	}
+	if !s.deliver(batches) {
+		return true, nil
+	}
+	// The shared listen may be ahead of every batch the subscriber took
+	// (it attached at or past the listen's position): report that
+	// progress now, as a private listen would.
+	s.emit(s.b.Groups(nil, frontier))
+	s.phase = phaseLive
+	s.holding.Store(false)
+	return true, nil
 }
 
 // mapErr turns a lost position into the 53200 error and a dropped shard

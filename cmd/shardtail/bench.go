@@ -60,7 +60,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	serverBin := fs.String("server-bin", "", "shardtail binary to run as the server (default: this one)")
 	scenarios := fs.String("scenarios", "", "scenarios to run: letters a-i, or comma-separated letters and names (budget: g, shapes: h, feed: i) (default all)")
 	clients := fs.String("clients", "", "storm sizes for (a), comma-separated (default 256,1024,2048,4096,10000; quick 64)")
-	dataflowMax := fs.Int("dataflow-max-clients", -1, fmt.Sprintf("largest N of (a) and (c) run on the dataflow path; 0: all (default %d; quick all)", bench.DefaultDataflowMaxClients))
+	dataflowMax := fs.Int("dataflow-max-clients", -1, fmt.Sprintf("largest N of (a) and (c) run on the dataflow path, and the most subscribers of (h) and (i) there; 0: all (default %d; quick all)", bench.DefaultDataflowMaxClients))
 	postgresMax := fs.Int("postgres-max-clients", -1, fmt.Sprintf("largest N of (a) run on PostgreSQL; 0: all (default %d; quick all)", bench.DefaultPostgresMaxClients))
 	live := fs.String("live", "", "sizes of (c): comma-separated CLIENTSxRATE (subscribers x rows/s) (default 10000x100,1000x1000; quick 32x50)")
 	liveDuration := fs.Duration("live-duration", 0, "how long (c)'s writer writes (default 30s; quick 3s)")

@@ -18,9 +18,9 @@ import (
 // kills the process where recover cannot help), it allocates a compressed
 // buffer's claimed size before decompressing, and it creates a new zstd
 // stream decoder per record batch, each with an ~8 MiB history ring: about
-// 1 GB of garbage per million rows decoded. Writing stays with arrow-go, so
-// parts remain standard Arrow IPC files; TestArrowReaderAgrees checks that
-// arrow-go reads them as we do.
+// 1 GB of garbage per million rows decoded. Writing is ours too (see
+// arrowwrite.go), and parts remain standard Arrow IPC files:
+// TestArrowReaderAgrees checks that arrow-go reads them as we do.
 
 // Arrow flatbuffer enum values (format/Schema.fbs, Message.fbs).
 const (

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/shardtail/shardtail/row"
 )
@@ -419,42 +418,7 @@ func TestDecodeRejectsBadValues(t *testing.T) {
 // input checks, to produce well-formed parts with bad content.
 func encodeBatchesUnchecked(t *testing.T, s row.Schema, batches [][]row.Update) []byte {
 	t.Helper()
-	data, err := writeBatches(s, batches, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// TestNoArrowLeaks encodes with a checked allocator: every buffer arrow-go
-// allocates for compression is released.
-func TestNoArrowLeaks(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	s := allTypesSchema(true)
-	us := []row.Update{}
-	for i := range 100 {
-		r := make(row.Row, len(allTypes))
-		for j, typ := range allTypes {
-			vals := edgeValues(typ)
-			if (i+j)%3 != 0 {
-				r[j] = vals[(i+j)%len(vals)]
-			}
-		}
-		us = append(us, row.Update{Row: r, T: uint64(i), Diff: 1})
-	}
-	us = row.Consolidate(us)
-	data, _, err := Config{BatchRows: 9}.encodePart(s, us, mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := diffUpdates(us, mustDecode(t, s, data)); err != nil {
-		t.Fatal(err)
-	}
-	// A failed encode releases too.
-	if _, _, err := (Config{}).encodePart(s, append(us, us[0]), mem); err == nil {
-		t.Fatal("unsorted input accepted")
-	}
+	return writeBatches(s, batches)
 }
 
 // TestDecodedValuesOwnMemory: decoded values survive the part's bytes
@@ -515,5 +479,28 @@ func TestFirstBatchSmall(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("batch sizes %v, want %v", got, tc.want)
 		}
+	}
+}
+
+// TestSmallPartAllocates: a small write's part (10 rows) allocates little
+// more than its own buffers. Parts were written by arrow-go's FileWriter,
+// which made a zstd encoder per part: 1.3 MB of match tables each.
+func TestSmallPartAllocates(t *testing.T) {
+	s := row.Schema{Columns: []row.Column{{Name: "user_id", Type: row.TypeInt8}, {Name: "id", Type: row.TypeInt8}, {Name: "payload", Type: row.TypeText}}}
+	var us []row.Update
+	for i := range 10 {
+		us = append(us, row.Update{Row: row.Row{int64(i), int64(i), strings.Repeat("x", 64)}, T: 7, Diff: 1})
+	}
+	encode(t, s, us) // the shared encoder's first use allocates its tables
+	const parts = 50
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range parts {
+		encode(t, s, us)
+	}
+	runtime.ReadMemStats(&after)
+	const limit = 64 << 10
+	if got := (after.TotalAlloc - before.TotalAlloc) / parts; got > limit {
+		t.Errorf("a 10-row part allocated %d bytes, want at most %d", got, limit)
 	}
 }

@@ -4,7 +4,7 @@
 //
 // # Format
 //
-// A part is an Arrow IPC *file* (arrow-go writes it; any Arrow
+// A part is an Arrow IPC *file* (arrowwrite.go writes it; any Arrow
 // implementation can read it):
 //
 //	"ARROW1\0\0"  schema message  record batch 0 ... record batch k-1  footer  footer length  "ARROW1"
@@ -52,9 +52,12 @@
 // Rows are sorted by (row, t) and consolidated across the whole part
 // (row.IsConsolidated), not only within a batch.
 //
-// Compression: every buffer is zstd-compressed by arrow-go's body
-// compression (ipc.WithZstd, klauspost/compress), with zstd's content
-// checksum, so flipped bits in a buffer are detected.
+// Compression: every non-empty buffer is zstd-compressed with Arrow's body
+// compression (codec ZSTD, method BUFFER: the uncompressed length, then a
+// frame; klauspost/compress), with zstd's content checksum, so flipped bits
+// in a buffer are detected. A buffer is compressed even where the frame is
+// larger than its bytes: Arrow's uncompressed form (length -1) has no
+// checksum.
 //
 // # Versioning
 //

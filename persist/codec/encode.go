@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/endian"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/shardtail/shardtail/row"
 )
@@ -45,12 +41,6 @@ func EncodePart(schema row.Schema, updates []row.Update) ([]byte, Stats, error) 
 //
 // EncodePart does not retain or modify updates.
 func (c Config) EncodePart(schema row.Schema, updates []row.Update) ([]byte, Stats, error) {
-	return c.encodePart(schema, updates, memory.DefaultAllocator)
-}
-
-// encodePart is EncodePart with the allocator arrow-go uses for compressed
-// buffers, so that tests can check it with memory.CheckedAllocator.
-func (c Config) encodePart(schema row.Schema, updates []row.Update, mem memory.Allocator) ([]byte, Stats, error) {
 	if err := c.Validate(); err != nil {
 		return nil, Stats{}, err
 	}
@@ -76,69 +66,25 @@ func (c Config) encodePart(schema row.Schema, updates []row.Update, mem memory.A
 	for i, hi := range cuts {
 		batches[i], lo = updates[lo:hi], hi
 	}
-	data, err := writeBatches(schema, batches, mem)
-	if err != nil {
-		return nil, Stats{}, fmt.Errorf("encode part: %w", err)
-	}
+	data := writeBatches(schema, batches)
 	stats.Bytes = int64(len(data))
 	return data, stats, nil
 }
 
 // writeBatches writes each batch as one record batch of an Arrow IPC file.
 // It does not check the updates.
-func writeBatches(schema row.Schema, batches [][]row.Update, mem memory.Allocator) ([]byte, error) {
+func writeBatches(schema row.Schema, batches [][]row.Update) []byte {
 	rows := 0
 	for _, b := range batches {
 		rows += len(b)
 	}
-	var buf chunkWriter
-	as := arrowSchema(schema, rows)
-	w, err := ipc.NewFileWriter(&buf, ipc.WithSchema(as), ipc.WithZstd(), ipc.WithAllocator(mem))
-	if err != nil {
-		return nil, err
-	}
-	enc := newBatchEncoder(schema, as)
+	w := newPartWriter(schema, rows)
+	enc := newBatchEncoder(schema)
 	for _, b := range batches {
-		rec := enc.encode(b)
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			_ = w.Close()
-			return nil, fmt.Errorf("write batch: %w", err)
-		}
+		enc.encode(b)
+		w.write(len(b), enc.nulls, enc.out)
 	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("close: %w", err)
-	}
-	return buf.bytes(), nil
-}
-
-// chunkWriter collects the part in chunks and joins them once at the end:
-// a bytes.Buffer copies a large part about twice while growing.
-type chunkWriter struct {
-	chunks [][]byte
-	n      int
-}
-
-func (w *chunkWriter) Write(p []byte) (int, error) {
-	last := len(w.chunks) - 1
-	if last < 0 || cap(w.chunks[last])-len(w.chunks[last]) < len(p) {
-		size := min(max(64<<10, w.n), 4<<20) // grow with the part, up to 4 MiB
-		w.chunks = append(w.chunks, make([]byte, 0, max(size, len(p))))
-		last++
-	}
-	w.chunks[last] = append(w.chunks[last], p...)
-	w.n += len(p)
-	return len(p), nil
-}
-
-// bytes returns everything written, in one exactly sized slice.
-func (w *chunkWriter) bytes() []byte {
-	out := make([]byte, 0, w.n)
-	for _, c := range w.chunks {
-		out = append(out, c...)
-	}
-	return out
+	return w.finish()
 }
 
 // checkUpdates checks that updates fit schema and are consolidated, and
@@ -269,20 +215,22 @@ func (c Config) cutBatches(schema row.Schema, updates []row.Update) ([]int, erro
 	return cuts, nil
 }
 
-// batchEncoder turns runs of updates into Arrow record batches. Its
-// scratch buffers are reused from batch to batch: ipc.FileWriter.Write
-// compresses them into fresh buffers before it returns.
+// batchEncoder turns runs of updates into the buffers of Arrow record
+// batches. Its buffers are reused from batch to batch: partWriter.write
+// copies or compresses them into the part before the next.
 type batchEncoder struct {
-	schema *arrow.Schema
-	cols   []row.Column
-	bufs   [][3][]byte // per field: validity, values or offsets, data
+	cols []row.Column
+	bufs [][3][]byte // per field: validity, values or offsets, data
+	// nulls and out are the last batch's null count per field and its
+	// buffers in IPC order (see partWriter.write).
+	nulls []int64
+	out   [][]byte
 }
 
-func newBatchEncoder(schema row.Schema, as *arrow.Schema) *batchEncoder {
+func newBatchEncoder(schema row.Schema) *batchEncoder {
 	return &batchEncoder{
-		schema: as,
-		cols:   schema.Columns,
-		bufs:   make([][3][]byte, len(schema.Columns)+2),
+		cols: schema.Columns,
+		bufs: make([][3][]byte, len(schema.Columns)+2),
 	}
 }
 
@@ -296,12 +244,12 @@ func grow(b []byte, n int) []byte {
 	return b
 }
 
-// encode returns a record batch of us. The caller releases it.
-func (e *batchEncoder) encode(us []row.Update) arrow.RecordBatch {
+// encode sets e.nulls and e.out to the record batch of us.
+func (e *batchEncoder) encode(us []row.Update) {
 	n := len(us)
-	arrs := make([]arrow.Array, 0, len(e.cols)+2)
+	e.nulls, e.out = e.nulls[:0], e.out[:0]
 	for ci, col := range e.cols {
-		arrs = append(arrs, e.column(ci, col.Type, us))
+		e.column(ci, col.Type, us)
 	}
 
 	tb := grow(e.bufs[len(e.cols)][1], n*8)
@@ -311,29 +259,12 @@ func (e *batchEncoder) encode(us []row.Update) arrow.RecordBatch {
 		binary.LittleEndian.PutUint64(db[8*i:], uint64(u.Diff))
 	}
 	e.bufs[len(e.cols)][1], e.bufs[len(e.cols)+1][1] = tb, db
-	arrs = append(arrs,
-		fixedArray(arrow.PrimitiveTypes.Uint64, n, nil, 0, tb),
-		fixedArray(arrow.PrimitiveTypes.Int64, n, nil, 0, db))
-
-	rec := array.NewRecordBatch(e.schema, arrs, int64(n))
-	for _, a := range arrs {
-		a.Release()
-	}
-	return rec
+	e.nulls = append(e.nulls, 0, 0)
+	e.out = append(e.out, nil, tb, nil, db)
 }
 
-func fixedArray(dt arrow.DataType, n int, validity []byte, nulls int, values []byte) arrow.Array {
-	var vb *memory.Buffer
-	if nulls > 0 {
-		vb = memory.NewBufferBytes(validity)
-	}
-	data := array.NewData(dt, n, []*memory.Buffer{vb, memory.NewBufferBytes(values)}, nil, nulls, 0)
-	defer data.Release()
-	return array.MakeFromData(data)
-}
-
-// column builds the array of column ci.
-func (e *batchEncoder) column(ci int, t row.Type, us []row.Update) arrow.Array {
+// column appends the null count and buffers of column ci.
+func (e *batchEncoder) column(ci int, t row.Type, us []row.Update) {
 	n := len(us)
 	b := &e.bufs[ci]
 	validity := grow(b[0], (n+7)/8)
@@ -346,7 +277,10 @@ func (e *batchEncoder) column(ci int, t row.Type, us []row.Update) arrow.Array {
 			bitutil.SetBit(validity, i)
 		}
 	}
-	dt := arrowType(t)
+	e.nulls = append(e.nulls, int64(nulls))
+	if nulls == 0 {
+		validity = nil // all valid: an empty bitmap
+	}
 
 	if w := fixedWidth(t); w != 0 {
 		var values []byte
@@ -383,7 +317,8 @@ func (e *batchEncoder) column(ci int, t row.Type, us []row.Update) arrow.Array {
 				copy(values[16*i:], v[:])
 			}
 		}
-		return fixedArray(dt, n, validity, nulls, values)
+		e.out = append(e.out, validity, values)
+		return
 	}
 
 	offsets := grow(b[1], 4*(n+1))
@@ -402,11 +337,5 @@ func (e *batchEncoder) column(ci int, t row.Type, us []row.Update) arrow.Array {
 		binary.LittleEndian.PutUint32(offsets[4*(i+1):], uint32(len(data)))
 	}
 	b[1], b[2] = offsets, data
-	var vb *memory.Buffer
-	if nulls > 0 {
-		vb = memory.NewBufferBytes(validity)
-	}
-	ad := array.NewData(dt, n, []*memory.Buffer{vb, memory.NewBufferBytes(offsets), memory.NewBufferBytes(data)}, nil, nulls, 0)
-	defer ad.Release()
-	return array.MakeFromData(ad)
+	e.out = append(e.out, validity, offsets, data)
 }

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"unsafe"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -54,43 +52,6 @@ var typeTokens = [...]string{
 	row.TypeUUID:        "uuid",
 }
 
-var (
-	timestampType   = &arrow.TimestampType{Unit: arrow.Microsecond}
-	timestampTZType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
-	uuidType        = &arrow.FixedSizeBinaryType{ByteWidth: 16}
-)
-
-// arrowType returns the Arrow type that stores column type t.
-func arrowType(t row.Type) arrow.DataType {
-	switch t {
-	case row.TypeBool:
-		return arrow.FixedWidthTypes.Boolean
-	case row.TypeInt2:
-		return arrow.PrimitiveTypes.Int16
-	case row.TypeInt4:
-		return arrow.PrimitiveTypes.Int32
-	case row.TypeInt8:
-		return arrow.PrimitiveTypes.Int64
-	case row.TypeFloat4:
-		return arrow.PrimitiveTypes.Float32
-	case row.TypeFloat8:
-		return arrow.PrimitiveTypes.Float64
-	case row.TypeNumeric, row.TypeText, row.TypeJSONB:
-		return arrow.BinaryTypes.String
-	case row.TypeBytea:
-		return arrow.BinaryTypes.Binary
-	case row.TypeTimestamp:
-		return timestampType
-	case row.TypeTimestampTZ:
-		return timestampTZType
-	case row.TypeDate:
-		return arrow.FixedWidthTypes.Date32
-	case row.TypeUUID:
-		return uuidType
-	}
-	panic(fmt.Sprintf("codec: no arrow type for %v", t))
-}
-
 // fixedWidth returns the byte width of a fixed-width column type's values,
 // 0 for variable-width types and -1 for bool (bit-packed).
 func fixedWidth(t row.Type) int {
@@ -107,28 +68,6 @@ func fixedWidth(t row.Type) int {
 		return 16
 	}
 	return 0
-}
-
-// arrowSchema returns the Arrow schema of parts of s holding rows rows.
-func arrowSchema(s row.Schema, rows int) *arrow.Schema {
-	fields := make([]arrow.Field, 0, len(s.Columns)+2)
-	for _, c := range s.Columns {
-		fields = append(fields, arrow.Field{
-			Name:     c.Name,
-			Type:     arrowType(c.Type),
-			Nullable: c.Nullable,
-			Metadata: arrow.NewMetadata([]string{MetaType}, []string{typeTokens[c.Type]}),
-		})
-	}
-	fields = append(fields,
-		arrow.Field{Name: colTime, Type: arrow.PrimitiveTypes.Uint64},
-		arrow.Field{Name: colDiff, Type: arrow.PrimitiveTypes.Int64},
-	)
-	md := arrow.NewMetadata(
-		[]string{MetaFormatVersion, MetaRows},
-		[]string{FormatVersion, strconv.Itoa(rows)},
-	)
-	return arrow.NewSchema(fields, &md)
 }
 
 // wireType returns the flatbuffer spelling of arrowType(t).
