@@ -28,8 +28,15 @@ type FeedResult struct {
 	// ResumeRows is what one resuming client receives: the changes' rows
 	// (a retraction and an insertion each).
 	ResumeRows int `json:"resume_rows"`
-	// Storms are the four storms by FeedStorms' names.
+	// Storms are the four storms by FeedStorms' names: each one's run of
+	// median server CPU per client.
 	Storms map[string]*FeedStorm `json:"storms"`
+	// StormRuns are every run of each storm (SuiteConfig.Runs), by name.
+	// The runs take turns, run i of each storm after run i of the one
+	// before it, so that a pgwire storm is measured next to the SSE storm
+	// it is compared with: the ratio of a run is of two storms seconds
+	// apart. Reports from before runs have Storms only.
+	StormRuns map[string][]*FeedStorm `json:"storm_runs,omitempty"`
 	// Idle subscribers over SSE: server RSS before (after one warm-up
 	// stream) and with IdleClients streams idle, and per subscriber.
 	IdleClients int     `json:"idle_clients"`
@@ -71,6 +78,27 @@ type FeedStorm struct {
 	// clients cost, and a storm that runs longer on the clients' side
 	// would be charged more of it.
 	BaselineCPU float64 `json:"baseline_cpu_seconds,omitempty"`
+}
+
+// runs returns every run of storm name (the one in Storms for a report
+// from before StormRuns).
+func (f *FeedResult) runs(name string) []*FeedStorm {
+	return orRuns(f.StormRuns[name], f.Storms[name])
+}
+
+// CPURatios returns the SSE storm's server CPU per client over the pgwire
+// storm's, run by run, for kind "resume" or "snapshot". A run either storm
+// of which had errors or no CPU figure has no ratio.
+func (f *FeedResult) CPURatios(kind string) []float64 {
+	sse, pg := f.runs(kind+"/sse"), f.runs(kind+"/pgwire")
+	var out []float64
+	for i := range min(len(sse), len(pg)) {
+		s, p := sse[i], pg[i]
+		if s.Errors == 0 && p.Errors == 0 && s.CPUPerClientMS() >= 0 && p.CPUPerClientMS() > 0 {
+			out = append(out, s.CPUPerClientMS()/p.CPUPerClientMS())
+		}
+	}
+	return out
 }
 
 // CPUPerClientMS is the server CPU per client in ms, the baseline taken
@@ -164,17 +192,23 @@ func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, idle int, label
 			return pgwireStorm(ctx, srv.CPU(), srv.URL, cfg.FeedClients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, end-1, end))
 		},
 	}
-	for _, name := range FeedStorms {
-		quiesce(ctx, srv.CPU(), cfg.Status, label+": waiting for the server to idle")
-		cfg.Status.Set(fmt.Sprintf("%s: %s storm, %d clients", label, name, cfg.FeedClients), nil)
-		sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		run := storms[name](sctx)
-		cancel()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	fr.StormRuns = map[string][]*FeedStorm{}
+	for run := range cfg.Runs {
+		for _, name := range FeedStorms {
+			quiesce(ctx, srv.CPU(), cfg.Status, label+": waiting for the server to idle")
+			cfg.Status.Set(fmt.Sprintf("%s: %s storm, %d clients%s", label, name, cfg.FeedClients, runLabel(run, cfg.Runs)), nil)
+			sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			r := storms[name](sctx).result()
+			cancel()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			fr.StormRuns[name] = append(fr.StormRuns[name], r)
+			cfg.Status.Logf("%s%s: %s", label, runLabel(run, cfg.Runs), feedStormLine(name, r))
 		}
-		fr.Storms[name] = run.result()
-		cfg.Status.Logf("%s: %s", label, feedStormLine(name, fr.Storms[name]))
+	}
+	for _, name := range FeedStorms {
+		fr.Storms[name] = medianRun(fr.StormRuns[name], (*FeedStorm).CPUPerClientMS)
 	}
 	return fr, nil
 }
@@ -515,25 +549,35 @@ func writeFeedSection(w io.Writer, v *reportView) {
 		f := pr.Feed
 		fmt.Fprintf(w, "**%s path**: %s clients per storm on %s rows; a resuming client receives %s rows.\n\n",
 			pr.Path, commas(f.Clients), commas(f.Rows), commas(f.ResumeRows))
+		if n := len(f.runs(FeedStorms[0])); n > 1 {
+			fmt.Fprintf(w, "Each storm ran %d times, taking turns (run i of each storm after run i of the one before); each figure is the median with min–max, "+
+				"and the ratio the median of the runs' ratios (an SSE storm over the pgwire storm that followed it).\n\n", n)
+		}
 		fmt.Fprintf(w, "| storm | ended | errors | p50 | p95 | storm | server CPU per client | SSE ÷ pgwire CPU per client |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, name := range FeedStorms {
-			s := f.Storms[name]
-			if s == nil {
+			runs := f.runs(name)
+			if len(runs) == 0 {
 				continue
 			}
-			ratio := ""
-			if sse, pg := f.Storms[strings.Replace(name, "pgwire", "sse", 1)], s; strings.HasSuffix(name, "/pgwire") && sse != nil {
-				ratio = ratioText(sse.CPUPerClientMS(), pg.CPUPerClientMS())
+			col := func(v func(*FeedStorm) float64, format func(float64) string) string {
+				return spreadOf(runs, v).text(format)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name, commas(s.Completed), commas(s.Errors),
-				secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), fmtOr(ms, s.CPUPerClientMS()), ratio)
+			ratio := ""
+			if kind, ok := strings.CutSuffix(name, "/pgwire"); ok {
+				ratio = spreadValues(f.CPURatios(kind)).text(timesText)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+				col(func(s *FeedStorm) float64 { return float64(s.Completed) }, count), col(func(s *FeedStorm) float64 { return float64(s.Errors) }, count),
+				col(func(s *FeedStorm) float64 { return s.Latency.P50 }, secs), col(func(s *FeedStorm) float64 { return s.Latency.P95 }, secs),
+				col(func(s *FeedStorm) float64 { return s.StormSeconds }, secs), col((*FeedStorm).CPUPerClientMS, ms), ratio)
 		}
 		fmt.Fprintln(w)
 		var errs []string
 		for _, name := range FeedStorms {
-			if s := f.Storms[name]; s != nil {
+			runs := f.runs(name)
+			for i, s := range runs {
 				for _, e := range SortedErrors(s.ErrorSamples) {
-					errs = append(errs, fmt.Sprintf("- %s: %s", name, e))
+					errs = append(errs, fmt.Sprintf("- %s%s: %s", name, runLabel(i, len(runs)), e))
 				}
 			}
 		}
@@ -553,7 +597,8 @@ func writeFeedSection(w io.Writer, v *reportView) {
 }
 
 // feedGoals are (i)'s targets, on the fast path: SSE within 1.2× of
-// pgwire's server CPU per client, resuming and snapshotting.
+// pgwire's server CPU per client, resuming and snapshotting (the median of
+// the runs' ratios).
 func feedGoals(r *Report, add func(what, target string, measured float64, format func(float64) string, ok func(float64) bool)) {
 	fast := r.Results.Paths[PathFast]
 	if fast == nil || fast.Feed == nil {
@@ -561,12 +606,11 @@ func feedGoals(r *Report, add func(what, target string, measured float64, format
 	}
 	f := fast.Feed
 	for _, kind := range []string{"resume", "snapshot"} {
-		sse, pg := f.Storms[kind+"/sse"], f.Storms[kind+"/pgwire"]
-		x := -1.0
-		if sse != nil && pg != nil && sse.Errors == 0 && pg.Errors == 0 && sse.CPUPerClientMS() >= 0 && pg.CPUPerClientMS() > 0 {
-			x = sse.CPUPerClientMS() / pg.CPUPerClientMS()
-		}
-		add(fmt.Sprintf("fast path, SSE %s server CPU per client ÷ pgwire's (N=%s)", kind, commas(f.Clients)), "≤ 1.2×", x,
-			func(x float64) string { return fmt.Sprintf("%.2f×", x) }, func(x float64) bool { return x <= 1.2 })
+		sp := spreadValues(f.CPURatios(kind))
+		add(fmt.Sprintf("fast path, SSE %s server CPU per client ÷ pgwire's (N=%s)", kind, commas(f.Clients)), "≤ 1.2×",
+			sp.med, func(float64) string { return sp.text(timesText) }, func(x float64) bool { return x <= 1.2 })
 	}
 }
+
+// timesText formats a ratio.
+func timesText(x float64) string { return fmt.Sprintf("%.2f×", x) }

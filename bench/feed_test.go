@@ -67,3 +67,43 @@ func TestFeedStormCPUPerClient(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedCPURatios: (i)'s SSE ÷ pgwire ratios pair run i of the SSE
+// storm with run i of the pgwire storm, leave out a pair either storm of
+// which had errors or no CPU figure, and read a report from before runs
+// (Storms only) as one run.
+func TestFeedCPURatios(t *testing.T) {
+	storm := func(cpu float64, errs int) *FeedStorm {
+		return &FeedStorm{Clients: 100, Completed: 100 - errs, Errors: errs, ServerCPU: cpu}
+	}
+	for _, tc := range []struct {
+		name string
+		f    *FeedResult
+		want []float64
+	}{
+		{"paired", &FeedResult{StormRuns: map[string][]*FeedStorm{
+			"snapshot/sse":    {storm(0.3, 0), storm(0.2, 0), storm(0.4, 0)},
+			"snapshot/pgwire": {storm(0.2, 0), storm(0.1, 0), storm(0.4, 0)},
+		}}, []float64{1.5, 2, 1}},
+		{"errors and unmeasured left out", &FeedResult{StormRuns: map[string][]*FeedStorm{
+			"snapshot/sse":    {storm(0.3, 1), storm(0.2, 0), storm(-1, 0), storm(0.1, 0)},
+			"snapshot/pgwire": {storm(0.2, 0), storm(0.1, 2), storm(0.4, 0), storm(0.1, 0)},
+		}}, []float64{1}},
+		{"before runs", &FeedResult{Storms: map[string]*FeedStorm{
+			"snapshot/sse": storm(0.3, 0), "snapshot/pgwire": storm(0.2, 0),
+		}}, []float64{1.5}},
+		{"pgwire missing", &FeedResult{Storms: map[string]*FeedStorm{"snapshot/sse": storm(0.3, 0)}}, nil},
+	} {
+		got := tc.f.CPURatios("snapshot")
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: CPURatios = %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if math.Abs(got[i]-tc.want[i]) > 1e-9 {
+				t.Errorf("%s: CPURatios = %v, want %v", tc.name, got, tc.want)
+				break
+			}
+		}
+	}
+}

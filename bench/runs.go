@@ -53,6 +53,11 @@ func spreadOf[T any](runs []*T, f func(*T) float64) spread {
 			xs = append(xs, v)
 		}
 	}
+	return spreadValues(xs)
+}
+
+// spreadValues summarises xs, all measured; it sorts xs.
+func spreadValues(xs []float64) spread {
 	if len(xs) == 0 {
 		return spread{med: -1, lo: -1, hi: -1}
 	}

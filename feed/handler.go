@@ -1,9 +1,11 @@
 package feed
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -209,7 +211,12 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		fail(fmt.Errorf("%w: %d at once", ErrTooManyConnections, h.cfg.MaxConnections))
 		return
 	}
-	defer h.active.Add(-1)
+	// What the request's end undoes, in reverse order: when the handler
+	// returns, or when a live stream that took the connection over ends
+	// (stream.live).
+	var undo cleanups
+	defer func() { undo.run() }()
+	undo.add(func() { h.active.Add(-1) })
 	user, err := h.authenticate(r)
 	if err != nil {
 		fail(err)
@@ -222,9 +229,16 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(h.ctx, cancel)()
+	// The stream's context ends with the handler's Close, and with the
+	// request's while the handler serves it (net/http ends that when the
+	// client leaves); a stream that took the connection over watches it
+	// itself.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	undo.add(cancel)
+	stopClose := context.AfterFunc(h.ctx, cancel)
+	undo.add(func() { stopClose() })
+	stopReq := context.AfterFunc(r.Context(), cancel)
+	undo.add(func() { stopReq() })
 
 	var f framing = sseFraming{retry: h.cfg.Retry}
 	if tr == transportNDJSON {
@@ -234,10 +248,10 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 	if req.upTo != nil {
 		s.upTo = *req.upTo
 	}
-	defer func() { h.metrics.bytes.WithLabelValues(tr.String()).Add(float64(s.sent)) }()
+	undo.add(func() { h.metrics.bytes.WithLabelValues(tr.String()).Add(float64(s.sent)) })
 	if req.collections != nil {
 		err = s.openSources(ctx, user, tr, req)
-		defer s.closeSources()
+		undo.add(s.closeSources)
 	} else {
 		err = s.open(ctx, user, tr, req)
 	}
@@ -254,24 +268,123 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.metrics.streams.WithLabelValues(tr.String()).Inc()
-	defer h.metrics.streams.WithLabelValues(tr.String()).Dec()
+	undo.add(func() { h.metrics.streams.WithLabelValues(tr.String()).Dec() })
+	if req.collections == nil {
+		undo.add(s.sub.Close)
+	}
 	switch {
 	case req.collections != nil && tr == transportSnapshot:
 		err = s.runMerged(ctx, true)
 	case req.collections != nil:
-		startStream(w, r, f)
-		s.runMerged(ctx, false)
+		s.live(w, r, ctx, cancel, stopReq, &undo, func(ctx context.Context) { s.runMerged(ctx, false) })
 	case tr == transportSnapshot:
-		defer s.sub.Close()
 		err = s.snapshot(ctx)
 	default:
-		defer s.sub.Close()
-		startStream(w, r, f)
-		s.run(ctx)
+		s.live(w, r, ctx, cancel, stopReq, &undo, s.run)
 	}
 	if err != nil {
 		fail(err)
 	}
+}
+
+// cleanups are functions to run in reverse order of their adding.
+type cleanups []func()
+
+func (c *cleanups) add(f func()) { *c = append(*c, f) }
+
+func (c cleanups) run() {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]()
+	}
+}
+
+// live runs a live stream (run). Over HTTP/1.1 it takes the connection
+// from net/http (Hijack) and streams on it from a goroutine of its own,
+// counted in the handler's wg, while the handler returns: the request's
+// net/http state (the connection's 4 KiB read and write buffers, the
+// response's buffer, the request, the goroutine that watches the
+// connection) is not held for the stream's life, and a batch is one
+// writev of its pieces, shared rows included, where net/http's buffers
+// made a large run three writes. The goroutine then runs what the
+// request's end undoes (undo, which it empties); stopReq detaches ctx
+// from the request's context, which ends with the handler. Elsewhere
+// (HTTP/2, a ResponseWriter that cannot hijack) the stream runs in the
+// handler through w.
+func (s *stream) live(w http.ResponseWriter, r *http.Request, ctx context.Context, cancel context.CancelFunc, stopReq func() bool,
+	undo *cleanups, run func(context.Context)) {
+	streamHeaders(w, r, s.f)
+	conn := s.hijack(w, r)
+	if conn == nil {
+		w.WriteHeader(http.StatusOK)
+		run(ctx)
+		return
+	}
+	stopReq()
+	done := *undo
+	*undo = nil
+	s.h.wg.Add(1) // the handler's own count is still held: wg is not at zero
+	go func() {
+		defer s.h.wg.Done()
+		defer done.run()
+		// The client sends nothing after its request: a read that ends
+		// means it left (or the connection was closed below).
+		var watch sync.WaitGroup
+		watch.Go(func() {
+			var b [1]byte
+			for {
+				if _, err := conn.Read(b[:]); err != nil {
+					cancel()
+					return
+				}
+			}
+		})
+		run(ctx)
+		s.closeConn(conn, &watch)
+	}()
+}
+
+// closeConn ends a stream's connection, whose reader is watch. It first
+// sends the end of the response after its bytes (CloseWrite) and waits,
+// up to Config.WriteTimeout, for the client to close its side: a closed
+// socket whose bytes the client has not read yet is the kernel's to
+// finish sending, and under memory pressure it resets them (a storm's
+// thousands of streams end with megabytes each in flight), where the
+// client would have read them to the end. net/http closes so too
+// (closeWriteAndWait). When the handler closes, it closes at once.
+func (s *stream) closeConn(conn net.Conn, watch *sync.WaitGroup) {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok && s.h.ctx.Err() == nil && cw.CloseWrite() == nil {
+		_ = conn.SetReadDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
+		stop := context.AfterFunc(s.h.ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+		watch.Wait()
+		stop()
+	}
+	conn.Close()
+	watch.Wait()
+}
+
+// hijack takes an HTTP/1.1 connection from net/http for a stream and puts
+// the response's head in buf, to go out with the stream's first bytes; nil
+// when it cannot (HTTP/2, or w does not support it).
+func (s *stream) hijack(w http.ResponseWriter, r *http.Request) net.Conn {
+	if r.ProtoMajor != 1 {
+		return nil
+	}
+	head := w.Header().Clone()
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil
+	}
+	// The body runs to the connection's close.
+	head.Del("Transfer-Encoding")
+	head.Set("Connection", "close")
+	head.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	b := bytes.NewBuffer(s.buf)
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = head.Write(b) // a bytes.Buffer takes every write
+	b.WriteString("\r\n")
+	s.buf = b.Bytes()
+	s.conn = conn
+	return conn
 }
 
 // open starts the subscription of a one-collection stream.
@@ -318,6 +431,12 @@ func (s *stream) chargeSnapshot() error {
 
 // startStream sends a stream's headers.
 func startStream(w http.ResponseWriter, r *http.Request, f framing) {
+	streamHeaders(w, r, f)
+	w.WriteHeader(http.StatusOK)
+}
+
+// streamHeaders sets a stream's headers.
+func streamHeaders(w http.ResponseWriter, r *http.Request, f framing) {
 	w.Header().Set("Content-Type", f.contentType())
 	w.Header().Set("Cache-Control", "no-store")
 	// Proxies that buffer (nginx) would hold the events back.
@@ -332,7 +451,6 @@ func startStream(w http.ResponseWriter, r *http.Request, f framing) {
 		// has frames of its own.)
 		w.Header().Set("Transfer-Encoding", "identity")
 	}
-	w.WriteHeader(http.StatusOK)
 }
 
 // snapshot answers ?live=false: the rows up to the first frontier after AS

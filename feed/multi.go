@@ -336,8 +336,8 @@ func (s *stream) emitBelow(frontier uint64, snapshot bool) bool {
 			for _, r := range runs {
 				s.buf = append(s.buf, r...)
 			}
-		case !s.rows(runs):
-			return false
+		default:
+			s.rows(runs)
 		}
 		for _, r := range src.rows[:n] {
 			src.held -= r.Size()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -89,7 +90,14 @@ type stream struct {
 	srcs []*source // several collections (sub is nil)
 	pos  position
 	upTo uint64 // UP TO, when the subscribe has one
+	// conn is the connection a live HTTP/1.1 stream took over (hijack);
+	// nil while it writes through w.
+	conn net.Conn
 	buf  []byte // framed bytes not yet written
+	// out are the batch's pieces before buf[mark:]: spans of buf and runs
+	// of shared rows written from where they lie, in order (queue).
+	out  net.Buffers
+	mark int
 	enc  []byte // formatter.Messages's scratch
 	// charged is what buf and enc's capacity is charged to the feed's
 	// memory holder.
@@ -156,11 +164,9 @@ func (s *stream) run(ctx context.Context) {
 				s.buf = s.f.progress(s.buf, st.progress)
 				continue
 			}
-			if !s.rows(formatter.Runs(s.wire, st.rows, &s.enc)) {
-				return
-			}
+			s.rows(formatter.Runs(s.wire, st.rows, &s.enc))
 		}
-		if len(s.buf) > 0 && !s.write() {
+		if (len(s.buf) > 0 || len(s.out) > 0) && !s.write() {
 			return
 		}
 	}
@@ -169,10 +175,10 @@ func (s *stream) run(ctx context.Context) {
 // directWrite is the size from which a run of row objects is written to
 // the connection from where it lies (for rows the fast path shares, the
 // bytes every subscriber of the shape gets) rather than copied into buf:
-// a snapshot piece is not copied per subscriber. Smaller runs are copied,
-// so that a batch of them goes out in one write: a copy of up to 64 KiB
-// costs less than the write system call it saves (a resume storm's
-// batches are mostly such runs).
+// a snapshot piece is not copied per subscriber. Smaller runs are copied:
+// a copy of up to 64 KiB costs less than the write system call it saves
+// through a ResponseWriter, and than an iovec's share of a writev (a
+// resume storm's batches are mostly such runs).
 const directWrite = 64 << 10
 
 // keptBuffer is the most of enc's capacity an idle stream keeps (the rest
@@ -267,8 +273,8 @@ func (w *idleWait) stop() {
 }
 
 // rows frames one rows event of runs (formatter.Runs with the framing's
-// separator); false means the client is gone.
-func (s *stream) rows(runs [][]byte) bool {
+// separator) into the batch.
+func (s *stream) rows(runs [][]byte) {
 	s.buf = s.f.rowsOpen(s.buf)
 	for i, r := range runs {
 		if i == len(runs)-1 && s.f.trimLast() {
@@ -278,34 +284,61 @@ func (s *stream) rows(runs [][]byte) bool {
 			s.buf = append(s.buf, r...)
 			continue
 		}
-		if !s.send(s.buf) || !s.send(r) {
-			return false
-		}
-		s.buf = s.buf[:0]
+		s.queue(r)
 	}
 	s.buf = s.f.rowsClose(s.buf)
-	return true
 }
 
-// write sends buf to the client and flushes it; false means the client is
-// gone (or did not take the bytes within Config.WriteTimeout).
+// queue adds buf's bytes since the last queued ones, then run, to the
+// batch's pieces. (A span of buf stays valid when buf grows: it refers to
+// the old array, whose bytes do not change.)
+func (s *stream) queue(run []byte) {
+	if len(s.buf) > s.mark {
+		s.out = append(s.out, s.buf[s.mark:])
+		s.mark = len(s.buf)
+	}
+	if run != nil {
+		s.out = append(s.out, run)
+	}
+}
+
+// write sends the batch (its queued pieces and buf) to the client and
+// flushes it; false means the client is gone (or did not take the bytes
+// within Config.WriteTimeout).
 func (s *stream) write() bool {
+	s.queue(nil)
 	s.charge(false)
-	ok := s.send(s.buf)
+	ok := s.send()
+	clear(s.out) // the shared runs are not held by an idle stream
+	s.out, s.mark = s.out[:0], 0
 	s.putBuf()
 	s.charge(false)
-	return ok && s.rc.Flush() == nil
+	return ok
 }
 
-// send writes b to the client, unflushed; false means the client is gone.
-func (s *stream) send(b []byte) bool {
-	// A client that stopped reading must not hold the handler forever:
+// send writes the queued pieces: on a connection taken over, in one
+// writev; else one Write each through w, then a Flush.
+func (s *stream) send() bool {
+	// A client that stopped reading must not hold the stream forever:
 	// its subscription is detached by the fast path's budget meanwhile,
 	// but the connection would stay.
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
-	n, err := s.w.Write(b)
-	s.sent += int64(n)
-	return err == nil
+	deadline := time.Now().Add(s.h.cfg.WriteTimeout)
+	if s.conn != nil {
+		_ = s.conn.SetWriteDeadline(deadline)
+		pieces := s.out // WriteTo consumes its receiver
+		n, err := pieces.WriteTo(s.conn)
+		s.sent += n
+		return err == nil
+	}
+	_ = s.rc.SetWriteDeadline(deadline)
+	for _, b := range s.out {
+		n, err := s.w.Write(b)
+		s.sent += int64(n)
+		if err != nil {
+			return false
+		}
+	}
+	return s.rc.Flush() == nil
 }
 
 // charge brings the memory holder to the buffers' capacity (to zero when

@@ -1,0 +1,127 @@
+package feed
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/shardtail/shardtail/formatter"
+	"github.com/shardtail/shardtail/row"
+)
+
+// TestBatchIsOneWrite: on a connection a stream took over, a batch of a
+// rows event around a large shared run and a progress event is one write
+// system call (writev), the run written from the shape's shared bytes,
+// and the client reads the event whole. (Through net/http's buffers it was
+// three: 4 KiB of the run, the rest, the event's end.)
+func TestBatchIsOneWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	noErr(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	noErr(t, err)
+	defer client.Close()
+	conn, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	defer conn.Close()
+	// Room for the whole batch, so that the one writev is not cut short
+	// by a full socket.
+	noErr(t, conn.(*net.TCPConn).SetWriteBuffer(4<<20))
+
+	const rows = 2000 // some 100 KiB of JSON: over directWrite
+	opts := &formatter.Options{Progress: true, Relation: row.Schema{Columns: []row.Column{{Name: "a", Type: row.TypeText}}}}
+	var updates []row.Update
+	for i := range rows {
+		updates = append(updates, row.Update{Row: row.Row{fmt.Sprintf("row %d %s", i, strings.Repeat("x", 30))}, Diff: 1})
+	}
+	piece := formatter.Shared(opts.Data(7, updates))
+	s := &stream{h: &Handler{cfg: Config{}.withDefaults()}, conn: conn, f: sseFraming{}, wire: newJSONWire(opts.Columns(), "", ',')}
+	runs := formatter.Runs(s.wire, piece, &s.enc)
+	if len(runs) != 1 || len(runs[0]) < directWrite {
+		t.Fatalf("got %d runs, want one of at least %d bytes", len(runs), directWrite)
+	}
+	// The client reads meanwhile (a socket under memory pressure holds
+	// little).
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(client)
+		read <- b
+	}()
+	// The runtime may write to its netpoller's eventfd from this thread
+	// meanwhile (a deadline's timer, waking the reader): the fewest of a
+	// few batches' write system calls is the batch's own.
+	const batches = 10
+	fewest := int64(-1)
+	for range batches {
+		s.rows(runs)
+		s.buf = s.f.progress(s.buf, 8)
+		if len(s.out) != 2 || unsafe.SliceData(s.out[1]) != unsafe.SliceData(runs[0]) {
+			t.Fatalf("the batch's pieces before the write are %d, want the event's start and the shared run itself", len(s.out))
+		}
+		runtime.LockOSThread() // the write's system calls are this thread's
+		before := threadWrites(t)
+		ok := s.write()
+		writes := threadWrites(t) - before
+		runtime.UnlockOSThread()
+		if !ok {
+			t.Fatal("write failed")
+		}
+		if fewest < 0 || writes < fewest {
+			fewest = writes
+		}
+		if len(s.out) != 0 || s.buf != nil {
+			t.Fatalf("after the write the stream holds %d pieces and a buffer of %d bytes, want none", len(s.out), cap(s.buf))
+		}
+	}
+	if fewest != 1 {
+		t.Errorf("a batch took %d write system calls (the fewest of %d), want 1", fewest, batches)
+	}
+	conn.Close()
+	got := <-read
+	want := strings.Repeat("event: rows\ndata: ["+string(runs[0][:len(runs[0])-1])+"]\n\nevent: progress\nid: 8\ndata: {\"frontier\":\"8\"}\n\n", batches)
+	if !bytes.Equal(got, []byte(want)) {
+		t.Errorf("the client read %d bytes, want the %d of the batches' rows and progress events", len(got), len(want))
+	}
+}
+
+// threadWrites is the write system calls this thread has made (syscw of
+// /proc/thread-self/io).
+func threadWrites(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/thread-self/io")
+	noErr(t, err)
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "syscw:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+			noErr(t, err)
+			return n
+		}
+	}
+	t.Fatal("/proc/thread-self/io has no syscw")
+	return 0
+}
+
+func noErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
