@@ -123,11 +123,22 @@ func (c *conn) logger() *slog.Logger {
 // abort cancels the connection with cause and unblocks it (armDeadlines).
 // It replaces a context.AfterFunc on ctx, which would cost each of
 // thousands of idle connections its bytes.
+//
+// A client that hung up (ErrClientGone: the hangup watcher saw its end of
+// input, or a write failed) keeps its reads: what it sent before it
+// hung up is still read to its end of input, so that a last message in
+// error still gets its FATAL (a client may half-close and read on), and
+// a read waiting for more sees EOF by itself. Only the statement running
+// is canceled, and writes get closeGrace.
 func (c *conn) abort(cause error) {
 	if c.ctx.Err() != nil {
 		return // already canceled, and its deadlines armed
 	}
 	c.cancel(cause)
+	if errors.Is(cause, ErrClientGone) {
+		c.raw.SetWriteDeadline(time.Now().Add(closeGrace))
+		return
+	}
 	c.armDeadlines()
 }
 
