@@ -489,12 +489,10 @@ func (s *Subscriber) live() (ready <-chan struct{}, err error) {
 // failed on one (the rows of the batches before it are emitted, then Next
 // returns the error).
 //
-// A batch with no rows for the subscriber (a tick's, or one whose rows
-// its shape drops) before the last adds only a progress row that the
-// next batch's supersedes: it is skipped, as if storage had merged the
-// batches. The progress rows after each timestamp's rows stay (see
-// formatter.Batcher.Groups), so the output does not depend on how many
-// batches one catch-up takes.
+// Every batch keeps its progress row, a batch with no rows for the
+// subscriber (a tick's) too, so that the output does not depend on how
+// many batches one catch-up takes and equals the dataflow path's, which
+// sends one per batch of its listen (TestMatchesDataflowPath).
 func (s *Subscriber) deliver(batches []*batch) bool {
 	if len(batches) == 1 {
 		// The usual live delivery: one batch, at the subscriber's
@@ -522,13 +520,10 @@ func (s *Subscriber) deliver(batches []*batch) bool {
 	s.groups = s.groups[:0]
 	size := 0
 	var err error
-	for i, b := range batches {
+	for _, b := range batches {
 		var rows []formatter.TimeRows
 		if rows, err = b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics); err != nil {
 			break
-		}
-		if len(rows) == 0 && i < len(batches)-1 {
-			continue
 		}
 		s.groups = append(s.groups, delivery{rows, b.upper})
 		size++

@@ -781,27 +781,26 @@ func TestNextReturnsBacklogAtOnce(t *testing.T) {
 	}
 }
 
-// TestCatchUpSkipsSupersededProgress: in a backlog taken at once, a batch
-// with no rows (a tick's) adds no progress row when a later batch's
-// supersedes it, as if storage had merged the batches; the progress after
-// each timestamp's rows stays, and the backlog ends at its last upper.
-func TestCatchUpSkipsSupersededProgress(t *testing.T) {
+// TestCatchUpKeepsEveryProgress: a backlog taken at once by one Next is
+// what the batches give one by one: each timestamp's rows, then every
+// batch's progress row at its upper, a tick's (no rows) included, as the
+// dataflow path sends them.
+func TestCatchUpKeepsEveryProgress(t *testing.T) {
 	f := newFixture(t, Config{})
 	s := f.subscribe(f.upper-1, true, 0, nil)
 	f.write(ins(100, "warm-up"))
 	drain(t, f.ctx, s, f.upper)
 	var want []string
 	for i, data := range []bool{true, false, false, true, false} {
-		var at uint64
 		if data {
-			at = f.write(ins(int64(i), "v"))
-			want = append(want, fmt.Sprintf("%d [1 %d v]", at, i), fmt.Sprintf("%d progress", at+1))
+			at := f.write(ins(int64(i), "v"))
+			want = append(want, fmt.Sprintf("%d [1 %d v]", at, i))
 		} else {
 			f.write()
 		}
+		want = append(want, fmt.Sprintf("%d progress", f.upper))
 		waitPublished(t, f.ctx, s, f.upper) // each write its own batch
 	}
-	want = append(want, fmt.Sprintf("%d progress", f.upper))
 	rows, err := s.Next(f.ctx, 0)
 	if err != nil {
 		t.Fatal(err)
