@@ -28,6 +28,10 @@ const (
 	HolderPGWire = "pgwire"
 	// HolderFeed is the HTTP feed's per-stream buffers.
 	HolderFeed = "feed"
+	// HolderPersist is persist's writes and compactions in flight: part
+	// encodings (their zstd state and buffers), encoded parts until they
+	// are uploaded, and a compaction's merged updates until it writes them.
+	HolderPersist = "persist"
 )
 
 // Help is the help text of shardtail_memory_bytes. Every registration of

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shardtail/shardtail/membudget"
 )
 
 // Defaults for Config.
@@ -56,6 +58,17 @@ type Config struct {
 	// starts sweeps too. Negative disables the background sweep
 	// (Client.Sweep still works).
 	SweepInterval time.Duration
+	// MaxConcurrentEncodes bounds the parts the process encodes at once
+	// (each holds a zstd encoder of up to ~20 MiB, see encodeCost);
+	// 0 means one per CPU.
+	MaxConcurrentEncodes int
+	// MaxConcurrentCompactions bounds the compactions the process runs
+	// at once, over every shard; 0 means one per two CPUs (at least one).
+	MaxConcurrentCompactions int
+	// Memory, if set, is charged with what part encodings and compactions
+	// hold while they run (the process's memory budget's
+	// membudget.HolderPersist).
+	Memory *membudget.Holder
 	// Now returns the wall clock in milliseconds; tests replace it to drive
 	// lease expiry. nil means time.Now.
 	Now func() int64
@@ -98,6 +111,12 @@ func (c Config) withDefaults() Config {
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval
 	}
+	if c.MaxConcurrentEncodes == 0 {
+		c.MaxConcurrentEncodes = defaultSlots()
+	}
+	if c.MaxConcurrentCompactions == 0 {
+		c.MaxConcurrentCompactions = max(1, defaultSlots()/2)
+	}
 	if c.Now == nil {
 		c.Now = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -117,6 +136,10 @@ func (c Config) Validate() error {
 		return errors.New("persist config: PartTargetBytes must not be negative")
 	case c.SnapshotChunkRows < 0:
 		return errors.New("persist config: SnapshotChunkRows must not be negative")
+	case c.MaxConcurrentEncodes < 0:
+		return errors.New("persist config: MaxConcurrentEncodes must not be negative")
+	case c.MaxConcurrentCompactions < 0:
+		return errors.New("persist config: MaxConcurrentCompactions must not be negative")
 	case c.OrphanGrace < 0:
 		return errors.New("persist config: OrphanGrace must not be negative")
 	}
