@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,9 @@ type BudgetResult struct {
 	WrittenBytes      int64 `json:"written_bytes"`
 	// WriterError is the first failed INSERT's error, if any.
 	WriterError string `json:"writer_error,omitempty"`
+	// WriteSeconds is how long the writers took to write everything:
+	// most of the run, and what sets how long (g) takes at a size.
+	WriteSeconds float64 `json:"write_seconds,omitempty"`
 }
 
 // Defaults of BudgetConfig.
@@ -89,7 +93,8 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 	rows = max(perInsert, rows/perInsert*perInsert) // whole INSERTs
 	res := &BudgetResult{RowsPerCollection: rows, WrittenBytes: rows * int64(cfg.Collections) * int64(cfg.RowBytes)}
 
-	var mu sync.Mutex // res.WriterError
+	var mu sync.Mutex     // res.WriterError
+	var done atomic.Int64 // rows written, over every table
 	write := func(ctx context.Context, table string) error {
 		c, err := connect(ctx, cfg.URL)
 		if err != nil {
@@ -117,10 +122,17 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 				mu.Unlock()
 				return err
 			}
+			done.Add(perInsert)
 		}
 		return ctx.Err()
 	}
+	total := rows * int64(len(tables))
 	live := func(ctx context.Context) error {
+		start := time.Now()
+		defer func() { res.WriteSeconds = time.Since(start).Seconds() }()
+		cfg.Status.Set(cfg.Label+": writing", func() string {
+			return writeProgress(done.Load(), total, int64(cfg.RowBytes), time.Since(start))
+		})
 		errs := make([]error, len(tables))
 		var wg sync.WaitGroup
 		for i, table := range tables {
@@ -143,6 +155,18 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 		return nil, err
 	}
 	return res, err
+}
+
+// writeProgress is the status of the budget storm's writers: how much of
+// the total they wrote, at what rate, and when they will be done at it.
+func writeProgress(done, total, rowBytes int64, elapsed time.Duration) string {
+	line := fmt.Sprintf("%s of %s written", mib(float64(done*rowBytes)), mib(float64(total*rowBytes)))
+	if done > 0 && elapsed > 0 {
+		rate := float64(done*rowBytes) / elapsed.Seconds()
+		left := time.Duration(float64(total-done) * float64(rowBytes) / rate * float64(time.Second))
+		line += fmt.Sprintf(", %s/s, about %s to go", mib(rate), left.Round(time.Second))
+	}
+	return line
 }
 
 // cmpOr is v, or def when v is not positive.

@@ -175,6 +175,15 @@ func writeBudgetSection(w io.Writer, v *reportView) {
 			counter("shardtail_tail_budget_detaches_total"), counter("shardtail_tail_private_catchups_total"), commas(s.Errors))
 	}
 	fmt.Fprintln(w)
+	for _, run := range []struct {
+		name string
+		r    *BudgetResult
+	}{{"with stalled", b.With}, {"baseline", b.Baseline}} {
+		if run.r != nil && run.r.WriteSeconds > 0 {
+			fmt.Fprintf(w, "- Writes (%s): %s in %.0f s, %s/s.\n", run.name, mib(float64(run.r.WrittenBytes)), run.r.WriteSeconds,
+				mib(float64(run.r.WrittenBytes)/run.r.WriteSeconds))
+		}
+	}
 	if with, base := b.With, b.Baseline; with != nil && with.Storm != nil {
 		fmt.Fprintf(w, "- Peak RSS at most the budget + %s: %s (%s).\n", mib(budgetRSSHeadroom),
 			yesNo(with.Storm.ServerPeakRSS <= b.BudgetBytes+budgetRSSHeadroom), mib(float64(with.Storm.ServerPeakRSS)))

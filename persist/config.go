@@ -58,9 +58,10 @@ type Config struct {
 	// starts sweeps too. Negative disables the background sweep
 	// (Client.Sweep still works).
 	SweepInterval time.Duration
-	// MaxConcurrentEncodes bounds the parts the process encodes at once
-	// (each holds a zstd encoder of up to ~20 MiB, see encodeCost);
-	// 0 means one per CPU.
+	// MaxConcurrentEncodes bounds the parts over 128 KiB the process
+	// encodes at once (each holds a zstd encoder of ~20 MiB, see
+	// encodeCost; a smaller part's takes 2.5 MiB and no slot); 0 means one
+	// per two CPUs (at least one).
 	MaxConcurrentEncodes int
 	// MaxConcurrentCompactions bounds the compactions the process runs
 	// at once, over every shard; 0 means one per two CPUs (at least one).
@@ -115,7 +116,7 @@ func (c Config) withDefaults() Config {
 		c.MaxConcurrentEncodes = defaultSlots()
 	}
 	if c.MaxConcurrentCompactions == 0 {
-		c.MaxConcurrentCompactions = max(1, defaultSlots()/2)
+		c.MaxConcurrentCompactions = defaultSlots()
 	}
 	if c.Now == nil {
 		c.Now = func() int64 { return time.Now().UnixMilli() }

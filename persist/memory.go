@@ -24,15 +24,21 @@ import (
 // for 8 MB.
 func encodeCost(raw int) int64 {
 	base := int64(5 << 19) // 2.5 MiB
-	if raw > 128<<10 {
+	if raw > smallEncode {
 		base = 39 << 19 // 19.5 MiB
 	}
 	return base + int64(raw)*5/2
 }
 
-// defaultSlots is the default of Config.MaxConcurrentEncodes and, halved,
-// of Config.MaxConcurrentCompactions: one per CPU.
-func defaultSlots() int { return max(1, runtime.GOMAXPROCS(0)) }
+// smallEncode is the largest raw size whose encoding keeps zstd's small
+// history: such encodings (an INSERT's part) take no slot, so that a
+// write never waits behind a compaction's encoding; the writers in
+// flight bound them.
+const smallEncode = 128 << 10
+
+// defaultSlots is the default of Config.MaxConcurrentEncodes and
+// Config.MaxConcurrentCompactions: one per two CPUs, at least one.
+func defaultSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 // slots is a counting semaphore.
 type slots chan struct{}

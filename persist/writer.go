@@ -183,16 +183,19 @@ func (c *Client) writePart(ctx context.Context, shard string, schema row.Schema,
 	return Part{Key: key, Rows: stats.Rows, Bytes: int64(len(data)), MinT: stats.MinT, MaxT: stats.MaxT}, nil
 }
 
-// encodePart encodes updates as a part in one of the client's encode
-// slots, charging its working set (encodeCost) while it runs.
+// encodePart encodes updates as a part, in one of the client's encode
+// slots unless it is small, charging its working set (encodeCost) while
+// it runs.
 func (c *Client) encodePart(ctx context.Context, schema row.Schema, updates []row.Update) ([]byte, codec.Stats, error) {
-	if err := c.encodes.acquire(ctx); err != nil {
-		return nil, codec.Stats{}, err
-	}
-	defer c.encodes.release()
 	raw := 0
 	for _, u := range updates {
 		raw += rowSize(u.Row) + 16
+	}
+	if raw > smallEncode {
+		if err := c.encodes.acquire(ctx); err != nil {
+			return nil, codec.Stats{}, err
+		}
+		defer c.encodes.release()
 	}
 	cost := encodeCost(raw)
 	c.charge(cost)
