@@ -19,6 +19,7 @@ const (
 	DefaultCompactionMinInputs = 8
 	DefaultOrphanGrace         = 1 * time.Hour
 	DefaultSweepInterval       = 30 * time.Minute
+	DefaultListenChunkBytes    = 8 << 20
 )
 
 // Config tunes a Client. The zero value of a field means its default, except
@@ -58,6 +59,12 @@ type Config struct {
 	// starts sweeps too. Negative disables the background sweep
 	// (Client.Sweep still works).
 	SweepInterval time.Duration
+	// ListenChunkBytes bounds the updates (row.Update.Size) one
+	// Listen.Next returns when a batch holds several times: it returns
+	// whole times up to the bound, at least one. A listen behind
+	// compaction then hands its consumer (which formats and encodes what
+	// it gets) a merged batch piece by piece.
+	ListenChunkBytes int
 	// MaxConcurrentEncodes bounds the parts over 128 KiB the process
 	// encodes at once (each holds a zstd encoder of ~20 MiB, see
 	// encodeCost; a smaller part's takes 2.5 MiB and no slot); 0 means one
@@ -112,6 +119,9 @@ func (c Config) withDefaults() Config {
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval
 	}
+	if c.ListenChunkBytes == 0 {
+		c.ListenChunkBytes = DefaultListenChunkBytes
+	}
 	if c.MaxConcurrentEncodes == 0 {
 		c.MaxConcurrentEncodes = defaultSlots()
 	}
@@ -137,6 +147,8 @@ func (c Config) Validate() error {
 		return errors.New("persist config: PartTargetBytes must not be negative")
 	case c.SnapshotChunkRows < 0:
 		return errors.New("persist config: SnapshotChunkRows must not be negative")
+	case c.ListenChunkBytes < 0:
+		return errors.New("persist config: ListenChunkBytes must not be negative")
 	case c.MaxConcurrentEncodes < 0:
 		return errors.New("persist config: MaxConcurrentEncodes must not be negative")
 	case c.MaxConcurrentCompactions < 0:

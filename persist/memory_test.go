@@ -3,6 +3,7 @@ package persist_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,52 @@ func TestCompactionsTakeSlots(t *testing.T) {
 	rep = must(c.Maintain(ctx, shard))(t)
 	if rep.Compactions == 0 {
 		t.Fatal("maintenance with a free slot compacted nothing")
+	}
+}
+
+// TestListenSplitsLargeBatches: a listen behind compaction reads a merged
+// batch of several times; past Config.ListenChunkBytes, Next returns it
+// over several calls, whole times each, with each frontier the first time
+// it did not return, and nothing lost or repeated.
+func TestListenSplitsLargeBatches(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.ListenChunkBytes = 1 // one time per call
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	const times = 4
+	var want []row.Update
+	for i := range uint64(times) {
+		ups := []row.Update{upd(int64(i), "a", i, 1), upd(int64(i)+100, "b", i, 1)}
+		if err := w.CompareAndAppend(ctx, ups, i, i+1); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			want = append(want, ups...)
+		}
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "test"}))(t)
+	if rep := must(c.Maintain(ctx, shard))(t); rep.Compactions == 0 {
+		t.Fatal("maintenance compacted nothing")
+	}
+	if got := len(must(c.State(ctx, shard))(t).Batches); got != 1 {
+		t.Fatalf("%d batches after compaction, want 1 (merged)", got)
+	}
+	l := must(r.Listen(ctx, 0))(t)
+	var got []row.Update
+	for want := uint64(2); want <= times; want++ {
+		ups, frontier, err := l.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if frontier != want || len(ups) != 2 || ups[0].T != want-1 || ups[1].T != want-1 {
+			t.Fatalf("Next: %v at frontier %d; want the 2 updates at time %d, frontier %d", ups, frontier, want-1, want)
+		}
+		got = append(got, ups...)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("listen returned %v, want %v", got, want)
 	}
 }
