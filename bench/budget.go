@@ -164,7 +164,7 @@ func writeProgress(done, total, rowBytes int64, elapsed time.Duration) string {
 	if done > 0 && elapsed > 0 {
 		rate := float64(done*rowBytes) / elapsed.Seconds()
 		left := time.Duration(float64(total-done) * float64(rowBytes) / rate * float64(time.Second))
-		line += fmt.Sprintf(", %s/s, about %s to go", mib(rate), left.Round(time.Second))
+		line += fmt.Sprintf(", %.2f MiB/s, about %s to go", rate/(1<<20), left.Round(time.Second))
 	}
 	return line
 }

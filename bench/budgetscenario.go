@@ -180,8 +180,8 @@ func writeBudgetSection(w io.Writer, v *reportView) {
 		r    *BudgetResult
 	}{{"with stalled", b.With}, {"baseline", b.Baseline}} {
 		if run.r != nil && run.r.WriteSeconds > 0 {
-			fmt.Fprintf(w, "- Writes (%s): %s in %.0f s, %s/s.\n", run.name, mib(float64(run.r.WrittenBytes)), run.r.WriteSeconds,
-				mib(float64(run.r.WrittenBytes)/run.r.WriteSeconds))
+			fmt.Fprintf(w, "- Writes (%s): %s in %.0f s, %.2f MiB/s.\n", run.name, mib(float64(run.r.WrittenBytes)), run.r.WriteSeconds,
+				float64(run.r.WrittenBytes)/run.r.WriteSeconds/(1<<20))
 		}
 	}
 	if with, base := b.With, b.Baseline; with != nil && with.Storm != nil {
