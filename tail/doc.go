@@ -21,10 +21,17 @@
 //     so the shard can compact what every subscriber has passed.
 //   - the snapshot reader serves snapshots. Subscribers that want the
 //     snapshot at the same AS OF join one share: one consolidating cursor
-//     whose pieces are read as the fastest of them asks, kept until the
-//     slowest took them, and formatted once per output shape. A FETCH 10
-//     on a new cursor returns after the first piece, and a large snapshot
-//     is never held whole. The snapshot reader's since stays at or below
+//     whose pieces are read as the fastest of them asks (and, from the
+//     second piece on, one piece ahead of it, in the background, so that
+//     reading the next piece overlaps the session's encoding and writing
+//     of this one), kept until the slowest took them, and formatted once
+//     per output shape. A subscriber that needs the piece being read ahead
+//     waits for it as for a read of its own, whatever its context: a
+//     session's poll for the rows that are ready (after a FETCH's rows)
+//     gets it. A snapshot piece's rows refer to its updates rather than
+//     copy them (formatter.Options.SnapshotRows). A FETCH 10 on a new
+//     cursor returns after the first piece, reading nothing more, and a
+//     large snapshot is never held whole. The snapshot reader's since stays at or below
 //     the AS OF of every subscriber that still needs its snapshot (until its
 //     cursor is open and it joined the live stream), so a storm whose
 //     snapshots start late does not find its AS OF compacted away.
@@ -135,7 +142,8 @@
 // # Goroutines and locks
 //
 // The Manager owns its reaper and the goroutines closing failed tails; each
-// SharedTail owns its listen loop; Close waits for all of them. Creating a
+// SharedTail owns its listen loop and its shares' read-aheads (at most one
+// per share); Close waits for all of them. Creating a
 // tail (two reader registrations and a listen: consensus round trips)
 // happens outside the Manager's lock: subscribes to the same collection
 // meanwhile wait for that one creation, subscribes to others do not wait.

@@ -279,10 +279,13 @@ type Metrics struct {
 	historyLoss    prometheus.Counter
 	snapshotPieces prometheus.Counter
 	snapshotBytes  prometheus.Counter
-	decodedBatches prometheus.Counter
-	shares         prometheus.Counter
-	retired        prometheus.Counter
-	storageRetries prometheus.Counter
+	// snapshotAheadWaits counts subscribers that found the piece they
+	// needed still being read ahead: the read-ahead did not keep ahead.
+	snapshotAheadWaits prometheus.Counter
+	decodedBatches     prometheus.Counter
+	shares             prometheus.Counter
+	retired            prometheus.Counter
+	storageRetries     prometheus.Counter
 	// Shapes (subscribe.Shape): distinct shapes per collection, MFP
 	// evaluations (one per shape per batch or snapshot piece), and the rows
 	// they evaluated, of which rowsRouted were found through an index.
@@ -312,6 +315,8 @@ func newMetrics() *Metrics {
 		historyLoss:    c("history_loss_errors_total", "Subscribers failed because their position was no longer retained."),
 		snapshotPieces: c("snapshot_pieces_total", "Snapshot pieces read from shared cursors."),
 		snapshotBytes:  c("snapshot_bytes_total", "Bytes of snapshot pieces read from shared cursors."),
+		snapshotAheadWaits: c("snapshot_read_ahead_waits_total",
+			"Times a subscriber waited for the snapshot piece it needed to be read ahead (the read-ahead was not ahead of it)."),
 		decodedBatches: c("decoded_batches_total", "Listen batches decoded by shared tails (once per batch)."),
 		shares:         c("snapshot_cursors_total", "Shared snapshot cursors opened."),
 		retired:        c("retired_total", "Shared tails retired after idling."),
@@ -328,7 +333,7 @@ func newMetrics() *Metrics {
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.budgetDetaches, m.budgetShrinks, m.resumes, m.catchUps,
-		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.decodedBatches, m.shares, m.retired, m.storageRetries,
+		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.snapshotAheadWaits, m.decodedBatches, m.shares, m.retired, m.storageRetries,
 		m.shapes, m.shapeEvals, m.rowsEvaluated, m.rowsRouted, m.pushesSkipped} {
 		if err := r.Register(c); err != nil {
 			return err

@@ -23,6 +23,9 @@ type SharedTail struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 	done  chan struct{}
+	// bg runs the snapshot shares' read-ahead (share.readAhead); close
+	// waits for it.
+	bg goroutines
 
 	listenReader *persist.Reader
 	snapReader   *persist.Reader
@@ -334,6 +337,7 @@ func (t *SharedTail) forgetShare(sh *share) *persist.Reader {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	sh.forgotten = true
 	if len(sh.readers) == 0 && !sh.reading {
 		return sh.release()
 	}
@@ -411,6 +415,7 @@ func (t *SharedTail) leaveShare(sh *share, s *Subscriber) {
 func (t *SharedTail) close() {
 	t.stop()
 	<-t.done
+	t.bg.Wait()
 	var private []*persist.Reader
 	t.mu.Lock()
 	// The window goes with the tail (its subscribers are gone).
@@ -433,4 +438,36 @@ func (t *SharedTail) close() {
 	t.snapReader.Close()
 	t.m.metrics.tails.Dec()
 	t.m.metrics.shapes.DeleteLabelValues(t.shard)
+}
+
+// goroutines is a set of goroutines that an owner starts and then waits
+// for once: after Wait began, Go starts none, so that nothing a closed
+// owner started still runs.
+type goroutines struct {
+	mu     sync.Mutex
+	closed bool // mu
+	wg     sync.WaitGroup
+}
+
+// Go runs f on a new goroutine of the set, unless Wait was called (false).
+func (g *goroutines) Go(f func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// Wait refuses new goroutines and waits for those running.
+func (g *goroutines) Wait() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }

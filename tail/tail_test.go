@@ -45,9 +45,18 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 // newFixtureOn is newFixture on the given consensus.
 func newFixtureOn(t *testing.T, cfg Config, cons persist.Consensus) *fixture {
 	t.Helper()
+	return newFixtureStore(t, cfg, blobmem.New(), cons, persist.Config{})
+}
+
+// newFixtureStore is newFixture on the given storage and persist
+// configuration (the fixture's poll interval, compaction and heartbeat
+// settings apply).
+func newFixtureStore(t *testing.T, cfg Config, blob persist.Blob, cons persist.Consensus, pcfg persist.Config) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	p, err := persist.NewClient(blobmem.New(), cons, persist.Config{PollInterval: 20 * time.Millisecond, CompactionMinInputs: -1, ReaderHeartbeat: -1})
+	pcfg.PollInterval, pcfg.CompactionMinInputs, pcfg.ReaderHeartbeat = 20*time.Millisecond, -1, -1
+	p, err := persist.NewClient(blob, cons, pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +258,7 @@ func TestSnapshotPiecesOnDemand(t *testing.T) {
 		}
 		rows = append(rows, got...)
 	}
+	// No piece is read ahead after the first (see share.next).
 	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 1 {
 		t.Fatalf("read %v snapshot pieces to return 10 rows, want 1 of %d", read, 50_000/persist.DefaultSnapshotChunkRows+1)
 	}
@@ -261,6 +271,228 @@ func TestSnapshotPiecesOnDemand(t *testing.T) {
 	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 1 {
 		t.Fatalf("a second subscriber read its own pieces: %v", read)
 	}
+}
+
+// TestSnapshotReadsAhead: once a subscriber takes the newest piece of its
+// share (other than the first), the next piece is read in the background,
+// while the subscriber works on the one it took, and only that one: the
+// read-ahead is one piece ahead of the fastest subscriber.
+func TestSnapshotReadsAhead(t *testing.T) {
+	f := newFixture(t, Config{})
+	var ups []row.Update
+	for i := range 4 * persist.DefaultSnapshotChunkRows {
+		ups = append(ups, ins(int64(i), "v"))
+	}
+	f.write(ups...)
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	before := testutil.ToFloat64(f.m.Metrics().snapshotPieces)
+	takeRows(t, f, s, 2) // the progress row and the first piece's first row
+	sh := s.sh
+	sh.mu.Lock()
+	pieces, reading, first := sh.base+len(sh.pieces), sh.reading, len(sh.pieces[0].updates)
+	sh.mu.Unlock()
+	if pieces != 1 || reading {
+		t.Fatalf("%d pieces read (reading %v) with the first taken, want 1: nothing is read ahead after the first", pieces, reading)
+	}
+	taken := 1 + first + 1 // and the second piece's first row
+	takeRows(t, f, s, taken-2)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sh.mu.Lock()
+		pieces, reading := sh.base+len(sh.pieces), sh.reading
+		sh.mu.Unlock()
+		if pieces == 3 && !reading {
+			break
+		}
+		if pieces > 3 {
+			t.Fatalf("%d pieces read with two taken, want 3 (one read ahead)", pieces)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pieces read with two taken and reading %v: the next piece was not read ahead", pieces, reading)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if read := testutil.ToFloat64(f.m.Metrics().snapshotPieces) - before; read != 3 {
+		t.Fatalf("pieces counted %v, want 3", read)
+	}
+	// The rest of the snapshot arrives whole and in order.
+	rows := drain(t, f.ctx, s, f.upper)
+	if got, want := len(rows), 4*persist.DefaultSnapshotChunkRows-(taken-1)+1; got != want {
+		t.Fatalf("got %d more rows, want %d (the snapshot's rest and the progress row)", got, want)
+	}
+}
+
+// TestSnapshotPollWaitsForReadAhead: a session polling with a done
+// context (the adapter's pollReady, after a FETCH's rows) gets the piece
+// being read ahead, as it would get a piece it read itself, rather than
+// nothing: otherwise the end of a snapshot never reaches that poll and the
+// subscriber joins the live stream only at the next FETCH (the statement
+// log's detach cases on the fast path failed that way). The blob holds
+// every part the first piece did not need, so the read-ahead of the second
+// is in flight, deterministically, when the session polls.
+func TestSnapshotPollWaitsForReadAhead(t *testing.T) {
+	f, s, blob, got, n := readAheadHeld(t)
+	deadline := time.Now().Add(20 * time.Second)
+	waits := testutil.ToFloat64(f.m.Metrics().snapshotAheadWaits)
+	type result struct {
+		rows []formatter.Row
+		err  error
+	}
+	polled := make(chan result, 1)
+	go func() {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		rows, err := s.Next(done, 0)
+		polled <- result{rows, err}
+	}()
+	// Let the read-ahead finish once the poll waits for it (or returned).
+	for testutil.ToFloat64(f.m.Metrics().snapshotAheadWaits) == waits && len(polled) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the poll neither returned nor waited for the read-ahead")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(blob.open)
+	res := <-polled
+	if res.err != nil || len(res.rows) == 0 {
+		t.Fatalf("poll with a done context while the next piece was read ahead: got %d rows, error %v; want the piece's rows", len(res.rows), res.err)
+	}
+	got = append(got, res.rows...)
+	got = append(got, drain(t, f.ctx, s, f.upper-1)...)
+	data := 0
+	for _, r := range got {
+		if !r.Progressed {
+			data++
+		}
+	}
+	if data != n {
+		t.Fatalf("got %d snapshot rows, want %d", data, n)
+	}
+}
+
+// TestSnapshotReadAheadOutlivesSubscriber: when the last subscriber of a
+// share leaves while a piece is read ahead, the read-ahead's end closes
+// the cursor and releases the share, as the subscriber's leave would
+// have: no cursor (and its seqno lease) stays open for nobody.
+func TestSnapshotReadAheadOutlivesSubscriber(t *testing.T) {
+	_, s, blob, _, _ := readAheadHeld(t)
+	sh := s.sh
+	s.Close()
+	sh.mu.Lock()
+	open, reading := sh.cur != nil, sh.reading
+	sh.mu.Unlock()
+	if !open || !reading {
+		t.Fatalf("after the subscriber left during the read-ahead: cursor open %v, reading %v; want both", open, reading)
+	}
+	close(blob.open)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sh.mu.Lock()
+		open, released := sh.cur != nil, sh.released
+		sh.mu.Unlock()
+		if !open && released {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the read-ahead ended: cursor open %v, share released %v; want closed and released", open, released)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// readAheadHeld subscribes to a 2000-row snapshot of small parts on a
+// gatedBlob, takes its first two pieces (and the progress row: got) and
+// returns once the read-ahead of the third waits for a part the blob
+// holds back until blob.open is closed. n is the snapshot's rows.
+func readAheadHeld(t *testing.T) (f *fixture, s *Subscriber, blob *gatedBlob, got []formatter.Row, n int) {
+	t.Helper()
+	blob = &gatedBlob{Blob: blobmem.New(), open: make(chan struct{})}
+	f = newFixtureStore(t, Config{}, blob, consmem.New(), persist.Config{PartTargetBytes: 1024})
+	var ups []row.Update
+	for i := range 2000 {
+		ups = append(ups, ins(int64(i), "v"))
+	}
+	asOf := f.write(ups...)
+	f.write()
+	// The parts the snapshot's first two pieces read (nothing is read
+	// ahead before the second is taken), found by reading them through
+	// persist directly (same AS OF, same merge): only those pass.
+	r, err := f.p.OpenReader(f.ctx, f.shard, persist.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := r.Snapshot(f.ctx, asOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob.record(true)
+	taken := 1 // the progress row
+	for range 2 {
+		chunk, err := cur.Next(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken += len(chunk)
+	}
+	blob.record(false)
+	cur.Close()
+	r.Close()
+
+	s = f.subscribe(asOf, true, 0, nil)
+	got = takeRows(t, f, s, taken)
+	deadline := time.Now().Add(20 * time.Second)
+	for blob.held.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the third piece was not read ahead (no part read after the second piece)")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return f, s, blob, got, len(ups)
+}
+
+// gatedBlob is a blob whose Gets wait, until open is closed, unless they
+// read a key recorded as allowed. It hides the inner blob's Lend, so that
+// every part read is a Get.
+type gatedBlob struct {
+	persist.Blob
+	open chan struct{}
+	held atomic.Int64 // Gets that waited for open
+
+	mu        sync.Mutex
+	recording bool                // mu: Gets add their keys to allowed
+	allowed   map[string]struct{} // mu
+}
+
+// record starts or stops adding the keys read to the allowed ones.
+func (g *gatedBlob) record(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.recording = on
+}
+
+func (g *gatedBlob) Get(ctx context.Context, key string) ([]byte, error) {
+	g.mu.Lock()
+	_, ok := g.allowed[key]
+	if g.recording {
+		if g.allowed == nil {
+			g.allowed = make(map[string]struct{})
+		}
+		g.allowed[key], ok = struct{}{}, true
+	}
+	g.mu.Unlock()
+	if !ok {
+		select {
+		case <-g.open:
+		default:
+			g.held.Add(1)
+			select {
+			case <-g.open:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return g.Blob.Get(ctx, key)
 }
 
 // TestDetachResume: a subscriber that stops reading is detached when its

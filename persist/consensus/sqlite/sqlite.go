@@ -60,6 +60,11 @@ type Consensus struct {
 	path string
 	w    *sql.DB // one connection: CompareAndSet and Truncate
 	r    *sql.DB // MaxReaders query_only connections: Head, Scan, ListKeys
+	// head and scan are Head's and Scan's statements on r, prepared once
+	// per connection: the driver parses a statement given as text at every
+	// call, which cost a new snapshot cursor's Head a fifth of its time.
+	head, scan *sql.Stmt
+
 	bell doorbell.Bell
 
 	closeOnce sync.Once
@@ -100,7 +105,25 @@ func Open(ctx context.Context, cfg Config) (*Consensus, error) {
 	c.r.SetMaxIdleConns(cfg.MaxReaders)
 	c.r.SetConnMaxIdleTime(0)
 	c.r.SetConnMaxLifetime(0)
+	if err := c.prepare(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("sqlite consensus: open %s: %w", path, err)
+	}
 	return c, nil
+}
+
+// prepare prepares the readers' statements (on one connection; database/sql
+// prepares them again on each other connection the first time it runs them
+// there, then keeps them).
+func (c *Consensus) prepare(ctx context.Context) error {
+	var err error
+	if c.head, err = c.r.PrepareContext(ctx, headSQL); err != nil {
+		return fmt.Errorf("prepare head: %w", err)
+	}
+	if c.scan, err = c.r.PrepareContext(ctx, scanSQL); err != nil {
+		return fmt.Errorf("prepare scan: %w", err)
+	}
+	return nil
 }
 
 // dsn is the driver's data source name for path: a file: URI (so that any
@@ -138,7 +161,7 @@ func (c *Consensus) Head(ctx context.Context, key string) (*persist.VersionedDat
 	}
 	var v persist.VersionedData
 	var seq int64
-	err := c.r.QueryRowContext(ctx, headSQL, key).Scan(&seq, &v.Data)
+	err := c.head.QueryRowContext(ctx, key).Scan(&seq, &v.Data)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, nil
@@ -203,7 +226,7 @@ func (c *Consensus) Scan(ctx context.Context, key string, from persist.SeqNo, li
 	if from > validate.MaxSeqNo || limit == 0 {
 		return out, nil
 	}
-	rows, err := c.r.QueryContext(ctx, scanSQL, key, int64(from), int64(limit))
+	rows, err := c.scan.QueryContext(ctx, key, int64(from), int64(limit))
 	if err != nil {
 		return nil, c.errorf("scan %q: %w", key, err)
 	}
@@ -317,7 +340,13 @@ func (c *Consensus) WatchDrops() uint64 { return c.bell.Dropped() }
 func (c *Consensus) Close() error {
 	c.closeOnce.Do(func() {
 		c.bell.Close()
-		c.closeErr = errors.Join(c.r.Close(), c.w.Close())
+		var stmts []error
+		for _, st := range []*sql.Stmt{c.head, c.scan} {
+			if st != nil { // nil if Open failed preparing it
+				stmts = append(stmts, st.Close())
+			}
+		}
+		c.closeErr = errors.Join(append(stmts, c.r.Close(), c.w.Close())...)
 		if c.closeErr != nil {
 			c.closeErr = c.errorf("close: %w", c.closeErr)
 		}

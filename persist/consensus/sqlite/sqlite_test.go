@@ -174,6 +174,29 @@ func BenchmarkCAS(b *testing.B) {
 	persisttest.BenchmarkConsensusCompareAndSet(b, c)
 }
 
+// BenchmarkHead is the read a new snapshot cursor makes (its shard's
+// latest state), on a key with a few versions.
+func BenchmarkHead(b *testing.B) {
+	c, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "consensus.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var prev *persist.SeqNo
+	for i := range persist.SeqNo(4) {
+		if ok, err := c.CompareAndSet(b.Context(), "k", prev, persist.VersionedData{SeqNo: i + 1, Data: make([]byte, 512)}); err != nil || !ok {
+			b.Fatalf("CompareAndSet: %v, %v", ok, err)
+		}
+		prev = new(i + 1)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, err := c.Head(b.Context(), "k"); err != nil || v == nil {
+			b.Fatalf("Head: %v, %v", v, err)
+		}
+	}
+}
+
 // mustOpen opens a Consensus the test closes itself.
 func mustOpen(t *testing.T, cfg Config) *Consensus {
 	t.Helper()
