@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,12 @@ type BudgetConfig struct {
 	RowBytes, RowsPerInsert int
 	// StalledRecvBuffer is the stalled clients' SO_RCVBUF (default 4 KiB).
 	StalledRecvBuffer int
+	// RetainHistory, when set, is the tables' RETAIN HISTORY (an
+	// interval, e.g. "1 hour"): a detached stalled subscriber resumes
+	// from the shard only if it still holds its position, so with the
+	// server's default (1 s) most stalled subscribers of a long run get
+	// the history-loss error instead of every row.
+	RetainHistory string
 	// Prefix names the tables Prefix0, Prefix1, ...; they must not exist.
 	Prefix string
 	// Timeout bounds each client's connect and snapshot, and the stalled
@@ -84,7 +91,11 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 	tables := make([]string, cfg.Collections)
 	for i := range tables {
 		tables[i] = fmt.Sprintf("%s%d", cfg.Prefix, i)
-		if err := execSQL(ctx, cfg.URL, "CREATE TABLE "+tables[i]+" (id bigint, payload text)"); err != nil {
+		create := "CREATE TABLE " + tables[i] + " (id bigint, payload text)"
+		if cfg.RetainHistory != "" {
+			create += " WITH (RETAIN HISTORY FOR '" + strings.ReplaceAll(cfg.RetainHistory, "'", "''") + "')"
+		}
+		if err := execSQL(ctx, cfg.URL, create); err != nil {
 			return nil, err
 		}
 	}

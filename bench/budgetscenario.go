@@ -34,6 +34,9 @@ type BudgetScenario struct {
 	Readers     int   `json:"readers"`
 	Stalled     int   `json:"stalled"`
 	WriteBytes  int64 `json:"write_bytes"`
+	// RetainHistory is the tables' RETAIN HISTORY, "" for the server's
+	// default.
+	RetainHistory string `json:"retain_history,omitempty"`
 	// With has the stalled subscribers, Baseline not; each with the
 	// server's counters' increase over it.
 	With             *BudgetResult      `json:"with_stalled,omitempty"`
@@ -51,7 +54,7 @@ func (b *BudgetScenario) problem(format string, args ...any) {
 // baseline, each on a fresh fast-path server with --memory-budget.
 func runBudgetScenario(ctx context.Context, cfg *SuiteConfig) *BudgetScenario {
 	bs := &BudgetScenario{BudgetBytes: cfg.BudgetBytes, Collections: cfg.BudgetCollections, Readers: cfg.BudgetReaders,
-		Stalled: cfg.BudgetStalled, WriteBytes: cfg.BudgetWriteBytes}
+		Stalled: cfg.BudgetStalled, WriteBytes: cfg.BudgetWriteBytes, RetainHistory: cfg.BudgetRetainHistory}
 	for _, stalled := range []int{cfg.BudgetStalled, 0} {
 		label := fmt.Sprintf("(g) budget %s, %d readers + %d stalled", mib(float64(cfg.BudgetBytes)), cfg.BudgetReaders, stalled)
 		r, counters, err := runBudgetOnce(ctx, cfg, stalled, label)
@@ -82,7 +85,7 @@ func runBudgetOnce(ctx context.Context, cfg *SuiteConfig, stalled int, label str
 	delta := counterDeltaOf(ctx, srv.MetricsURL, BudgetCounterNames)
 	r, err := BudgetStorm(ctx, BudgetConfig{
 		URL: srv.URL, Collections: cfg.BudgetCollections, Readers: cfg.BudgetReaders, Stalled: stalled,
-		WriteBytes: cfg.BudgetWriteBytes, Timeout: cfg.Timeout,
+		WriteBytes: cfg.BudgetWriteBytes, RetainHistory: cfg.BudgetRetainHistory, Timeout: cfg.Timeout,
 		Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS, Status: cfg.Status, Label: label,
 	})
 	counters := delta()
@@ -154,6 +157,11 @@ func writeBudgetSection(w io.Writer, v *reportView) {
 		"stalled subscribers, on a fresh server. Peak RSS is the server's, sampled from /proc every 100 ms; the counters are the server's over each run.\n\n",
 		mib(float64(b.BudgetBytes)), commas(b.Readers), commas(b.Stalled), b.Collections, mib(float64(b.WriteBytes)),
 		defaultBudgetRowsPerInsert, kibBytes(defaultBudgetRowBytes), kibBytes(defaultStalledRecvBuffer))
+	retain := "the server's default RETAIN HISTORY (1 s): a stalled subscriber detached for longer gets the history-loss error"
+	if b.RetainHistory != "" {
+		retain = fmt.Sprintf("`RETAIN HISTORY FOR '%s'`: a detached stalled subscriber resumes from the shard", b.RetainHistory)
+	}
+	fmt.Fprintf(w, "The tables keep %s.\n\n", retain)
 	fmt.Fprintf(w, "| run | readers | stalled | written | peak RSS | peak RSS − budget | readers' p50 | readers' p99 | readers' rows | "+
 		"stalled: every row | stalled: history lost | stalled: other failures | budget detaches | catch-ups | errors |\n"+
 		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
