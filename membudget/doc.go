@@ -25,9 +25,10 @@
 // (a listen batch, a dataflow push) adds, and holders no stage can shrink
 // (pgwire's buffers, pieces a slow subscriber of a share has yet to take)
 // only make later steps free more. persist's writes and compactions in
-// flight (HolderPersist) are charged but not enforced: they take turns
-// (bounded concurrency) instead, and what they hold makes the other
-// holders shrink sooner.
+// flight (HolderPersist) are a transient holder (TransientHolder): no
+// stage sheds them (they take turns instead, bounded concurrency), what
+// they hold makes the stages shrink and detach sooner, but no victim is
+// ended for them.
 //
 // What no holder counts (parts decoded for a read, stacks, garbage not yet
 // collected) is bounded by the Go runtime instead: the server applies

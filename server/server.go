@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	percfg := cfg.Persist
 	if percfg.Memory == nil {
-		percfg.Memory = budget.Holder(membudget.HolderPersist)
+		percfg.Memory = budget.TransientHolder(membudget.HolderPersist)
 	}
 	if s.persist, err = persist.NewClient(b, cons, percfg); err != nil {
 		return nil, err
