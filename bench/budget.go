@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +29,12 @@ type BudgetConfig struct {
 	RowBytes, RowsPerInsert int
 	// StalledRecvBuffer is the stalled clients' SO_RCVBUF (default 4 KiB).
 	StalledRecvBuffer int
+	// RetainHistory, when set, is the tables' RETAIN HISTORY (an
+	// interval, e.g. "1 hour"): a detached stalled subscriber resumes
+	// from the shard only if it still holds its position, so with the
+	// server's default (1 s) most stalled subscribers of a long run get
+	// the history-loss error instead of every row.
+	RetainHistory string
 	// Prefix names the tables Prefix0, Prefix1, ...; they must not exist.
 	Prefix string
 	// Timeout bounds each client's connect and snapshot, and the stalled
@@ -48,6 +56,9 @@ type BudgetResult struct {
 	WrittenBytes      int64 `json:"written_bytes"`
 	// WriterError is the first failed INSERT's error, if any.
 	WriterError string `json:"writer_error,omitempty"`
+	// WriteSeconds is how long the writers took to write everything:
+	// most of the run, and what sets how long (g) takes at a size.
+	WriteSeconds float64 `json:"write_seconds,omitempty"`
 }
 
 // Defaults of BudgetConfig.
@@ -80,7 +91,11 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 	tables := make([]string, cfg.Collections)
 	for i := range tables {
 		tables[i] = fmt.Sprintf("%s%d", cfg.Prefix, i)
-		if err := execSQL(ctx, cfg.URL, "CREATE TABLE "+tables[i]+" (id bigint, payload text)"); err != nil {
+		create := "CREATE TABLE " + tables[i] + " (id bigint, payload text)"
+		if cfg.RetainHistory != "" {
+			create += " WITH (RETAIN HISTORY FOR '" + strings.ReplaceAll(cfg.RetainHistory, "'", "''") + "')"
+		}
+		if err := execSQL(ctx, cfg.URL, create); err != nil {
 			return nil, err
 		}
 	}
@@ -89,7 +104,8 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 	rows = max(perInsert, rows/perInsert*perInsert) // whole INSERTs
 	res := &BudgetResult{RowsPerCollection: rows, WrittenBytes: rows * int64(cfg.Collections) * int64(cfg.RowBytes)}
 
-	var mu sync.Mutex // res.WriterError
+	var mu sync.Mutex     // res.WriterError
+	var done atomic.Int64 // rows written, over every table
 	write := func(ctx context.Context, table string) error {
 		c, err := connect(ctx, cfg.URL)
 		if err != nil {
@@ -117,10 +133,17 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 				mu.Unlock()
 				return err
 			}
+			done.Add(perInsert)
 		}
 		return ctx.Err()
 	}
+	total := rows * int64(len(tables))
 	live := func(ctx context.Context) error {
+		start := time.Now()
+		defer func() { res.WriteSeconds = time.Since(start).Seconds() }()
+		cfg.Status.Set(cfg.Label+": writing", func() string {
+			return writeProgress(done.Load(), total, int64(cfg.RowBytes), time.Since(start))
+		})
 		errs := make([]error, len(tables))
 		var wg sync.WaitGroup
 		for i, table := range tables {
@@ -143,6 +166,18 @@ func BudgetStorm(ctx context.Context, cfg BudgetConfig) (*BudgetResult, error) {
 		return nil, err
 	}
 	return res, err
+}
+
+// writeProgress is the status of the budget storm's writers: how much of
+// the total they wrote, at what rate, and when they will be done at it.
+func writeProgress(done, total, rowBytes int64, elapsed time.Duration) string {
+	line := fmt.Sprintf("%s of %s written", mib(float64(done*rowBytes)), mib(float64(total*rowBytes)))
+	if done > 0 && elapsed > 0 {
+		rate := float64(done*rowBytes) / elapsed.Seconds()
+		left := time.Duration(float64(total-done) * float64(rowBytes) / rate * float64(time.Second))
+		line += fmt.Sprintf(", %.2f MiB/s, about %s to go", rate/(1<<20), left.Round(time.Second))
+	}
+	return line
 }
 
 // cmpOr is v, or def when v is not positive.

@@ -105,6 +105,9 @@ type SuiteConfig struct {
 	// server with --memory-budget BudgetBytes (g).
 	BudgetReaders, BudgetStalled, BudgetCollections int
 	BudgetWriteBytes, BudgetBytes                   int64
+	// BudgetRetainHistory is (g)'s tables' RETAIN HISTORY ("": the
+	// server's default), see BudgetConfig.RetainHistory.
+	BudgetRetainHistory string
 	// ShapesClients is the size of (h)'s storms; ShapesUsers and
 	// ShapesSmallUsers the subscribers of its two live runs, under a
 	// writer of ShapesRate rows/s for LiveDuration.

@@ -165,10 +165,17 @@ func (o *Options) Data(t uint64, updates []row.Update) []Row {
 // update, and its encodings read the updates in place. The caller must
 // not modify updates afterwards.
 func (o *Options) SnapshotRows(t uint64, updates []row.Update) []Row {
+	return o.SnapshotRowsCharged(t, updates, nil)
+}
+
+// SnapshotRowsCharged is SnapshotRows, and calls charge (if not nil) with
+// the bytes of each wire format's encoding of the rows when it is computed,
+// as SharedCharged does: whoever retains the rows counts their encodings.
+func (o *Options) SnapshotRowsCharged(t uint64, updates []row.Update, charge func(int64)) []Row {
 	if !o.StreamsSnapshotChunks() {
-		return Shared(o.Data(t, updates))
+		return SharedCharged(o.Data(t, updates), charge)
 	}
-	g := &rowGroup{updates: updates, rows: make([]Row, len(updates))}
+	g := &rowGroup{updates: updates, rows: make([]Row, len(updates)), charge: charge}
 	for i := range g.rows {
 		g.rows[i] = Row{Time: t, group: g, idx: i}
 	}

@@ -28,6 +28,10 @@ const (
 	HolderPGWire = "pgwire"
 	// HolderFeed is the HTTP feed's per-stream buffers.
 	HolderFeed = "feed"
+	// HolderPersist is persist's writes and compactions in flight: part
+	// encodings (their zstd state and buffers), encoded parts until they
+	// are uploaded, and a compaction's merged updates until it writes them.
+	HolderPersist = "persist"
 )
 
 // Help is the help text of shardtail_memory_bytes. Every registration of
@@ -54,8 +58,10 @@ type Budget struct {
 	pending atomic.Bool
 	ended   atomic.Int64
 	// all is the counters and sources as one list, rebuilt when one is
-	// added, so that Total needs no lock.
-	all atomic.Pointer[[]func() int64]
+	// added, so that Total needs no lock; transient is the transient
+	// holders among them (TransientHolder).
+	all       atomic.Pointer[[]func() int64]
+	transient atomic.Pointer[[]*Holder]
 }
 
 // New returns a budget of limit bytes; limit <= 0 means unlimited (the
@@ -94,6 +100,50 @@ func (b *Budget) Holder(name string) *Holder {
 		b.rebuild()
 	}
 	return h
+}
+
+// TransientHolder returns the counter of the named holder, creating it
+// once, as Holder does, for bytes held only while work in flight runs
+// (persist's encodings and compactions): they count in the total, so the
+// policy's stages shrink and detach for them, but the policy never ends a
+// victim for them, as a subscribe would be ended for a compaction that
+// soon lets go of its bytes anyway.
+func (b *Budget) TransientHolder(name string) *Holder {
+	h := b.Holder(name)
+	if h == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.transient.Load()
+	var list []*Holder
+	if cur != nil {
+		list = *cur
+	}
+	for _, t := range list {
+		if t == h {
+			return h
+		}
+	}
+	list = append(append([]*Holder(nil), list...), h)
+	b.transient.Store(&list)
+	return h
+}
+
+// excessOfLasting is Excess without the transient holders' bytes: what
+// ending a victim may be needed for.
+func (b *Budget) excessOfLasting() int64 {
+	l := b.Limit()
+	if l <= 0 {
+		return 0
+	}
+	n := b.Total()
+	if ts := b.transient.Load(); ts != nil {
+		for _, h := range *ts {
+			n -= h.Bytes()
+		}
+	}
+	return max(n-l, 0)
 }
 
 // AddSource counts the bytes f reports under name. f must be cheap and
@@ -300,7 +350,7 @@ func (b *Budget) AddVictim(v Victim) (remove func()) {
 
 // Enforce applies the policy when the total is over the budget: each stage
 // in order, while still over; then the victims, largest first, while still
-// over. Holders call it after they grew. Only one Enforce runs at a time:
+// over without the transient holders (TransientHolder). Holders call it after they grew. Only one Enforce runs at a time:
 // a caller that finds one running goes on, and that one runs the policy
 // again for it.
 func (b *Budget) Enforce() {
@@ -328,7 +378,7 @@ func (b *Budget) enforce() {
 		}
 		st.shed()
 	}
-	if !b.Over() {
+	if b.excessOfLasting() <= 0 {
 		return
 	}
 	type sized struct {
@@ -345,7 +395,7 @@ func (b *Budget) enforce() {
 	b.mu.Unlock()
 	sort.Slice(vs, func(i, j int) bool { return vs[i].bytes > vs[j].bytes })
 	for _, v := range vs {
-		if !b.Over() {
+		if b.excessOfLasting() <= 0 {
 			return
 		}
 		v.v.EndOverBudget(b.Limit())

@@ -141,3 +141,28 @@ func TestApplyRuntimeLimit(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set, ApplyRuntimeLimit = %d", got)
 	}
 }
+
+// TestTransientHoldersEndNoVictim: a transient holder's bytes make the
+// stages run, but no victim is ended for them.
+func TestTransientHoldersEndNoVictim(t *testing.T) {
+	b := New(100)
+	h, tr := b.Holder("h"), b.TransientHolder("t")
+	if again := b.TransientHolder("t"); again != tr {
+		t.Fatal("TransientHolder made a second counter for one name")
+	}
+	var shed int
+	b.AddStage(StageShrink, func() { shed++ })
+	var ended []int64
+	h.Add(80)
+	b.AddVictim(&victim{h: h, bytes: 80, ended: &ended})
+	tr.Add(50) // 130 in all, 80 without the transient bytes
+	b.Enforce()
+	if shed != 1 || len(ended) != 0 {
+		t.Fatalf("over the budget by transient bytes only: %d stage runs and victims ended %v; want 1 and none", shed, ended)
+	}
+	h.Add(30) // 110 without the transient bytes
+	b.Enforce()
+	if got, want := ended, []int64{80}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("over the budget without the transient bytes: ended %v, want %v", got, want)
+	}
+}

@@ -24,9 +24,13 @@
 // enforcement it triggers the total may pass the limit by what one step
 // (a listen batch, a dataflow push) adds, and holders no stage can shrink
 // (pgwire's buffers, pieces a slow subscriber of a share has yet to take)
-// only make later steps free more.
+// only make later steps free more. persist's writes and compactions in
+// flight (HolderPersist) are a transient holder (TransientHolder): no
+// stage sheds them (they take turns instead, bounded concurrency), what
+// they hold makes the stages shrink and detach sooner, but no victim is
+// ended for them.
 //
-// What no holder counts (decoded parts in flight, stacks, garbage not yet
+// What no holder counts (parts decoded for a read, stacks, garbage not yet
 // collected) is bounded by the Go runtime instead: the server applies
 // ApplyRuntimeLimit, a soft memory limit of the budget + RuntimeHeadroom.
 //

@@ -42,6 +42,9 @@ type Client struct {
 	closed   bool                       // mu
 	txnReads TxnReads                   // mu: see SetTxnReads
 	hasBell  bool                       // the consensus rings a doorbell
+	// encodes and compactions bound the part encodings and compactions
+	// running at once (memory.go).
+	encodes, compactions slots
 }
 
 // NewClient returns a Client on the given location. It does not take
@@ -51,18 +54,21 @@ func NewClient(blob Blob, consensus Consensus, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg = cfg.withDefaults()
 	c := &Client{
-		cfg:       cfg.withDefaults(),
-		blob:      blob,
-		consensus: consensus,
-		versions:  &versions{blob: blob, consensus: consensus},
-		metrics:   newMetrics(),
-		log:       slog.Default(),
-		ctx:       ctx,
-		cancel:    cancel,
-		machines:  map[string]*machine{},
-		maint:     map[string]*maintTask{},
-		bells:     map[string][]chan struct{}{},
+		cfg:         cfg,
+		encodes:     make(slots, cfg.MaxConcurrentEncodes),
+		compactions: make(slots, cfg.MaxConcurrentCompactions),
+		blob:        blob,
+		consensus:   consensus,
+		versions:    &versions{blob: blob, consensus: consensus},
+		metrics:     newMetrics(),
+		log:         slog.Default(),
+		ctx:         ctx,
+		cancel:      cancel,
+		machines:    map[string]*machine{},
+		maint:       map[string]*maintTask{},
+		bells:       map[string][]chan struct{}{},
 	}
 	if w, ok := consensus.(Watcher); ok {
 		ch, err := w.Watch(ctx)

@@ -189,6 +189,13 @@ func (c *Client) compactOnce(ctx context.Context, m *machine) (bool, error) {
 	if end == 0 || (end-start == 1 && len(s.Batches[start].RunStarts) == 0) {
 		return false, nil
 	}
+	// One of the process's compaction slots: compactions of every shard
+	// take turns. The state may move on while this one waits; a merge of
+	// batches replaced meanwhile fails its CAS as any stale merge does.
+	if err := c.compactions.acquire(ctx); err != nil {
+		return false, err
+	}
+	defer c.compactions.release()
 	inputs := s.Batches[start:end]
 	since := s.Since
 	started := c.cfg.Now()
@@ -231,13 +238,17 @@ func referencesPart(s *State, key string) bool {
 }
 
 // mergeParts streams the consolidating merge of batches, with times advanced
-// to since, into new parts of about PartTargetBytes each (one run).
+// to since, into new parts of about PartTargetBytes each (one run). The
+// merged updates it buffers for a part are charged to the client's memory
+// holder until the part is written.
 func (c *Client) mergeParts(ctx context.Context, shard string, schema row.Schema, batches []*Batch, since uint64) ([]Part, error) {
 	it := newMergeIter(c, schema, batches, compactionTimes(since))
 	defer it.close()
 	var parts []Part
 	var buf []row.Update
 	size := 0
+	var held int64 // charged for buf
+	defer func() { c.charge(-held) }()
 	flush := func() error {
 		if len(buf) == 0 {
 			return nil
@@ -248,6 +259,8 @@ func (c *Client) mergeParts(ctx context.Context, shard string, schema row.Schema
 		}
 		parts = append(parts, p)
 		buf, size = nil, 0
+		c.charge(-held)
+		held = 0
 		return nil
 	}
 	for {
@@ -260,6 +273,9 @@ func (c *Client) mergeParts(ctx context.Context, shard string, schema row.Schema
 			return nil, err
 		}
 		buf = append(buf, u)
+		n := u.Size()
+		c.charge(n)
+		held += n
 		if size += rowSize(u.Row) + 16; size >= c.cfg.PartTargetBytes {
 			if err := flush(); err != nil {
 				c.deleteBlobs(context.WithoutCancel(ctx), parts)

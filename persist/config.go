@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shardtail/shardtail/membudget"
 )
 
 // Defaults for Config.
@@ -17,6 +19,7 @@ const (
 	DefaultCompactionMinInputs = 8
 	DefaultOrphanGrace         = 1 * time.Hour
 	DefaultSweepInterval       = 30 * time.Minute
+	DefaultListenChunkBytes    = 8 << 20
 )
 
 // Config tunes a Client. The zero value of a field means its default, except
@@ -56,6 +59,24 @@ type Config struct {
 	// starts sweeps too. Negative disables the background sweep
 	// (Client.Sweep still works).
 	SweepInterval time.Duration
+	// ListenChunkBytes bounds the updates (row.Update.Size) one
+	// Listen.Next returns when a batch holds several times: it returns
+	// whole times up to the bound, at least one. A listen behind
+	// compaction then hands its consumer (which formats and encodes what
+	// it gets) a merged batch piece by piece.
+	ListenChunkBytes int
+	// MaxConcurrentEncodes bounds the parts over 128 KiB the process
+	// encodes at once (each holds a zstd encoder of ~20 MiB, see
+	// encodeCost; a smaller part's takes 2.5 MiB and no slot); 0 means one
+	// per two CPUs (at least one).
+	MaxConcurrentEncodes int
+	// MaxConcurrentCompactions bounds the compactions the process runs
+	// at once, over every shard; 0 means one per two CPUs (at least one).
+	MaxConcurrentCompactions int
+	// Memory, if set, is charged with what part encodings and compactions
+	// hold while they run (the process's memory budget's
+	// membudget.HolderPersist).
+	Memory *membudget.Holder
 	// Now returns the wall clock in milliseconds; tests replace it to drive
 	// lease expiry. nil means time.Now.
 	Now func() int64
@@ -98,6 +119,15 @@ func (c Config) withDefaults() Config {
 	if c.SweepInterval == 0 {
 		c.SweepInterval = DefaultSweepInterval
 	}
+	if c.ListenChunkBytes == 0 {
+		c.ListenChunkBytes = DefaultListenChunkBytes
+	}
+	if c.MaxConcurrentEncodes == 0 {
+		c.MaxConcurrentEncodes = defaultSlots()
+	}
+	if c.MaxConcurrentCompactions == 0 {
+		c.MaxConcurrentCompactions = defaultSlots()
+	}
 	if c.Now == nil {
 		c.Now = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -117,6 +147,12 @@ func (c Config) Validate() error {
 		return errors.New("persist config: PartTargetBytes must not be negative")
 	case c.SnapshotChunkRows < 0:
 		return errors.New("persist config: SnapshotChunkRows must not be negative")
+	case c.ListenChunkBytes < 0:
+		return errors.New("persist config: ListenChunkBytes must not be negative")
+	case c.MaxConcurrentEncodes < 0:
+		return errors.New("persist config: MaxConcurrentEncodes must not be negative")
+	case c.MaxConcurrentCompactions < 0:
+		return errors.New("persist config: MaxConcurrentCompactions must not be negative")
 	case c.OrphanGrace < 0:
 		return errors.New("persist config: OrphanGrace must not be negative")
 	}

@@ -28,3 +28,10 @@ func BlobsSwept(m *Metrics) prometheus.Counter { return m.blobsSwept }
 func CASCounters(m *Metrics) (attempts, conflicts, errs, bytes prometheus.Counter) {
 	return m.casAttempts, m.casConflicts, m.casErrors, m.casBytes
 }
+
+// HoldCompactionSlot takes one of c's compaction slots until release is
+// called, as a compaction of another shard would.
+func HoldCompactionSlot(c *Client) (release func()) {
+	c.compactions <- struct{}{}
+	return c.compactions.release
+}

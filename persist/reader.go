@@ -382,6 +382,12 @@ type Listen struct {
 	r        *Reader
 	asOf     uint64
 	frontier uint64
+	// pending is the rest of a batch larger than Config.ListenChunkBytes
+	// (times at or after frontier, in time order), returned by the next
+	// calls before anything is read again; pendingUpper is its batch's
+	// upper.
+	pending      []row.Update
+	pendingUpper uint64
 }
 
 // Listen returns a listen that yields every update with time > asOf, batch
@@ -406,8 +412,15 @@ func (l *Listen) Frontier() uint64 { return l.frontier }
 // Next blocks until the shard's upper passes the frontier, then returns the
 // updates of the next batch (times in [old frontier, new frontier) and >
 // asOf), consolidated and ordered by (time, row), and the new frontier.
-// updates may be empty: the frontier advanced without data.
+// updates may be empty: the frontier advanced without data. A batch whose
+// updates pass Config.ListenChunkBytes (a listen behind compaction reads a
+// merged batch of many times) is returned over several calls, cut between
+// times: each call's frontier is then the first time it did not return.
 func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
+	if len(l.pending) > 0 {
+		updates, frontier := l.take()
+		return updates, frontier, nil
+	}
 	if tx := l.r.c.txns(ctx, l.r.m.shard); tx != nil {
 		// A txn-wal data shard: progress past its physical upper comes
 		// from the txns shard, where nothing was written to it.
@@ -463,8 +476,28 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 			return nil, 0, l.r.droppedWhileReading(ctx, err)
 		}
 	}
-	l.frontier = b.Upper
-	return updates, b.Upper, nil
+	l.pending, l.pendingUpper = updates, b.Upper
+	updates, frontier := l.take()
+	return updates, frontier, nil
+}
+
+// take returns the pending updates up to Config.ListenChunkBytes, whole
+// times only (at least one time), and advances the frontier past them: to
+// the first time left, or to the batch's upper once none is.
+func (l *Listen) take() ([]row.Update, uint64) {
+	ups, limit := l.pending, int64(l.r.c.cfg.ListenChunkBytes)
+	n, size := 0, int64(0)
+	for n < len(ups) && (n == 0 || size < limit) {
+		for t := ups[n].T; n < len(ups) && ups[n].T == t; n++ {
+			size += ups[n].Size()
+		}
+	}
+	if n == len(ups) {
+		l.pending, l.frontier = nil, l.pendingUpper
+		return ups, l.frontier
+	}
+	l.pending, l.frontier = ups[n:], ups[n].T
+	return ups[:n:n], l.frontier
 }
 
 // readRuns fetches and decodes runs, keeps updates at times >= lower, and

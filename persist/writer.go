@@ -164,12 +164,16 @@ func (w *Writer) writeParts(ctx context.Context, shard string, schema row.Schema
 	return parts, nil
 }
 
-// writePart encodes one sorted, consolidated chunk and uploads it.
+// writePart encodes one sorted, consolidated chunk and uploads it. The
+// encoding takes one of the client's encode slots and is charged to its
+// memory holder, and so are the encoded bytes until they are uploaded.
 func (c *Client) writePart(ctx context.Context, shard string, schema row.Schema, updates []row.Update) (Part, error) {
-	data, stats, err := codec.EncodePart(schema, updates)
+	data, stats, err := c.encodePart(ctx, schema, updates)
 	if err != nil {
-		return Part{}, fmt.Errorf("encode part: %w", err)
+		return Part{}, err
 	}
+	c.charge(int64(len(data)))
+	defer c.charge(-int64(len(data)))
 	key := partKey(shard)
 	if err := c.blob.Set(ctx, key, data); err != nil {
 		return Part{}, fmt.Errorf("write part %s: %w", key, err)
@@ -177,6 +181,30 @@ func (c *Client) writePart(ctx context.Context, shard string, schema row.Schema,
 	c.metrics.partsWritten.Inc()
 	c.metrics.partBytes.Add(float64(len(data)))
 	return Part{Key: key, Rows: stats.Rows, Bytes: int64(len(data)), MinT: stats.MinT, MaxT: stats.MaxT}, nil
+}
+
+// encodePart encodes updates as a part, in one of the client's encode
+// slots unless it is small, charging its working set (encodeCost) while
+// it runs.
+func (c *Client) encodePart(ctx context.Context, schema row.Schema, updates []row.Update) ([]byte, codec.Stats, error) {
+	raw := 0
+	for _, u := range updates {
+		raw += rowSize(u.Row) + 16
+	}
+	if raw > smallEncode {
+		if err := c.encodes.acquire(ctx); err != nil {
+			return nil, codec.Stats{}, err
+		}
+		defer c.encodes.release()
+	}
+	cost := encodeCost(raw)
+	c.charge(cost)
+	defer c.charge(-cost)
+	data, stats, err := codec.EncodePart(schema, updates)
+	if err != nil {
+		return nil, codec.Stats{}, fmt.Errorf("encode part: %w", err)
+	}
+	return data, stats, nil
 }
 
 // deleteBlobs removes parts that no state references (best effort: a leak

@@ -88,7 +88,16 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		s.closers = append(s.closers, cons)
 	}
-	if s.persist, err = persist.NewClient(b, cons, cfg.Persist); err != nil {
+	// The budget is the process's: persist's writes charge it too.
+	budget := cfg.Adapter.Tail.Budget
+	if budget == nil {
+		budget = membudget.New(cfg.MemoryBudget)
+	}
+	percfg := cfg.Persist
+	if percfg.Memory == nil {
+		percfg.Memory = budget.TransientHolder(membudget.HolderPersist)
+	}
+	if s.persist, err = persist.NewClient(b, cons, percfg); err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, s.persist)
@@ -98,10 +107,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 
 	acfg := cfg.Adapter
 	acfg.Persist, acfg.Consensus, acfg.Registerer = s.persist, cons, s.registry
-	if acfg.Tail.Budget == nil {
-		acfg.Tail.Budget = membudget.New(cfg.MemoryBudget)
-	}
-	s.budget = acfg.Tail.Budget
+	acfg.Tail.Budget = budget
+	s.budget = budget
 	if err := s.budget.Register(s.registry); err != nil {
 		return nil, err
 	}

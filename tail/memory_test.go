@@ -331,3 +331,39 @@ func TestBudgetCountsWhatBatchesRetain(t *testing.T) {
 	}
 	runtime.KeepAlive(stalled)
 }
+
+// TestBudgetCountsSnapshotEncodings: a retained snapshot piece's encodings
+// (computed once per wire format, as the share's subscribers send it) are
+// charged to the snapshot holder while the share keeps the piece, and
+// released with it.
+func TestBudgetCountsSnapshotEncodings(t *testing.T) {
+	budget := membudget.New(0)
+	snap := budget.Holder(membudget.HolderSnapshot)
+	f := newFixture(t, Config{Budget: budget})
+	const valueBytes = 1 << 10
+	var ups []row.Update
+	for i := range 100 {
+		ups = append(ups, ins(int64(i), strings.Repeat("v", valueBytes)))
+	}
+	f.write(ups...)
+	asOf := f.upper - 1
+	// A second subscriber keeps the share (and its pieces) alive.
+	s, other := f.subscribe(asOf, true, 0, nil), f.subscribe(asOf, true, 0, nil)
+	rows := takeRows(t, f, s, 1+len(ups)) // the progress row and the snapshot
+	before := snap.Bytes()
+	enc := formatter.NewCopyEncoder(s.req.Output, formatter.CopyText)
+	var buf []byte
+	formatter.Messages(enc, rows, &buf)
+	if got, want := snap.Bytes()-before, int64(len(ups)*valueBytes); got < want {
+		t.Errorf("snapshot holder grew by %d bytes with the piece's COPY encoding computed, want at least %d (the values encoded)", got, want)
+	}
+	drain(t, f.ctx, s, f.upper)
+	drain(t, f.ctx, other, f.upper)
+	s.Close()
+	other.Close()
+	budget.SetLimit(1)
+	budget.Enforce() // forgets the finished share kept for late joiners
+	if got := snap.Bytes(); got != 0 {
+		t.Errorf("snapshot holder %d bytes once the share let go of its pieces, want 0", got)
+	}
+}

@@ -54,17 +54,42 @@ type share struct {
 // piece is one chunk of a snapshot: final rows at AS OF.
 type piece struct {
 	decoded
-	bytes  int64
-	shapes shapeCache[[]formatter.Row]
+	sh *share
+	// bytes is the piece's updates, rows and encodings while the share
+	// retains it; dropped is set once the share let go of it (what is
+	// computed from it later is not counted). Both sh.mu.
+	bytes   int64
+	dropped bool
+	shapes  shapeCache[[]formatter.Row]
 }
 
 // rows returns the piece formatted for opts (whose snapshot chunks
 // stream) as data rows at asOf (the share's), computing it once per output
-// shape.
+// shape. The rows and their encodings are charged to the share as they
+// are computed: they live as long as the piece.
 func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
-	return p.shapes.get(outputKey(nil, opts), func() []formatter.Row {
-		return opts.SnapshotRows(asOf, p.updates)
+	var made int64
+	rows := p.shapes.get(outputKey(nil, opts), func() []formatter.Row {
+		rows := opts.SnapshotRowsCharged(asOf, p.updates, p.charge)
+		made = formattedSize([]formatter.TimeRows{{Rows: rows}})
+		return rows
 	})
+	if made > 0 {
+		// Outside the cache's lock, as encodings are charged.
+		p.charge(made)
+	}
+	return rows
+}
+
+// charge counts n more bytes computed from p, unless the share already
+// let go of it.
+func (p *piece) charge(n int64) {
+	p.sh.mu.Lock()
+	defer p.sh.mu.Unlock()
+	if !p.dropped {
+		p.bytes += n
+		p.sh.addBytes(n)
+	}
 }
 
 // shapeSnapshot is the share's snapshot mapped through one shape and
@@ -160,6 +185,7 @@ func (sh *share) dropTo(low int) {
 		var n int64
 		for _, p := range sh.pieces[:drop] {
 			n += p.bytes
+			p.dropped = true
 		}
 		sh.addBytes(-n)
 		clear(sh.pieces[:drop])
@@ -316,7 +342,7 @@ func (sh *share) endRead(chunk []row.Update, err error, ahead bool) *persist.Rea
 	case err != nil:
 		sh.err = err
 	default:
-		p := &piece{decoded: decoded{updates: chunk}}
+		p := &piece{decoded: decoded{updates: chunk}, sh: sh}
 		for _, u := range chunk {
 			p.bytes += u.Size()
 		}

@@ -84,6 +84,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	var budgetWrite, budgetBytes sizeFlag
 	fs.Var(&budgetWrite, "budget-write", "bytes (g) writes, e.g. 2GB or 256MiB (default 2GB; quick 64MiB)")
 	fs.Var(&budgetBytes, "budget", "(g)'s server's --memory-budget (default 256MiB; quick 32MiB)")
+	budgetRetain := fs.String("budget-retain-history", "", "RETAIN HISTORY of (g)'s tables, e.g. '1 hour', so that detached stalled subscribers resume from the shard (default: the server's, 1 s)")
 	render := fs.String("render", "", "run nothing: re-render the report (markdown, plots) from this latest.json into its directory (or --out)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -125,6 +126,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if budgetBytes > 0 {
 		cfg.BudgetBytes = int64(budgetBytes)
 	}
+	cfg.BudgetRetainHistory = *budgetRetain
 	if cfg.StormMode, err = bench.ParseMode(*mode); err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
-	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
+	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers, persist writes and compactions in flight) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
