@@ -66,8 +66,8 @@ type Config struct {
 	// it gets) a merged batch piece by piece.
 	ListenChunkBytes int
 	// MaxConcurrentEncodes bounds the parts over 128 KiB the process
-	// encodes at once (each holds a zstd encoder of ~20 MiB, see
-	// encodeCost; a smaller part's takes 2.5 MiB and no slot); 0 means one
+	// encodes at once (each holds about 2.5 times its rows' bytes, see
+	// encodeCost; a smaller part's encoding takes no slot); 0 means one
 	// per two CPUs (at least one).
 	MaxConcurrentEncodes int
 	// MaxConcurrentCompactions bounds the compactions the process runs

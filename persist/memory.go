@@ -6,34 +6,26 @@ import (
 )
 
 // Part encodings and compactions are the large transient holders of the
-// write path: encoding a part creates a zstd encoder (arrow-go's, one per
-// part, which cannot be reused or sized) whose history buffer alone is
-// 16 MiB once a part passes 128 KiB, next to the part's Arrow buffers and
-// its compressed bytes; a compaction buffers a part's worth of merged
-// updates before it encodes them. Unbounded, eight shards compacting at
-// once while their writers append took over 100 MiB that no memory budget
-// saw. So encodes and compactions take slots (bounded concurrency: they
-// are CPU-bound, more at once gains nothing), and what they hold is charged
-// to Config.Memory while they hold it.
+// write path: encoding a part holds its Arrow buffers and its compressed
+// bytes; a compaction buffers a part's worth of merged updates before it
+// encodes them. Unbounded, eight shards compacting at once while their
+// writers append took over 100 MiB that no memory budget saw. So encodes
+// and compactions take slots (bounded concurrency: they are CPU-bound,
+// more at once gains nothing), and what they hold is charged to
+// Config.Memory while they hold it. The zstd state is not per part: every
+// part compresses through codec's one shared encoder, whose few encoders
+// (one per concurrent call) live as long as the process.
 
 // encodeCost estimates the bytes encoding a part of raw bytes (rowSize's
-// estimate) allocates: the zstd encoder's state (a 1 MiB history and its
-// tables up to 128 KiB of input, a 16 MiB history past it) and about 2.5
-// times the input in Arrow and compressed buffers. Measured on arrow-go
-// v18 with 4 KiB text rows: 2.6 MiB for 32 KB, 20.6 MiB for 256 KB, 38 MB
-// for 8 MB.
+// estimate) holds at once: about 2.5 times the input in Arrow buffers,
+// the part's body and its compressed bytes.
 func encodeCost(raw int) int64 {
-	base := int64(5 << 19) // 2.5 MiB
-	if raw > smallEncode {
-		base = 39 << 19 // 19.5 MiB
-	}
-	return base + int64(raw)*5/2
+	return int64(raw) * 5 / 2
 }
 
-// smallEncode is the largest raw size whose encoding keeps zstd's small
-// history: such encodings (an INSERT's part) take no slot, so that a
-// write never waits behind a compaction's encoding; the writers in
-// flight bound them.
+// smallEncode is the largest raw size whose encoding takes no slot (an
+// INSERT's part), so that a write never waits behind a compaction's
+// encoding; the writers in flight bound them.
 const smallEncode = 128 << 10
 
 // defaultSlots is the default of Config.MaxConcurrentEncodes and
