@@ -108,9 +108,15 @@ func blobUsage(t *testing.T, dataDir string) []shardBlobs {
 	return out
 }
 
+// live is the blobs beyond those only older live state versions
+// reference: the current state's, and garbage.
+func (u shardBlobs) live() int {
+	return u.curParts + u.curRollups + u.garbage
+}
+
 // logBlobUsage logs blobUsage's totals for dataDir and the shards with the
-// most blobs beyond their current state.
-func logBlobUsage(t *testing.T, name, dataDir string) {
+// most blobs beyond their current state, and returns the totals.
+func logBlobUsage(t *testing.T, name, dataDir string) shardBlobs {
 	t.Helper()
 	usage := blobUsage(t, dataDir)
 	var tot shardBlobs
@@ -133,4 +139,5 @@ func logBlobUsage(t *testing.T, name, dataDir string) {
 	if len(lines) > 0 {
 		t.Logf("%s, shards with the most blobs beyond their current state:\n%s", name, strings.Join(lines, "\n"))
 	}
+	return tot
 }
