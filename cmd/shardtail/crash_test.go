@@ -413,16 +413,16 @@ func TestCrashLeavesNoGarbage(t *testing.T) {
 	// versions on its own schedule, which the compaction slots and the
 	// kills move: 261 to 381 of them in runs that passed and failed the
 	// same way), and garbage that no live version references: what a
-	// write cut by a kill leaves, which the sweep must have deleted.
+	// write cut by a kill leaves, which the sweep deletes once it is older
+	// than its grace (a kill just before the end may leave one younger).
 	crashedUse := logBlobUsage(t, "after the kills", crashDir)
 	cleanUse := logBlobUsage(t, "without crashes", cleanDir)
-	if crashedUse.garbage > 0 {
-		t.Errorf("%d blobs after the sweep that no live state version references, want 0", crashedUse.garbage)
-	}
 	// Beyond the older versions' blobs, the count returns to the clean
 	// run's: a kill may leave a temporary file (removed by the blob store
-	// after an hour) and a rollup or a compaction's output the clean run
-	// does not have, about two per kill.
+	// after an hour), a rollup or a compaction's output the clean run does
+	// not have, or garbage still within the sweep's grace: about two per
+	// kill. Unswept garbage (14,546 files after 30 kills before the sweep
+	// existed) is far past that.
 	if slack := 2 * *crashCycles; crashedUse.live() > cleanUse.live()+slack {
 		t.Errorf("%d blobs after the sweep beyond those only older state versions hold, want at most the %d of a run without crashes + %d",
 			crashedUse.live(), cleanUse.live(), slack)
