@@ -249,18 +249,8 @@ func waitUntil(d time.Duration, cond func() bool) error {
 // once per ProgressInterval, whose progress row covers the batches it
 // skipped; its own rows arrive at once with their progress.
 func TestShapeRoutedProgress(t *testing.T) {
-	var clock atomic.Int64 // seconds of the fake clock, which moves only when told
-	clock.Store(1000)
-	timeNow = func() time.Time { return time.Unix(clock.Load(), 0) }
-	t.Cleanup(func() { timeNow = time.Now })
-	f := newFixture(t, Config{WindowAge: keepForever, ProgressInterval: time.Second})
-	at := f.write(ins(1, "a"))
-	s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: at, Snapshot: true, Shape: keyShape(1, true),
-		Output: &formatter.Options{Relation: schema, Progress: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	f, clock, at := routedFixture(t)
+	s := routedSubscriber(t, f, at, 1)
 	check := func(what string, frontier uint64, want ...string) {
 		t.Helper()
 		if got := canon(drain(t, f.ctx, s, frontier)); !reflect.DeepEqual(got, want) {
@@ -294,21 +284,10 @@ func TestShapeRoutedProgress(t *testing.T) {
 // that a sweep hands a batch with nothing for them take the batch's one
 // progress row, shared (encoded once for all of them), not a row each.
 func TestShapeSweptProgressShared(t *testing.T) {
-	var clock atomic.Int64 // seconds of the fake clock, which moves only when told
-	clock.Store(1000)
-	timeNow = func() time.Time { return time.Unix(clock.Load(), 0) }
-	t.Cleanup(func() { timeNow = time.Now })
-	f := newFixture(t, Config{WindowAge: keepForever, ProgressInterval: time.Second})
-	at := f.write(ins(1, "a"))
+	f, clock, at := routedFixture(t)
 	var subs []*Subscriber
 	for key := range int64(2) {
-		s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: at, Snapshot: true, Shape: keyShape(key+1, true),
-			Output: &formatter.Options{Relation: schema, Progress: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		subs = append(subs, s)
+		subs = append(subs, routedSubscriber(t, f, at, key+1))
 	}
 	// A row for each: both have joined the live stream once they read it.
 	mine := f.write(ins(1, "b"), ins(2, "c"))
@@ -341,18 +320,8 @@ func TestShapeSweptProgressShared(t *testing.T) {
 // snapshot, while a sweep is due, is counted once among its pushes (it
 // was counted again, and the skipped-pushes counter decreased: a panic).
 func TestShapeSweepUnattached(t *testing.T) {
-	var clock atomic.Int64
-	clock.Store(1000)
-	timeNow = func() time.Time { return time.Unix(clock.Load(), 0) }
-	t.Cleanup(func() { timeNow = time.Now })
-	f := newFixture(t, Config{WindowAge: keepForever, ProgressInterval: time.Second})
-	at := f.write(ins(1, "a"))
-	s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: at, Snapshot: true, Shape: keyShape(1, true),
-		Output: &formatter.Options{Relation: schema, Progress: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	f, clock, at := routedFixture(t)
+	s := routedSubscriber(t, f, at, 1)
 	clock.Add(1) // a sweep is due, and the subscriber has not read yet
 	mine := f.write(ins(1, "b"))
 	// Published before the subscriber attaches: its push queues nothing.
@@ -420,4 +389,29 @@ func TestSweeperSpreads(t *testing.T) {
 	if got := w.due(start.Add(2*time.Second), time.Second); got != nil {
 		t.Errorf("no time passed: %d due, want none", len(got))
 	}
+}
+
+// routedFixture is a fixture whose progress sweep runs on a fake clock
+// (seconds, which moves only when told), with one row written at at.
+func routedFixture(t *testing.T) (f *fixture, clock *atomic.Int64, at uint64) {
+	t.Helper()
+	clock = new(atomic.Int64)
+	clock.Store(1000)
+	timeNow = func() time.Time { return time.Unix(clock.Load(), 0) }
+	t.Cleanup(func() { timeNow = time.Now })
+	f = newFixture(t, Config{WindowAge: keepForever, ProgressInterval: time.Second})
+	return f, clock, f.write(ins(1, "a"))
+}
+
+// routedSubscriber subscribes with PROGRESS to the indexed shape of key
+// (routed), from at with its snapshot; closed when the test ends.
+func routedSubscriber(t *testing.T, f *fixture, at uint64, key int64) *Subscriber {
+	t.Helper()
+	s, err := f.m.Subscribe(f.ctx, subscribe.Request{Shard: f.shard, AsOf: at, Snapshot: true, Shape: keyShape(key, true),
+		Output: &formatter.Options{Relation: schema, Progress: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
