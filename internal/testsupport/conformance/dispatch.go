@@ -84,13 +84,18 @@ func (r *runner) dispatch(ctx context.Context, c *Case, out *output) error {
 		if st == nil || !wc.pending {
 			return fmt.Errorf("conn %s: nothing pending", name)
 		}
-		n := -1
+		n, notices := -1, 0
 		if v, ok := c.Arg("rows"); ok {
 			if n, err = strconv.Atoi(v); err != nil {
 				return fmt.Errorf("bad rows: %v", err)
 			}
 		}
-		return r.read(ctx, wc, st, out, readOpts{rows: n, tags: true, cols: c.Flag("cols"), ordered: c.Flag("ordered")})
+		if v, ok := c.Arg("notices"); ok {
+			if notices, err = strconv.Atoi(v); err != nil || notices <= 0 {
+				return fmt.Errorf("bad notices: %q", v)
+			}
+		}
+		return r.read(ctx, wc, st, out, readOpts{rows: n, notices: notices, tags: true, cols: c.Flag("cols"), ordered: c.Flag("ordered")})
 	case "cancel":
 		st := r.pendingStmt(wc)
 		if st == nil || !wc.pending {

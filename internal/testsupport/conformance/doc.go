@@ -55,7 +55,9 @@
 //	          PGCOPY stream is decoded); rows=N as for subscribe
 //	send      send SQL and return at once (no output)
 //	recv      read what the pending statement sends: rows=N rows, or up to
-//	          ReadyForQuery
+//	          ReadyForQuery; notices=N stops after N notices (a SUBSCRIBE
+//	          has started once its NOTICE came: wait for it before a
+//	          cancel that must find it running)
 //	cancel    send a CancelRequest for the pending statement (again every
 //	          300 ms until it ends) and print how it ended; rows still
 //	          streaming in are not printed
@@ -94,7 +96,12 @@
 // placeholder. Placeholders follow numeric order (<T3> < <T4>): a new value
 // below an existing placeholder's is reported. A value within 2 of a
 // placeholder prints relative to it, <T3+1> (the progress row after a
-// write at <T3>), except in tick scripts. In SQL, <T3>, <T3+1>, <T3-10>
+// write at <T3>), except in tick scripts. A subscribe row's mz_timestamp
+// is named by what the row is, so that the name does not depend on how
+// close the server's times are: a data row's time gets a placeholder of
+// its own (two load-generator ticks 1 ms apart are <T3> and <T4>), and a
+// progress row's is relative to the placeholder 1 or 2 below it when
+// there is one (<T3+1>, even if <T4> is that same millisecond). In SQL, <T3>, <T3+1>, <T3-10>
 // stand for values, and <pid:NAME> for a connection's backend process id:
 //
 //	subscribe conn=s

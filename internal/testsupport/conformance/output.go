@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -23,6 +24,11 @@ type output struct {
 type rowLine struct {
 	key  string // "" for rows that are not subscribe rows
 	text string
+	// ts is a subscribe row's mz_timestamp as text (text starts with
+	// it), named by what the row is (timestamps.rowName); "" for other
+	// rows.
+	ts       string
+	progress bool
 }
 
 func (o *output) add(line string) {
@@ -63,8 +69,29 @@ func (o *output) flush() {
 		}
 	}
 	for _, r := range rows {
-		o.emit(r.text)
+		o.emitRow(r)
 	}
+}
+
+// emitRow prints a buffered row: a subscribe row's mz_timestamp named by
+// what the row is (timestamps.rowName), the rest as emit does.
+func (o *output) emitRow(r rowLine) {
+	rest, ok := strings.CutPrefix(r.text, r.ts)
+	if o.ts == nil || o.unnamed || r.ts == "" || !ok || !isTimestamp(r.ts) {
+		o.emit(r.text)
+		return
+	}
+	v, err := strconv.ParseUint(r.ts, 10, 64)
+	if err != nil {
+		o.emit(r.text)
+		return
+	}
+	n, err := o.ts.rowName(v, r.progress)
+	if err != nil {
+		o.emit(r.text)
+		return
+	}
+	o.emit("<" + n + ">" + rest)
 }
 
 func (o *output) String() string {

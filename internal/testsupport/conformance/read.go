@@ -21,14 +21,18 @@ type readOpts struct {
 	params   bool // print ParameterStatus messages
 	// skipProgress does not print progress rows (they are still checked).
 	skipProgress bool
+	// notices, when > 0, stops after this many notices: the statement
+	// has started (a SUBSCRIBE's first message), so a cancel sent next
+	// reaches it rather than racing its start.
+	notices int
 }
 
 // read reads messages of wc's pending statement and prints them.
 func (r *runner) read(ctx context.Context, wc *wireConn, st *stmtState, out *output, o readOpts) error {
 	defer out.flush()
 	out.sortAll = o.sortAll
-	n := 0
-	for o.rows < 0 || n < o.rows {
+	n, notices := 0, 0
+	for (o.rows < 0 || n < o.rows) && (o.notices <= 0 || notices < o.notices) {
 		ev, err := wc.receive(ctx)
 		if err != nil {
 			out.add("!! " + err.Error())
@@ -76,6 +80,7 @@ func (r *runner) read(ctx context.Context, wc *wireConn, st *stmtState, out *out
 			for _, l := range extraLines(&e) {
 				out.add(l)
 			}
+			notices++
 		case ev.copyOut != nil:
 			st.copying = true
 			format := "text"
@@ -170,10 +175,10 @@ func quoteEmpty(vals []string) []string {
 // buffers it for printing. vals[0] is mz_timestamp when isSub; vals[1] is
 // mz_progressed when it reads t or f and progressCol says it may be.
 func (r *runner) addRow(out *output, info stmtInfo, vals []string, text string, isSub, progressCol, drop bool) {
-	key := ""
+	key, ts, progress := "", "", false
 	if isSub && len(vals) > 0 {
-		progress := progressCol && len(vals) > 1 && vals[1] == "t"
-		key = vals[0]
+		progress = progressCol && len(vals) > 1 && vals[1] == "t"
+		key, ts = vals[0], vals[0]
 		if progressCol && len(vals) > 1 && (vals[1] == "t" || vals[1] == "f") {
 			key += "/" + vals[1]
 		}
@@ -188,7 +193,7 @@ func (r *runner) addRow(out *output, info stmtInfo, vals []string, text string, 
 	if drop {
 		return
 	}
-	out.rows = append(out.rows, rowLine{key: key, text: text})
+	out.rows = append(out.rows, rowLine{key: key, text: text, ts: ts, progress: progress})
 }
 
 // fieldText renders a value as text: NULL, "" for the empty string, and

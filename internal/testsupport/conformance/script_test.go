@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -153,5 +155,42 @@ func TestTimestamps(t *testing.T) {
 	}
 	if got := ts.replaceKnown("1700000000010 1700000000011 1700000000999"); got != "<T1> <T?> <T?>" {
 		t.Errorf("replaceKnown: %q", got)
+	}
+}
+
+// TestRowTimestamps: subscribe rows name their mz_timestamp by what the
+// row is, so that ticks 1 ms apart print as they do 20 ms apart.
+func TestRowTimestamps(t *testing.T) {
+	for _, gap := range []uint64{1, 2, 20} {
+		t.Run(fmt.Sprintf("Gap%d", gap), func(t *testing.T) {
+			const t3 = 1700000000000
+			t4, t5 := t3+gap, t3+2*gap
+			var o output
+			o.ts = newTimestamps()
+			row := func(ts uint64, progress bool, rest string) {
+				s := strconv.FormatUint(ts, 10)
+				o.rows = append(o.rows, rowLine{key: s + "/" + strconv.FormatBool(progress), text: s + rest, ts: s, progress: progress})
+				o.flush()
+			}
+			// The rows of SUBSCRIBE cnt WITH (PROGRESS): each value at its
+			// time, then the progress row at that time + 1.
+			row(t3, false, " f 1 1")
+			row(t3+1, true, " t NULL")
+			row(t4, false, " f 1 2")
+			row(t4+1, true, " t NULL")
+			row(t5, false, " f 1 3")
+			want := "<T0> f 1 1\n<T0+1> t NULL\n<T1> f 1 2\n<T1+1> t NULL\n<T2> f 1 3"
+			if got := o.String(); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+	// In tick scripts every new value is a placeholder of its own.
+	ts := newTimestamps()
+	ts.noOffsets = true
+	for i, v := range []uint64{1700000000000, 1700000000001} {
+		if n, err := ts.rowName(v, true); err != nil || n != fmt.Sprintf("T%d", i) {
+			t.Errorf("tick script, progress row at %d: %q, %v", v, n, err)
+		}
 	}
 }

@@ -60,6 +60,11 @@ func (ts *timestamps) name(v uint64) (string, error) {
 			}
 		}
 	}
+	return ts.fresh(v)
+}
+
+// fresh gives v (not named yet) a placeholder of its own.
+func (ts *timestamps) fresh(v uint64) (string, error) {
 	for i, pv := range ts.vals {
 		if v < pv {
 			return "", fmt.Errorf("timestamp %d first seen after the larger <T%d> = %d: placeholders would not follow numeric order", v, i, pv)
@@ -69,6 +74,40 @@ func (ts *timestamps) name(v uint64) (string, error) {
 	ts.vals = append(ts.vals, v)
 	ts.names[v] = n
 	return n, nil
+}
+
+// rowName names the mz_timestamp v of a subscribe row from what the row
+// is, so that the name does not depend on how far apart the times the
+// server chose are (a load generator's ticks may bunch up under load):
+//
+//   - a data row's time is an event of its own: it keeps its name if it
+//     has one, else it gets a new placeholder, never one relative to a
+//     nearby placeholder (two ticks 1 ms apart are <T3> and <T4>, not
+//     <T3> and <T3+1>);
+//   - a progress row's time is the frontier after the data before it:
+//     it is written relative to the placeholder 1 or 2 below it when
+//     there is one (<T3+1> after a row at <T3>, even when the next row's
+//     <T4> is that same millisecond).
+//
+// Without offsets (tick scripts) both are name's.
+func (ts *timestamps) rowName(v uint64, progress bool) (string, error) {
+	if ts.noOffsets {
+		return ts.name(v)
+	}
+	if progress {
+		for d := uint64(1); d <= maxOffset; d++ {
+			for i, pv := range ts.vals {
+				if pv+d == v {
+					return fmt.Sprintf("T%d+%d", i, d), nil
+				}
+			}
+		}
+		return ts.name(v)
+	}
+	if n, ok := ts.names[v]; ok {
+		return n, nil
+	}
+	return ts.fresh(v)
 }
 
 var digitsRe = regexp.MustCompile(`\d+`)
