@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 
@@ -264,13 +263,13 @@ func (c *Client) mergeParts(ctx context.Context, shard string, schema row.Schema
 		return nil
 	}
 	for {
-		u, err := it.next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		u, ok, err := it.next(ctx)
 		if err != nil {
 			c.deleteBlobs(context.WithoutCancel(ctx), parts)
 			return nil, err
+		}
+		if !ok {
+			break
 		}
 		buf = append(buf, u)
 		n := u.Size()

@@ -60,7 +60,11 @@
 // the batches' runs in row order that advances times to as_of, sums equal
 // rows and drops zeros, fetches parts just in time, and yields chunks of
 // bounded size in which every row is final. Listen(as_of) yields the updates
-// after as_of batch by batch, each with its progress frontier:
+// after as_of batch by batch, each with its progress frontier. io.EOF ends a
+// cursor and nothing else: Cursor.Next and Listen.Next never fail with an
+// error that matches it, though the storage's may wrap it (an HTTP GET
+// whose connection closed before the response), so a loop that stops at
+// errors.Is(err, io.EOF) never takes an outage for the end of the data:
 //
 //	r, err := client.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "example"})
 //	if err != nil {

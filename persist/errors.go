@@ -3,6 +3,7 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrNotFound is returned by Blob.Get for a key that does not exist.
@@ -112,3 +113,30 @@ func (e *PartError) Error() string {
 
 // Unwrap makes errors.Is hold for ErrCorruptState and for Err's chain.
 func (e *PartError) Unwrap() []error { return []error{ErrCorruptState, e.Err} }
+
+// notEOF returns err, unless its chain holds io.EOF: then an error with the
+// same message and classification (errors.Is and errors.As see through it,
+// IsPermanent and IsIndeterminate hold as for err) for which errors.Is(e,
+// io.EOF) is false. Reads end with io.EOF (Cursor.Next), and their callers
+// stop at errors.Is(err, io.EOF); a storage failure can wrap io.EOF — an
+// HTTP GET whose connection closed before the response fails with
+// `Get "...": EOF` — and would read as the end of the data: a snapshot
+// ending early, a SELECT or a subscribe's snapshot missing rows.
+func notEOF(err error) error {
+	if err == nil || !errors.Is(err, io.EOF) {
+		return err
+	}
+	return &eofHidden{err: err}
+}
+
+// eofHidden is a failure whose chain holds io.EOF, hidden from errors.Is
+// (see notEOF).
+type eofHidden struct{ err error }
+
+func (e *eofHidden) Error() string { return e.err.Error() }
+
+// Is reports what err's chain matches, io.EOF aside.
+func (e *eofHidden) Is(target error) bool { return target != io.EOF && errors.Is(e.err, target) }
+
+// As finds a target in err's chain (a *PartError, a *SinceError).
+func (e *eofHidden) As(target any) bool { return errors.As(e.err, target) }

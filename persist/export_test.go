@@ -35,3 +35,6 @@ func HoldCompactionSlot(c *Client) (release func()) {
 	c.compactions <- struct{}{}
 	return c.compactions.release
 }
+
+// NotEOF exposes notEOF for tests.
+var NotEOF = notEOF

@@ -69,7 +69,9 @@ func (r *runIter) advance(ctx context.Context) error {
 				r.buf, r.pos = buf, 0
 				continue
 			}
-			if !errors.Is(err, io.EOF) {
+			// The reader's own io.EOF, not one wrapped in a decode
+			// failure: that would end the part early, without its rest.
+			if err != io.EOF {
 				return partDecodeError(r.parts[r.next-1].Key, err)
 			}
 			r.drop()
@@ -175,13 +177,18 @@ func (m *mergeIter) close() {
 	}
 }
 
-// next returns the next consolidated update, or io.EOF.
-func (m *mergeIter) next(ctx context.Context) (row.Update, error) {
+// next returns the next consolidated update; ok is false once every run is
+// done. The end is not an error: a part read that fails with an error
+// wrapping io.EOF (an HTTP GET whose connection closed before the
+// response: `Get "...": EOF`) must not read as the end of the data, or a
+// listen steps past a batch it did not read, a snapshot ends early and a
+// compaction replaces its inputs with what it read before the failure.
+func (m *mergeIter) next(ctx context.Context) (u row.Update, ok bool, err error) {
 	if !m.init {
 		m.init = true
 		for _, r := range m.all {
 			if err := r.advance(ctx); err != nil {
-				return row.Update{}, err
+				return row.Update{}, false, err
 			}
 			if !r.done {
 				m.runs = append(m.runs, r)
@@ -193,7 +200,7 @@ func (m *mergeIter) next(ctx context.Context) (row.Update, error) {
 		top := m.runs[0]
 		out := top.head
 		if err := m.pop(ctx); err != nil {
-			return row.Update{}, err
+			return row.Update{}, false, err
 		}
 		for len(m.runs) > 0 {
 			h := m.runs[0].head
@@ -202,14 +209,14 @@ func (m *mergeIter) next(ctx context.Context) (row.Update, error) {
 			}
 			out.Diff += h.Diff
 			if err := m.pop(ctx); err != nil {
-				return row.Update{}, err
+				return row.Update{}, false, err
 			}
 		}
 		if out.Diff != 0 {
-			return out, nil
+			return out, true, nil
 		}
 	}
-	return row.Update{}, io.EOF
+	return row.Update{}, false, nil
 }
 
 // pop advances the top run and restores the heap.

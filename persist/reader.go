@@ -305,7 +305,9 @@ func (c *Cursor) AsOf() uint64 { return c.asOf }
 // Next returns the next chunk: at most SnapshotChunkRows updates, all at
 // AsOf, consolidated and in row order; a row never appears in two chunks.
 // The first chunks are smaller (see firstChunkRows). It returns io.EOF
-// after the last chunk.
+// after the last chunk, and only then: a failed read's error never
+// matches io.EOF (see notEOF), so a loop that stops at errors.Is(err,
+// io.EOF) does not take a storage failure for the end of the snapshot.
 func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 	if c.done {
 		return nil, io.EOF
@@ -315,13 +317,13 @@ func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
 		out = make([]row.Update, 0, c.size)
 	}
 	for len(out) < c.size {
-		u, err := c.merge.next(ctx)
-		if errors.Is(err, io.EOF) {
+		u, ok, err := c.merge.next(ctx)
+		if err != nil {
+			return nil, notEOF(c.r.droppedWhileReading(ctx, err))
+		}
+		if !ok {
 			c.Close()
 			break
-		}
-		if err != nil {
-			return nil, c.r.droppedWhileReading(ctx, err)
 		}
 		out = append(out, u)
 	}
@@ -416,7 +418,16 @@ func (l *Listen) Frontier() uint64 { return l.frontier }
 // updates pass Config.ListenChunkBytes (a listen behind compaction reads a
 // merged batch of many times) is returned over several calls, cut between
 // times: each call's frontier is then the first time it did not return.
+// After an error the frontier has not moved: the next call reads the same
+// batch again. A listen does not end, and its errors never match io.EOF
+// (see notEOF).
 func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
+	updates, frontier, err := l.next(ctx)
+	return updates, frontier, notEOF(err)
+}
+
+// next is Next with the errors as they come.
+func (l *Listen) next(ctx context.Context) ([]row.Update, uint64, error) {
 	if len(l.pending) > 0 {
 		updates, frontier := l.take()
 		return updates, frontier, nil
@@ -507,12 +518,12 @@ func (r *Reader) readRuns(ctx context.Context, schema row.Schema, runs []*Batch,
 	defer it.close()
 	var out []row.Update
 	for {
-		u, err := it.next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+		u, ok, err := it.next(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			break
 		}
 		out = append(out, u)
 	}

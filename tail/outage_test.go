@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"reflect"
 	"sync"
 	"testing"
@@ -24,6 +26,10 @@ import (
 // a part of it is down, every operation on it fails as an unreachable
 // server's would (a determinate error: nothing was sent).
 type outage struct {
+	// eof makes blob failures what an S3 GET through a proxy that accepts
+	// and hangs up returns: an error wrapping io.EOF.
+	eof bool
+
 	mu       sync.Mutex
 	blobDown bool
 	// consDown is the consensus keys that are down; all of them with "".
@@ -42,13 +48,16 @@ func (o *outage) set(blob bool, keys ...string) {
 	}
 }
 
-func (o *outage) blob() error {
+func (o *outage) blob(key string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.blobDown {
-		return errCut
+	switch {
+	case !o.blobDown:
+		return nil
+	case o.eof:
+		return fmt.Errorf("s3 blob: get %s: %w", key, &url.Error{Op: "Get", URL: "http://127.0.0.1:9000/bucket/" + key, Err: io.EOF})
 	}
-	return nil
+	return errCut
 }
 
 func (o *outage) cons(key string) error {
@@ -68,14 +77,14 @@ type cutBlob struct {
 }
 
 func (b cutBlob) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := b.o.blob(); err != nil {
+	if err := b.o.blob(key); err != nil {
 		return nil, err
 	}
 	return b.Blob.Get(ctx, key)
 }
 
 func (b cutBlob) Set(ctx context.Context, key string, value []byte) error {
-	if err := b.o.blob(); err != nil {
+	if err := b.o.blob(key); err != nil {
 		return err
 	}
 	return b.Blob.Set(ctx, key, value)
@@ -164,6 +173,7 @@ func TestOutageWritesFromUpstream(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		blob     bool
+		eof      bool
 		keys     func(shard string) []string
 		compact  bool
 		restored func(o *outage, shard string) // how the storage comes back
@@ -173,6 +183,10 @@ func TestOutageWritesFromUpstream(t *testing.T) {
 		{name: "DataShardState", keys: func(shard string) []string { return []string{shard} }},
 		{name: "TxnsShard", keys: func(string) []string { return []string{txnwal.DefaultKey} }},
 		{name: "BlobOnly", blob: true, keys: func(string) []string { return nil }},
+		// What deploytest.TestProxyStorageOutage met: GETs that fail with
+		// `Get "...": EOF`, once read as the end of the batch's data.
+		{name: "BlobOnlyEOF", blob: true, eof: true, keys: func(string) []string { return nil }},
+		{name: "EverythingEOF", blob: true, eof: true, keys: func(string) []string { return []string{""} }, compact: true},
 		{name: "TxnsBackFirst", blob: true, keys: func(string) []string { return []string{""} },
 			restored: func(o *outage, shard string) {
 				o.set(true, shard)
@@ -188,7 +202,7 @@ func TestOutageWritesFromUpstream(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			blob, cons := blobmem.New(), consmem.New()
-			o := &outage{}
+			o := &outage{eof: tc.eof}
 			up := openProcess(t, ctx, blob, cons)
 			tail := openProcess(t, ctx, cutBlob{blob, o}, cutConsensus{cons, o})
 			m := NewManager(tail.p, Config{})
