@@ -558,7 +558,17 @@ func (p *tcpProxy) serve() {
 			c.Close()
 			continue
 		}
+		// Checked again once the connection is made, under the lock cut
+		// takes: a connection accepted before a cut and dialed after it
+		// would otherwise outlive it, and the process keep part of its
+		// storage through the outage.
 		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			continue
+		}
 		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		for _, pair := range [][2]net.Conn{{c, s}, {s, c}} {
