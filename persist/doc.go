@@ -59,7 +59,11 @@
 // running out. Snapshot(as_of) is a consolidating cursor: a k-way merge over
 // the batches' runs in row order that advances times to as_of, sums equal
 // rows and drops zeros, fetches parts just in time, and yields chunks of
-// bounded size in which every row is final. Listen(as_of) yields the updates
+// bounded size in which every row is final. When the snapshot is a single
+// run at one time (a compacted shard), there is nothing to merge:
+// Cursor.NextChunk passes the parts' record batches through as columns
+// (row.Columns), which the wire encoders read in place, without a datum
+// per value; Next decodes them. Listen(as_of) yields the updates
 // after as_of batch by batch, each with its progress frontier:
 //
 //	r, err := client.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "example"})

@@ -35,3 +35,8 @@ func HoldCompactionSlot(c *Client) (release func()) {
 	c.compactions <- struct{}{}
 	return c.compactions.release
 }
+
+// Snapshots: see PartsFetched; read is "merge" or "columns".
+func Snapshots(m *Metrics, read string) prometheus.Counter {
+	return m.snapshots.WithLabelValues(read)
+}
