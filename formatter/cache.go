@@ -16,8 +16,16 @@ type rowGroup struct {
 	// (Options.SnapshotRows): row i is a data row whose tail is mz_diff
 	// then updates[i].Row, read from there rather than copied into Tail.
 	updates []row.Update
-	mu      sync.Mutex
-	entries []*groupEntry // mu; usually one or two
+	// cols, when set, are what the rows stand for instead of updates
+	// (Options.SnapshotColumns): row i is a data row of mz_diff then row
+	// Off+i of the columns, encoded from them in place. decode returns
+	// them as updates, for what reads datums (CSV, Row.Columns): the
+	// first such read sets updates, once (decodeOnce).
+	cols       *row.Columns
+	decode     func() []row.Update
+	decodeOnce sync.Once
+	mu         sync.Mutex
+	entries    []*groupEntry // mu; usually one or two
 	// charge, if set, is told the bytes of each encoding when it is
 	// computed (SharedCharged).
 	charge func(int64)

@@ -102,6 +102,13 @@ func (e *Encoder) appendFields(buf []byte, r Row) []byte {
 		}
 		return buf
 	}
+	if c, j, ok := r.columns(); ok {
+		buf = pgrepr.AppendField(buf, e.types[0], c.Diff(j), e.formats[0])
+		for i := range c.Vecs {
+			buf = pgrepr.AppendVecField(buf, &c.Vecs[i], j, e.formats[1+i])
+		}
+		return buf
+	}
 	if u := r.update(); u != nil {
 		buf = pgrepr.AppendField(buf, e.types[0], u.Diff, e.formats[0])
 		return AppendTail(buf, e.types[1:], e.formats[1:], u.Row)
@@ -269,6 +276,14 @@ func (e *CopyEncoder) appendTextData(buf []byte, r Row) []byte {
 	}
 	buf = append(buf, e.prefix...)
 	types := e.types[len(e.types)-e.tailCols():]
+	if c, j, ok := r.columns(); ok {
+		buf = pgrepr.AppendCopyTextField(buf, types[0], c.Diff(j), e.text)
+		for i := range c.Vecs {
+			buf = append(buf, e.text.Delimiter)
+			buf = pgrepr.AppendVecCopyText(buf, &c.Vecs[i], j, &e.text)
+		}
+		return append(buf, '\n')
+	}
 	if u := r.update(); u != nil {
 		buf = pgrepr.AppendCopyTextField(buf, types[0], u.Diff, e.text)
 		if len(types) == 1 {

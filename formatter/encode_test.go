@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shardtail/shardtail/persist/codec"
+	"github.com/shardtail/shardtail/pgrepr"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -159,9 +161,10 @@ func TestRuns(t *testing.T) {
 }
 
 // TestSnapshotRowsEncodeAsData: rows of SnapshotRows, which read their
-// update in place, encode to the bytes of the same rows built by Data, in
-// every wire format, with and without PROGRESS, and show the same columns
-// and size.
+// update in place, and of SnapshotColumns, which read their row of a
+// part's columns in place, encode to the bytes of the same rows built by
+// Data, in every wire format, with and without PROGRESS, and show the
+// same columns and size.
 func TestSnapshotRowsEncodeAsData(t *testing.T) {
 	full := allTypesRows()[1].Tail[1:]
 	updates := []row.Update{
@@ -171,35 +174,85 @@ func TestSnapshotRowsEncodeAsData(t *testing.T) {
 	}
 	updates[2].Row[7] = "a\\b\tc"               // escapes in text and csv
 	slices.SortFunc(updates, row.CompareUpdate) // a chunk is in row order
+	cols := partColumns(t, allTypes, updates)
 	for _, progress := range []bool{false, true} {
-		opts := &Options{Relation: allTypes, Progress: progress}
-		lazy := opts.SnapshotRows(7, updates)
-		eager := Shared(opts.Data(7, updates))
-		if len(lazy) != len(eager) {
-			t.Fatalf("progress %v: got %d rows, want %d", progress, len(lazy), len(eager))
+		for _, columns := range []bool{false, true} {
+			opts := &Options{Relation: allTypes, Progress: progress}
+			lazy := opts.SnapshotRows(7, updates)
+			if columns {
+				lazy = opts.SnapshotColumns(cols, func() []row.Update { return codec.DecodeColumns(cols) }, nil)
+			}
+			checkSameRows(t, fmt.Sprintf("progress %v, columns %v", progress, columns), opts, lazy, Shared(opts.Data(7, updates)))
 		}
-		for i := range lazy {
-			if got, want := fmt.Sprint(lazy[i].Columns()), fmt.Sprint(eager[i].Tail); got != want {
-				t.Errorf("progress %v: row %d columns %s, want %s", progress, i, got, want)
-			}
-			for c := range len(eager[i].Tail) + 1 {
-				if got, want := fmt.Sprint(lazy[i].Column(c)), fmt.Sprint(eager[i].Column(c)); got != want {
-					t.Errorf("progress %v: row %d column %d = %s, want %s", progress, i, c, got, want)
-				}
-			}
-			if got, want := lazy[i].Size(), eager[i].Size(); got != want {
-				t.Errorf("progress %v: row %d size %d, want %d", progress, i, got, want)
-			}
-		}
-		wires := []Wire{NewEncoder(opts, nil), NewEncoder(opts, []int16{1}),
-			NewCopyEncoder(opts, CopyText), NewCopyEncoder(opts, CopyCSV), NewCopyEncoder(opts, CopyBinary)}
+	}
+}
+
+// partColumns encodes updates (consolidated, all at one time) as a part
+// and reads them back as columns, as a snapshot cursor passes them
+// through.
+func partColumns(t *testing.T, s row.Schema, updates []row.Update) *row.Columns {
+	t.Helper()
+	data, _, err := codec.EncodePart(s, updates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := codec.NewPartReader(s, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := r.NextColumns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols.Len != len(updates) {
+		t.Fatalf("a batch of %d rows, want all %d", cols.Len, len(updates))
+	}
+	return cols
+}
+
+// checkSameRows checks that lazy and eager hold the same rows: the same
+// columns and sizes, and the same bytes in every wire format.
+func checkSameRows(t *testing.T, name string, opts *Options, lazy, eager []Row) {
+	t.Helper()
+	if len(lazy) != len(eager) {
+		t.Fatalf("%s: got %d rows, want %d", name, len(lazy), len(eager))
+	}
+	wires := []Wire{NewEncoder(opts, nil), NewEncoder(opts, []int16{1}), NewEncoder(opts, mixedFormats(opts)),
+		NewCopyEncoder(opts, CopyText), NewCopyEncoder(opts, CopyCSV), NewCopyEncoder(opts, CopyBinary),
+		NewCopyEncoderOptions(opts, CopyText, pgrepr.TextOptions{Delimiter: '|', Null: "nil"}, pgrepr.DefaultCSVOptions())}
+	// Encoded before anything reads the rows' datums (which decodes rows
+	// of columns), and after.
+	for pass := range 2 {
 		for _, w := range wires {
 			var b1, b2 []byte
 			got := bytes.Join(Runs(w, lazy, &b1), nil)
 			want := bytes.Join(Runs(w, eager, &b2), nil)
 			if !bytes.Equal(got, want) {
-				t.Errorf("progress %v, wire %s:\n got %q\nwant %q", progress, w.Key(), got, want)
+				t.Errorf("%s, pass %d, wire %q:\n got %q\nwant %q", name, pass, w.Key(), got, want)
+			}
+		}
+		for i := range lazy {
+			if got, want := fmt.Sprint(lazy[i].Columns()), fmt.Sprint(eager[i].Tail); got != want {
+				t.Errorf("%s: row %d columns %s, want %s", name, i, got, want)
+			}
+			for c := range len(eager[i].Tail) + 1 {
+				if got, want := fmt.Sprint(lazy[i].Column(c)), fmt.Sprint(eager[i].Column(c)); got != want {
+					t.Errorf("%s: row %d column %d = %s, want %s", name, i, c, got, want)
+				}
+			}
+			if got, want := lazy[i].Size(), eager[i].Size(); got != want {
+				t.Errorf("%s: row %d size %d, want %d", name, i, got, want)
 			}
 		}
 	}
+}
+
+// mixedFormats returns result formats for opts's columns alternating
+// between text and binary.
+func mixedFormats(opts *Options) []int16 {
+	f := make([]int16, len(opts.Columns()))
+	for i := range f {
+		f[i] = int16(i % 2)
+	}
+	return f
 }

@@ -182,13 +182,56 @@ func (o *Options) SnapshotRowsCharged(t uint64, updates []row.Update, charge fun
 	return g.rows
 }
 
-// update returns the update a row of SnapshotRows stands for, or nil for
-// a row that holds its Tail.
+// SnapshotColumns is SnapshotRowsCharged for a chunk held as columns
+// (at cols.T, consolidated, in row order): each row refers to its row of
+// the columns, and the wire encoders read the values there, without a
+// datum per value. decode returns the chunk as updates (the same
+// decoding every time): whatever reads a row's datums (CSV, Columns,
+// Column) decodes the whole chunk once through it. For a shape whose
+// chunks do not stream (StreamsSnapshotChunks) it is
+// SnapshotRowsCharged(cols.T, decode(), charge).
+func (o *Options) SnapshotColumns(cols *row.Columns, decode func() []row.Update, charge func(int64)) []Row {
+	if !o.StreamsSnapshotChunks() {
+		return o.SnapshotRowsCharged(cols.T, decode(), charge)
+	}
+	g := &rowGroup{cols: cols, decode: decode, rows: make([]Row, cols.Len), charge: charge}
+	for i := range g.rows {
+		g.rows[i] = Row{Time: cols.T, group: g, idx: i}
+	}
+	return g.rows
+}
+
+// update returns the update a row of SnapshotRows or SnapshotColumns
+// stands for, or nil for a row that holds its Tail.
 func (r Row) update() *row.Update {
-	if r.Tail == nil && !r.Progressed && r.group != nil && r.group.updates != nil {
+	if r.Tail != nil || r.Progressed || r.group == nil {
+		return nil
+	}
+	if r.group.cols != nil {
+		return &r.group.decoded()[r.idx]
+	}
+	if r.group.updates != nil {
 		return &r.group.updates[r.idx]
 	}
 	return nil
+}
+
+// columns returns the columns and the row of them that a row of
+// SnapshotColumns stands for: ok false for any other row.
+func (r Row) columns() (c *row.Columns, j int, ok bool) {
+	if r.Tail != nil || r.Progressed || r.group == nil || r.group.cols == nil {
+		return nil, 0, false
+	}
+	return r.group.cols, r.group.cols.Off + r.idx, true
+}
+
+// decoded returns the group's columns as updates, decoding them on the
+// first call. Not under mu: an encoding, made under mu, may need them.
+// Their memory is not charged again: the columns' charge (Columns.Size)
+// already counts them as decoded.
+func (g *rowGroup) decoded() []row.Update {
+	g.decodeOnce.Do(func() { g.updates = g.decode() })
+	return g.updates
 }
 
 // Columns returns the row's columns after mz_timestamp and mz_progressed,
@@ -368,6 +411,10 @@ func compareMeta(a, b row.Datum) int {
 // Size estimates the bytes a row occupies in a queue, for byte budgets.
 func (r Row) Size() int64 {
 	const overhead = 40 // Time, Progressed, the Tail slice header, the row group
+	if c, j, ok := r.columns(); ok {
+		const diff = 16 // mz_diff, as Tail would hold it
+		return overhead + diff + c.RowSize(j)
+	}
 	if u := r.update(); u != nil {
 		const diff = 16 // mz_diff, as Tail would hold it
 		return overhead + diff + u.Row.Size()

@@ -59,12 +59,17 @@
 // running out. Snapshot(as_of) is a consolidating cursor: a k-way merge over
 // the batches' runs in row order that advances times to as_of, sums equal
 // rows and drops zeros, fetches parts just in time, and yields chunks of
-// bounded size in which every row is final. Listen(as_of) yields the updates
+// bounded size in which every row is final. When the snapshot is a single
+// run at one time (a compacted shard), there is nothing to merge:
+// Cursor.NextChunk passes the parts' record batches through as columns
+// (row.Columns), which the wire encoders read in place, without a datum
+// per value; Next decodes them. Listen(as_of) yields the updates
 // after as_of batch by batch, each with its progress frontier. io.EOF ends a
-// cursor and nothing else: Cursor.Next and Listen.Next never fail with an
-// error that matches it, though the storage's may wrap it (an HTTP GET
-// whose connection closed before the response), so a loop that stops at
-// errors.Is(err, io.EOF) never takes an outage for the end of the data:
+// cursor and nothing else: Cursor.Next, Cursor.NextChunk and Listen.Next
+// never fail with an error that matches it, though the storage's may wrap it
+// (an HTTP GET whose connection closed before the response), so a loop that
+// stops at errors.Is(err, io.EOF) never takes an outage for the end of the
+// data:
 //
 //	r, err := client.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "example"})
 //	if err != nil {

@@ -38,3 +38,8 @@ func HoldCompactionSlot(c *Client) (release func()) {
 
 // NotEOF exposes notEOF for tests.
 var NotEOF = notEOF
+
+// Snapshots: see PartsFetched; read is "merge" or "columns".
+func Snapshots(m *Metrics, read string) prometheus.Counter {
+	return m.snapshots.WithLabelValues(read)
+}

@@ -44,6 +44,10 @@ type runIter struct {
 	pos     int
 	head    row.Update // current update, after times
 	done    bool
+	// cols is the record batch nextColumns is passing through, and
+	// colPos the number of its rows passed.
+	cols   *row.Columns
+	colPos int
 }
 
 // advance moves to the next kept update.
@@ -81,19 +85,65 @@ func (r *runIter) advance(ctx context.Context) error {
 			r.buf = nil
 			return nil
 		}
-		p := r.parts[r.next]
-		r.next++
-		r.rewrite = p.TsRewrite
-		data, release, err := r.c.lendPart(ctx, p.Key)
-		if err != nil {
+		if err := r.open(ctx); err != nil {
 			return err
 		}
-		r.release = release
-		if r.reader, err = codec.NewPartReader(r.schema, data); err != nil {
+	}
+}
+
+// open opens the run's next part.
+func (r *runIter) open(ctx context.Context) error {
+	p := r.parts[r.next]
+	r.next++
+	r.rewrite = p.TsRewrite
+	data, release, err := r.c.lendPart(ctx, p.Key)
+	if err != nil {
+		return err
+	}
+	r.release = release
+	if r.reader, err = codec.NewPartReader(r.schema, data); err != nil {
+		r.drop()
+		return partDecodeError(p.Key, err)
+	}
+	return nil
+}
+
+// nextColumns returns the run's next rows as they are, at most max of
+// them and never past the end of a record batch, or nil after the last.
+// The run must be all at one time (see passThrough): the columns' T is
+// left for the caller to set. It is the run's only reader: a run read
+// with nextColumns is not read with advance.
+func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error) {
+	for r.cols == nil || r.colPos == r.cols.Len {
+		r.cols = nil
+		if r.reader != nil {
+			cols, err := r.reader.NextColumns()
+			if err == nil {
+				p := r.parts[r.next-1]
+				if cols.T != p.MinT {
+					err = fmt.Errorf("%w: update at time %d in a part at %d", codec.ErrCorrupt, cols.T, p.MinT)
+					return nil, partDecodeError(p.Key, err)
+				}
+				r.cols, r.colPos = cols, 0
+				continue
+			}
+			if !errors.Is(err, io.EOF) {
+				return nil, partDecodeError(r.parts[r.next-1].Key, err)
+			}
 			r.drop()
-			return partDecodeError(p.Key, err)
+		}
+		if r.next >= len(r.parts) {
+			r.done = true
+			return nil, nil
+		}
+		if err := r.open(ctx); err != nil {
+			return nil, err
 		}
 	}
+	k := min(max, r.cols.Len-r.colPos)
+	out := r.cols.Slice(r.colPos, r.colPos+k)
+	r.colPos += k
+	return out, nil
 }
 
 // drop lets go of the current part: its reader, and its bytes if lent.

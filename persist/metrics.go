@@ -18,6 +18,9 @@ type Metrics struct {
 	blobsDeleted prometheus.Counter
 	blobsSwept   prometheus.Counter
 	refreshes    prometheus.Counter
+	// snapshots counts snapshot cursors by how they read: merged, or
+	// passed through as columns (Cursor.NextChunk).
+	snapshots *prometheus.CounterVec
 }
 
 func newMetrics() *Metrics {
@@ -36,13 +39,15 @@ func newMetrics() *Metrics {
 		blobsDeleted: c("blobs_deleted_total", "Blobs deleted by garbage collection."),
 		blobsSwept:   c("blobs_swept_total", "Orphaned blobs (uploaded by a write that never committed) deleted by the sweep."),
 		refreshes:    c("state_refreshes_total", "Linearizable reads of shard state from consensus (batched across callers)."),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardtail", Subsystem: "persist", Name: "snapshots_total",
+			Help: "Snapshot cursors opened, by read: merge (a k-way merge of runs) or columns (a single run at one time, passed through)."}, []string{"read"}),
 	}
 }
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.casAttempts, m.casConflicts, m.casErrors, m.casBytes,
-		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted, m.blobsSwept, m.refreshes} {
+		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted, m.blobsSwept, m.refreshes, m.snapshots} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

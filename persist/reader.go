@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/shardtail/shardtail/persist/codec"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -270,6 +271,54 @@ type Cursor struct {
 	// full is whether the last chunk was full: the next one likely is too,
 	// and gets room for size rows at once.
 	full bool
+	// pass is the snapshot's one run when it needs no consolidation (see
+	// passThrough): its record batches pass through as columns.
+	pass *runIter
+}
+
+// Chunk is one chunk of a snapshot: its updates, or (when the cursor
+// passes a part's rows through without consolidating them) the same
+// updates as columns, at the cursor's AsOf.
+type Chunk struct {
+	Updates []row.Update
+	Columns *row.Columns
+}
+
+// Decoded returns the chunk's updates: Updates, or Columns decoded (anew
+// on every call).
+func (c Chunk) Decoded() []row.Update {
+	if c.Columns != nil {
+		return codec.DecodeColumns(c.Columns)
+	}
+	return c.Updates
+}
+
+// Len returns the number of updates in the chunk.
+func (c Chunk) Len() int {
+	if c.Columns != nil {
+		return c.Columns.Len
+	}
+	return len(c.Updates)
+}
+
+// passThrough returns the run of batches when the snapshot at asOf is that
+// run's rows as they are: a single run (a compacted shard's usual shape)
+// whose updates are all stored at one time at or before asOf. A run is
+// sorted and consolidated by (row, time): with one time, its rows are
+// distinct, and the merge would only stamp them asOf. Not a part with a
+// timestamp rewrite: its stored times may differ, and rows distinct by
+// them become equal once rewritten. nil otherwise.
+func passThrough(m *mergeIter, asOf uint64) *runIter {
+	if len(m.all) != 1 {
+		return nil
+	}
+	r := m.all[0]
+	for _, p := range r.parts {
+		if p.TsRewrite != nil || p.MinT != p.MaxT || p.MinT != r.parts[0].MinT || p.MinT > asOf {
+			return nil
+		}
+	}
+	return r
 }
 
 // firstChunkRows bounds a snapshot's first chunk (and the doubling ramp
@@ -295,8 +344,15 @@ func (r *Reader) Snapshot(ctx context.Context, asOf uint64) (*Cursor, error) {
 		}
 	}
 	max := r.c.cfg.SnapshotChunkRows
+	m := newMergeIter(r.c, s.Schema, batches, snapshotTimes(asOf))
+	pass := passThrough(m, asOf)
+	if pass != nil {
+		r.c.metrics.snapshots.WithLabelValues("columns").Inc()
+	} else {
+		r.c.metrics.snapshots.WithLabelValues("merge").Inc()
+	}
 	return &Cursor{r: r, seq: s.SeqNo, asOf: asOf, max: max, size: min(max, firstChunkRows),
-		merge: newMergeIter(r.c, s.Schema, batches, snapshotTimes(asOf))}, nil
+		merge: m, pass: pass}, nil
 }
 
 // AsOf returns the cursor's time.
@@ -309,9 +365,39 @@ func (c *Cursor) AsOf() uint64 { return c.asOf }
 // matches io.EOF (see notEOF), so a loop that stops at errors.Is(err,
 // io.EOF) does not take a storage failure for the end of the snapshot.
 func (c *Cursor) Next(ctx context.Context) ([]row.Update, error) {
+	ch, err := c.NextChunk(ctx)
+	return ch.Decoded(), err
+}
+
+// NextChunk is Next, but returns a chunk that needs no consolidation as
+// the columns it was decoded to, without a datum per value: a snapshot of
+// a single run at one time (see passThrough) reaches the wire encoders
+// straight from the part's buffers. Such a chunk never spans two record
+// batches, so it may be shorter than Next's bound.
+func (c *Cursor) NextChunk(ctx context.Context) (Chunk, error) {
 	if c.done {
-		return nil, io.EOF
+		return Chunk{}, io.EOF
 	}
+	if c.pass != nil {
+		cols, err := c.pass.nextColumns(ctx, c.size)
+		if err != nil {
+			return Chunk{}, notEOF(c.r.droppedWhileReading(ctx, err))
+		}
+		if cols == nil {
+			c.Close()
+			return Chunk{}, io.EOF
+		}
+		cols.T = c.asOf
+		c.full = cols.Len == c.size
+		c.size = min(c.max, 2*c.size)
+		return Chunk{Columns: cols}, nil
+	}
+	out, err := c.next(ctx)
+	return Chunk{Updates: out}, err
+}
+
+// next is NextChunk through the merge.
+func (c *Cursor) next(ctx context.Context) ([]row.Update, error) {
 	var out []row.Update
 	if c.full {
 		out = make([]row.Update, 0, c.size)

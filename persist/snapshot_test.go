@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -261,5 +262,99 @@ func TestCursorChunkRamp(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(sizes), "[128 256 300 300 16]"; got != want {
 		t.Errorf("chunk sizes %s, want %s", got, want)
+	}
+}
+
+// TestCursorPassesOneRunThrough checks NextChunk's columns: a snapshot of
+// one run at one time (one append, over several parts) comes as columns,
+// in chunks that ramp up as Next's do but never span a record batch,
+// stamped AsOf, and holds the rows the merge would; a snapshot of several
+// appends, or of rows at several times, comes as updates.
+func TestCursorPassesOneRunThrough(t *testing.T) {
+	const n = 3000
+	e := newEnv(t)
+	e.cfg.SnapshotChunkRows = 1000
+	e.cfg.PartTargetBytes = 64 << 10 // several parts
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	var want []row.Update
+	for i := range n {
+		want = append(want, upd(int64(i), fmt.Sprintf("%064d", i), 3, int64(i%3+1)))
+	}
+	if err := w.CompareAndAppend(ctx, want, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CompareAndAppend(ctx, nil, 4, 6); err != nil {
+		t.Fatal(err)
+	}
+	if parts := len(must(c.State(ctx, shard))(t).Batches[0].Parts); parts < 2 {
+		t.Fatalf("%d parts, want several", parts)
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	defer r.Close()
+	for i := range want {
+		want[i].T = 5
+	}
+
+	// read drains a snapshot with NextChunk, and returns its updates and
+	// how many chunks came as columns.
+	read := func(asOf uint64) (all []row.Update, sizes []int, columns int) {
+		cur := must(r.Snapshot(ctx, asOf))(t)
+		for {
+			ch, err := cur.NextChunk(ctx)
+			if errors.Is(err, io.EOF) {
+				return all, sizes, columns
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ch.Columns != nil {
+				columns++
+				if ch.Columns.T != asOf {
+					t.Fatalf("columns at %d, want AsOf %d", ch.Columns.T, asOf)
+				}
+			}
+			sizes = append(sizes, ch.Len())
+			all = append(all, ch.Decoded()...)
+		}
+	}
+	all, sizes, columns := read(5)
+	if got := testutil.ToFloat64(persist.Snapshots(c.Metrics(), "columns")); got != 1 {
+		t.Errorf("%v snapshots read as columns, want 1", got)
+	}
+	if columns != len(sizes) {
+		t.Errorf("%d of %d chunks as columns, want all", columns, len(sizes))
+	}
+	if sizes[0] != 128 || sizes[1] > 256 || slices.Max(sizes) > 1000 {
+		t.Errorf("chunk sizes %v: want 128 first, then at most 256, and at most SnapshotChunkRows", sizes)
+	}
+	if len(all) != n {
+		t.Fatalf("%d updates, want %d", len(all), n)
+	}
+	for i := range all {
+		if row.CompareUpdate(all[i], want[i]) != 0 || all[i].Diff != want[i].Diff {
+			t.Fatalf("update %d: got %v, want %v", i, all[i], want[i])
+		}
+	}
+	if got := readSnapshot(t, ctx, r, 5); len(got) != n {
+		t.Errorf("Next: %d updates, want %d", len(got), n)
+	}
+
+	// Rows at two times: the merge.
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(0, fmt.Sprintf("%064d", 0), 6, -1)}, 6, 7); err != nil {
+		t.Fatal(err)
+	}
+	all, _, columns = read(6)
+	if got := testutil.ToFloat64(persist.Snapshots(c.Metrics(), "merge")); got != 1 {
+		t.Errorf("%v snapshots merged, want 1", got)
+	}
+	if columns != 0 {
+		t.Errorf("%d chunks as columns over two appends, want none", columns)
+	}
+	if len(all) != n-1 {
+		t.Errorf("%d updates after a retraction, want %d", len(all), n-1)
 	}
 }

@@ -1,8 +1,8 @@
 package pgrepr
 
 import (
-	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 
 	"github.com/shardtail/shardtail/row"
@@ -82,8 +82,17 @@ func AppendText(buf []byte, t row.Type, d row.Datum) []byte {
 	panic(badDatum(t, d))
 }
 
+// badDatum describes a datum of the wrong type. It names d's type through
+// reflect.TypeOf, which (unlike fmt's %T) does not let d escape: the
+// encoders' datum parameter stays on the caller's stack, so that
+// AppendVecField can hand them values read from a vector without
+// allocating.
 func badDatum(t row.Type, d row.Datum) string {
-	return fmt.Sprintf("pgrepr: datum %T is not a %s", d, t)
+	name := "<nil>"
+	if d != nil {
+		name = reflect.TypeOf(d).String()
+	}
+	return "pgrepr: datum " + name + " is not a " + t.String()
 }
 
 // appendFloat formats f as Postgres 12+ does with extra_float_digits >= 1:

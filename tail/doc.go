@@ -29,7 +29,11 @@
 //     waits for it as for a read of its own, whatever its context: a
 //     session's poll for the rows that are ready (after a FETCH's rows)
 //     gets it. A snapshot piece's rows refer to its updates rather than
-//     copy them (formatter.Options.SnapshotRows). A FETCH 10 on a new
+//     copy them (formatter.Options.SnapshotRows), or, for a piece the
+//     cursor passed through as columns (persist.Cursor.NextChunk), to its
+//     rows of the part's columns (formatter.Options.SnapshotColumns): its
+//     updates are decoded only for what needs datums (a shape's MFP, an
+//     output that waits for the whole snapshot). A FETCH 10 on a new
 //     cursor returns after the first piece, reading nothing more, and a
 //     large snapshot is never held whole. The snapshot reader's since stays at or below
 //     the AS OF of every subscriber that still needs its snapshot (until its

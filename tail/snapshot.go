@@ -51,10 +51,16 @@ type share struct {
 	finals shapeCache[*shapeSnapshot]
 }
 
-// piece is one chunk of a snapshot: final rows at AS OF.
+// piece is one chunk of a snapshot: final rows at AS OF. A chunk the
+// cursor passed through as columns (persist.Chunk) keeps them: plain
+// output encodes from them, and the updates (decoded, which apply and
+// the batcher read) are decoded from them only if something needs them
+// (updatesOf).
 type piece struct {
 	decoded
-	sh *share
+	chunk      persist.Chunk
+	decodeOnce sync.Once
+	sh         *share
 	// bytes is the piece's updates, rows and encodings while the share
 	// retains it; dropped is set once the share let go of it (what is
 	// computed from it later is not counted). Both sh.mu.
@@ -70,7 +76,12 @@ type piece struct {
 func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
 	var made int64
 	rows := p.shapes.get(outputKey(nil, opts), func() []formatter.Row {
-		rows := opts.SnapshotRowsCharged(asOf, p.updates, p.charge)
+		var rows []formatter.Row
+		if c := p.chunk.Columns; c != nil {
+			rows = opts.SnapshotColumns(c, p.updatesOf, p.charge)
+		} else {
+			rows = opts.SnapshotRowsCharged(asOf, p.updates, p.charge)
+		}
 		made = formattedSize([]formatter.TimeRows{{Rows: rows}})
 		return rows
 	})
@@ -79,6 +90,19 @@ func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
 		p.charge(made)
 	}
 	return rows
+}
+
+// updatesOf returns the piece's updates, decoding a chunk of columns on
+// the first call: call it before reading p.updates (apply, the batcher).
+// The decoded updates are not charged again: the chunk's charge
+// (row.Columns.Size) counts its rows as decoded already.
+func (p *piece) updatesOf() []row.Update {
+	p.decodeOnce.Do(func() {
+		if p.chunk.Columns != nil {
+			p.updates = p.chunk.Decoded()
+		}
+	})
+	return p.updates
 }
 
 // charge counts n more bytes computed from p, unless the share already
@@ -290,7 +314,7 @@ func (sh *share) next(ctx context.Context, s *Subscriber) (*piece, error) {
 		// Read outside the lock, under the tail's context: one client's
 		// cancel must not break a cursor others share. Other subscribers
 		// wait on ready.
-		chunk, err := cur.Next(sh.t.ctx)
+		chunk, err := cur.NextChunk(sh.t.ctx)
 		closeReader(sh.endRead(chunk, err, false))
 	}
 }
@@ -310,7 +334,7 @@ func (sh *share) startRead() bool {
 // tail's (SharedTail.bg), one piece ahead of the fastest subscriber at
 // most: the memory a read-ahead adds is one piece, charged like any other.
 func (sh *share) readAhead(cur *persist.Cursor) {
-	chunk, err := cur.Next(sh.t.ctx)
+	chunk, err := cur.NextChunk(sh.t.ctx)
 	closeReader(sh.endRead(chunk, err, true))
 }
 
@@ -330,7 +354,7 @@ func (sh *share) cancelRead() {
 // reader is no subscriber: if the last subscriber left meanwhile, the
 // cursor (which leave could not close while it was read) is closed here,
 // and the share released if the tail forgot it.
-func (sh *share) endRead(chunk []row.Update, err error, ahead bool) *persist.Reader {
+func (sh *share) endRead(chunk persist.Chunk, err error, ahead bool) *persist.Reader {
 	var private *persist.Reader
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -342,8 +366,11 @@ func (sh *share) endRead(chunk []row.Update, err error, ahead bool) *persist.Rea
 	case err != nil:
 		sh.err = err
 	default:
-		p := &piece{decoded: decoded{updates: chunk}, sh: sh}
-		for _, u := range chunk {
+		p := &piece{decoded: decoded{updates: chunk.Updates}, chunk: chunk, sh: sh}
+		if chunk.Columns != nil {
+			p.bytes = chunk.Columns.Size()
+		}
+		for _, u := range chunk.Updates {
 			p.bytes += u.Size()
 		}
 		sh.pieces = append(sh.pieces, p)

@@ -370,6 +370,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 		case s.req.Shape != nil:
 			// Rows of different pieces may map to one row: the pieces
 			// are consolidated whole at the end, as on the dataflow path.
+			p.updatesOf()
 			mp := p.apply(s.req.Shape, false, s.t.m.metrics)
 			if mp.err != nil {
 				s.fatal = mp.err
@@ -381,7 +382,7 @@ func (s *Subscriber) step(ctx context.Context) error {
 			// the shape.
 			s.emit(p.rows(s.req.Output, s.req.AsOf))
 		default:
-			rows, err := s.b.Snapshot(p.updates)
+			rows, err := s.b.Snapshot(p.updatesOf())
 			if err != nil {
 				return err
 			}

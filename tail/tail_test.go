@@ -290,7 +290,7 @@ func TestSnapshotReadsAhead(t *testing.T) {
 	takeRows(t, f, s, 2) // the progress row and the first piece's first row
 	sh := s.sh
 	sh.mu.Lock()
-	pieces, reading, first := sh.base+len(sh.pieces), sh.reading, len(sh.pieces[0].updates)
+	pieces, reading, first := sh.base+len(sh.pieces), sh.reading, sh.pieces[0].chunk.Len()
 	sh.mu.Unlock()
 	if pieces != 1 || reading {
 		t.Fatalf("%d pieces read (reading %v) with the first taken, want 1: nothing is read ahead after the first", pieces, reading)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/klauspost/compress/zstd"
@@ -243,6 +242,83 @@ func (r *PartReader) buffers(i int, keep func(bi int) bool) (out [][]byte, fresh
 	return out, fresh, nil
 }
 
+// batchVecs decompresses batch i and checks its columns: the vectors of
+// the schema's columns, and the raw times and diffs (one little-endian
+// 64-bit word per row, never NULL, diffs never 0). owned makes every
+// vector and the diffs memory of their own, that nothing writes again
+// (for a caller that keeps them, see NextColumns); otherwise only the
+// text, numeric and jsonb data are (their values are strings over them),
+// and the rest may be the part's bytes or the reader's scratch, valid
+// until the next batch.
+func (r *PartReader) batchVecs(i int, owned bool) (vecs []row.Vec, ts, ds []byte, err error) {
+	m := &r.metas[i]
+	cols := r.schema.Columns
+	// The buffers that must be new memory: the data buffers of text,
+	// numeric and jsonb columns, or when owned every buffer but the
+	// times'.
+	keep := make([]bool, len(m.buffers))
+	bi := 0
+	for _, col := range cols {
+		k := 2
+		if row.VecWidth(col.Type) == 0 {
+			k = 3
+			keep[bi+2] = col.Type != row.TypeBytea
+		}
+		for ; k > 0; k-- {
+			keep[bi] = keep[bi] || owned
+			bi++
+		}
+	}
+	timeAt := bi
+	if owned {
+		keep[bi+2], keep[bi+3] = true, true // the diffs
+	}
+	bufs, fresh, err := r.buffers(i, func(bi int) bool { return keep[bi] })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if owned {
+		for bi, b := range bufs {
+			if keep[bi] && !fresh[bi] && len(b) > 0 {
+				bufs[bi] = bytes.Clone(b) // the part's bytes, lent
+			}
+		}
+	}
+	n := int(m.length)
+	vecs = make([]row.Vec, len(cols))
+	bi = 0
+	for ci, col := range cols {
+		v := &vecs[ci]
+		v.Type, v.Values = col.Type, bufs[bi+1]
+		k := 2
+		if row.VecWidth(col.Type) == 0 {
+			k = 3
+			v.Data = bufs[bi+2]
+			if !keep[bi+2] || (!fresh[bi+2] && !owned) {
+				// Strings and byte slices alias Data: it must be memory
+				// of the values' own, not the part's or the scratch.
+				v.Data = bytes.Clone(v.Data)
+			}
+		}
+		if err := checkColumn(v, m.nodes[ci].nulls, bufs[bi], n); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: column %q: %v", ErrCorrupt, col.Name, err)
+		}
+		bi += k
+	}
+	for _, v := range [][]byte{bufs[timeAt], bufs[timeAt+2]} {
+		if len(v) > 0 && bitutil.CountSetBits(v, 0, n) != n {
+			return nil, nil, nil, fmt.Errorf("%w: null in column %s or %s", ErrCorrupt, colTime, colDiff)
+		}
+	}
+	ts, ds = bufs[timeAt+1], bufs[timeAt+3]
+	for j := range n {
+		if binary.LittleEndian.Uint64(ds[8*j:]) == 0 {
+			return nil, nil, nil, fmt.Errorf("%w: updates are not sorted and consolidated", ErrCorrupt)
+		}
+	}
+	return vecs, ts, ds, nil
+}
+
 // decodeBatch decodes batch i, appending to dst.
 func (r *PartReader) decodeBatch(i int, dst []row.Update) (out []row.Update, err error) {
 	start := len(dst)
@@ -251,82 +327,128 @@ func (r *PartReader) decodeBatch(i int, dst []row.Update) (out []row.Update, err
 			out, err = dst[:start], fmt.Errorf("%w: %v", ErrCorrupt, p)
 		}
 	}()
-	m := &r.metas[i]
-	cols := r.schema.Columns
-	// The data buffers of text, numeric and jsonb columns: their values
-	// are strings over the decompressed bytes, which must then be memory
-	// of their own.
-	textData := map[int]bool{}
-	for ci, bi := 0, 0; ci < len(cols); ci++ {
-		if fixedWidth(cols[ci].Type) != 0 {
-			bi += 2
-			continue
-		}
-		if cols[ci].Type != row.TypeBytea {
-			textData[bi+2] = true
-		}
-		bi += 3
-	}
-	bufs, fresh, err := r.buffers(i, func(bi int) bool { return textData[bi] })
+	vecs, ts, ds, err := r.batchVecs(i, false)
 	if err != nil {
 		return dst, err
 	}
-	n := int(m.length)
-	nc := len(cols)
+	n := int(r.metas[i].length)
 	dst = slices.Grow(dst, n)[:start+n]
 	us := dst[start:]
-	slab := make([]row.Datum, n*nc)
-	for j := range us {
-		us[j].Row = slab[j*nc : (j+1)*nc : (j+1)*nc]
-	}
-	bi := 0
-	for ci, col := range cols {
-		k := 2
-		if fixedWidth(col.Type) == 0 {
-			k = 3
-		}
-		if err := decodeColumn(col, m.nodes[ci].nulls, bufs[bi:bi+k], k == 3 && fresh[bi+2], n, slab[ci:], nc); err != nil {
-			return dst[:start], fmt.Errorf("%w: column %q: %v", ErrCorrupt, col.Name, err)
-		}
-		bi += k
-	}
-	for _, v := range [][]byte{bufs[bi], bufs[bi+2]} {
-		if len(v) > 0 && bitutil.CountSetBits(v, 0, n) != n {
-			return dst[:start], fmt.Errorf("%w: null in column %s or %s", ErrCorrupt, colTime, colDiff)
-		}
-	}
-	ts, ds := bufs[bi+1], bufs[bi+3] // after each one's validity
+	decodeVecs(vecs, 0, us)
 	for j := range us {
 		us[j].T = binary.LittleEndian.Uint64(ts[8*j:])
 		us[j].Diff = int64(binary.LittleEndian.Uint64(ds[8*j:]))
 	}
-
-	if !consolidated(cols, m, bufs, us) {
-		return dst[:start], fmt.Errorf("%w: updates are not sorted and consolidated", ErrCorrupt)
+	if err := r.checkOrder(i, vecs, us, 0); err != nil {
+		return dst[:start], err
 	}
-	if i > 0 && row.CompareUpdate(r.last, us[0]) >= 0 {
-		return dst[:start], fmt.Errorf("%w: first update does not follow the previous batch", ErrCorrupt)
-	}
-	r.last = cloneUpdate(us[n-1])
 	return dst, nil
 }
 
-// consolidated reports whether a batch's updates are sorted by (row, time)
-// with no duplicate pair and no zero diff (row.IsConsolidated). When the
-// first column holds no NULL and strictly increasing integers, the rows
-// are distinct and in order whatever the other columns hold, so only the
-// diffs are checked: one integer comparison per update instead of a
-// comparison of rows.
-func consolidated(cols []row.Column, m *batchMeta, bufs [][]byte, us []row.Update) bool {
-	if len(cols) == 0 || m.nodes[0].nulls != 0 || !increasing(cols[0].Type, bufs[1], len(us)) {
-		return row.IsConsolidated(us)
+// checkOrder checks that batch i's updates are sorted by (row, time) with
+// no duplicate pair (row.IsConsolidated), within the batch and after the
+// previous batch, and remembers the last one. When the first column holds
+// no NULL and strictly increasing integers (ordered), the rows are
+// distinct and in order whatever the other columns hold, so only the
+// boundaries are compared: us is then nil for a batch read as columns,
+// whose first and last rows are read from vecs, at time t.
+func (r *PartReader) checkOrder(i int, vecs []row.Vec, us []row.Update, t uint64) error {
+	n := int(r.metas[i].length)
+	if us != nil && !ordered(vecs, n) && !row.IsConsolidated(us) {
+		return fmt.Errorf("%w: updates are not sorted and consolidated", ErrCorrupt)
 	}
-	for _, u := range us {
-		if u.Diff == 0 {
-			return false
+	first, last := row.Update{}, row.Update{}
+	if us != nil {
+		first, last = us[0], us[n-1]
+	} else {
+		c := row.Columns{Vecs: vecs}
+		first, last = row.Update{Row: c.Row(0), T: t}, row.Update{Row: c.Row(n - 1), T: t}
+	}
+	if i > 0 && row.CompareUpdate(r.last, first) >= 0 {
+		return fmt.Errorf("%w: first update does not follow the previous batch", ErrCorrupt)
+	}
+	r.last = cloneUpdate(last)
+	return nil
+}
+
+// ordered reports whether the first of vecs holds no NULL and n strictly
+// increasing integers: the rows are then distinct and in order whatever
+// the other columns hold.
+func ordered(vecs []row.Vec, n int) bool {
+	return len(vecs) > 0 && vecs[0].Valid == nil && increasing(vecs[0].Type, vecs[0].Values, n)
+}
+
+// NextColumns decodes the next record batch as Next does, but returns it
+// as columns (row.Columns), all of them memory of their own: no datum per
+// value. The batch's updates must all be at one time, the columns' T. A
+// batch read as columns checks its order only where the first column
+// holds strictly increasing integers (see checkOrder); otherwise it
+// decodes the rows to check them.
+func (r *PartReader) NextColumns() (c *row.Columns, err error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.next == len(r.blocks) {
+		r.fail(io.EOF)
+		return nil, io.EOF
+	}
+	i := r.next
+	r.next++
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("%w: %v", ErrCorrupt, p)
+		}
+		if err != nil {
+			err = fmt.Errorf("decode part: batch %d: %w", i, err)
+			r.fail(err)
+		}
+	}()
+	vecs, ts, ds, err := r.batchVecs(i, true)
+	if err != nil {
+		return nil, err
+	}
+	n := int(r.metas[i].length)
+	t := binary.LittleEndian.Uint64(ts)
+	for j := range n {
+		if got := binary.LittleEndian.Uint64(ts[8*j:]); got != t {
+			return nil, fmt.Errorf("%w: updates at times %d and %d in a batch read as columns", ErrCorrupt, t, got)
 		}
 	}
-	return true
+	c = &row.Columns{Vecs: vecs, Diffs: ds, T: t, Len: n}
+	var us []row.Update
+	if !ordered(vecs, n) {
+		us = DecodeColumns(c)
+	}
+	if err := r.checkOrder(i, vecs, us, t); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DecodeColumns returns the updates of c as datums, decoded as
+// PartReader.Next decodes a batch: one slab of datums for all rows, and
+// strings that alias the columns' memory.
+func DecodeColumns(c *row.Columns) []row.Update {
+	us := make([]row.Update, c.Len)
+	decodeVecs(c.Vecs, c.Off, us)
+	for j := range us {
+		us[j].T, us[j].Diff = c.T, c.Diff(c.Off+j)
+	}
+	return us
+}
+
+// decodeVecs sets the rows of us from rows off to off+len(us)-1 of vecs:
+// one slab of datums holds every row's, and each column's values are
+// boxed in a slab of their own.
+func decodeVecs(vecs []row.Vec, off int, us []row.Update) {
+	n, nc := len(us), len(vecs)
+	slab := make([]row.Datum, n*nc)
+	for j := range us {
+		us[j].Row = slab[j*nc : (j+1)*nc : (j+1)*nc]
+	}
+	for ci := range vecs {
+		decodeVec(&vecs[ci], off, n, slab[ci:], nc)
+	}
 }
 
 // increasing reports whether the n values of an integer column (of a type
@@ -379,126 +501,41 @@ func cloneUpdate(u row.Update) row.Update {
 	return c
 }
 
-// validity is a column's null bitmap; nil when the column has no nulls.
-type validity []byte
-
-func (v validity) null(i int) bool { return v != nil && v[i>>3]&(1<<(i&7)) == 0 }
-
-// decodeColumn decodes the n values of one column from its buffers
-// (validity, values or offsets, data) into out[j*stride] for row j, leaving
-// NULLs nil. checkBatchLayout has checked the buffer sizes; the bitmap is
-// checked against the null count here.
-func decodeColumn(col row.Column, nulls int64, bufs [][]byte, fresh bool, n int, out []row.Datum, stride int) error {
-	var valid validity
-	if len(bufs[0]) > 0 {
+// checkColumn checks the n values of one column (checkBatchLayout has
+// checked the buffer sizes): its validity bitmap validity against the
+// null count (v.Valid is then set if there are NULLs), and the values of
+// a variable-width column (see checkVarColumn).
+func checkColumn(v *row.Vec, nulls int64, validity []byte, n int) error {
+	if len(validity) > 0 {
 		// Present even with a null count of 0 (our writer omits it then):
 		// check it, or a corrupted count would turn NULLs into zeros.
-		if got := n - bitutil.CountSetBits(bufs[0], 0, n); int64(got) != nulls {
+		if got := n - bitutil.CountSetBits(validity, 0, n); int64(got) != nulls {
 			return fmt.Errorf("validity bitmap has %d nulls, header says %d", got, nulls)
 		}
 		if nulls > 0 {
-			valid = bufs[0]
+			v.Valid = validity
 		}
 	}
-	vals := bufs[1]
-	if fixedWidth(col.Type) == 0 {
-		return decodeVarColumn(col.Type, valid, vals, bufs[2], fresh, n, out, stride)
+	if row.VecWidth(v.Type) != 0 {
+		return nil
 	}
-
-	le := binary.LittleEndian
-	switch col.Type {
-	case row.TypeBool:
-		// bool boxes without allocating.
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = bitutil.BitIsSet(vals, j)
-			}
-		}
-	case row.TypeInt2:
-		s := newSlab[int16](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, int16(le.Uint16(vals[2*j:])))
-			}
-		}
-	case row.TypeInt4:
-		s := newSlab[int32](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, int32(le.Uint32(vals[4*j:])))
-			}
-		}
-	case row.TypeInt8:
-		s := newSlab[int64](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, int64(le.Uint64(vals[8*j:])))
-			}
-		}
-	case row.TypeFloat4:
-		s := newSlab[float32](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, math.Float32frombits(le.Uint32(vals[4*j:])))
-			}
-		}
-	case row.TypeFloat8:
-		s := newSlab[float64](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, math.Float64frombits(le.Uint64(vals[8*j:])))
-			}
-		}
-	case row.TypeTimestamp:
-		s := newSlab[row.Timestamp](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, row.Timestamp(le.Uint64(vals[8*j:])))
-			}
-		}
-	case row.TypeTimestampTZ:
-		s := newSlab[row.TimestampTZ](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, row.TimestampTZ(le.Uint64(vals[8*j:])))
-			}
-		}
-	case row.TypeDate:
-		s := newSlab[row.Date](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, row.Date(le.Uint32(vals[4*j:])))
-			}
-		}
-	case row.TypeUUID:
-		s := newSlab[row.UUID](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, row.UUID(vals[16*j:16*j+16]))
-			}
-		}
-	default:
-		return fmt.Errorf("unexpected fixed-width type %v", col.Type)
-	}
-	return nil
+	return checkVarColumn(v, n)
 }
 
-// decodeVarColumn decodes a text, numeric, jsonb or bytea column. The
-// values' bytes are copied once into one string (or []byte) per column and
-// batch, and each value is a slice of it; when data is fresh (memory of its
-// own that nothing else writes, see PartReader.buffers) a text column's
-// string is data itself, not a copy.
-func decodeVarColumn(t row.Type, valid validity, offBuf, data []byte, fresh bool, n int, out []row.Datum, stride int) error {
-	if len(offBuf) < 4*(n+1) {
-		return fmt.Errorf("offsets buffer of %d bytes, want %d", len(offBuf), 4*(n+1))
+// checkVarColumn checks a text, numeric, jsonb or bytea column: offsets
+// within the data and never decreasing, and for the text-like types valid
+// UTF-8 (with every value boundary on a rune start, so each value is valid
+// on its own), canonical numerics and valid JSON.
+func checkVarColumn(v *row.Vec, n int) error {
+	if len(v.Values) < 4*(n+1) {
+		return fmt.Errorf("offsets buffer of %d bytes, want %d", len(v.Values), 4*(n+1))
 	}
 	le := binary.LittleEndian
-	off := func(j int) int { return int(int32(le.Uint32(offBuf[4*j:]))) }
+	off := func(j int) int { return int(int32(le.Uint32(v.Values[4*j:]))) }
 	first, last := off(0), off(n)
-	if first < 0 || last > len(data) || first > last {
-		return fmt.Errorf("offsets [%d, %d] outside data of %d bytes", first, last, len(data))
+	if first < 0 || last > len(v.Data) || first > last {
+		return fmt.Errorf("offsets [%d, %d] outside data of %d bytes", first, last, len(v.Data))
 	}
-	region := data[first:last]
 	prev := first
 	for j := 1; j <= n; j++ {
 		o := off(j)
@@ -507,22 +544,10 @@ func decodeVarColumn(t row.Type, valid validity, offBuf, data []byte, fresh bool
 		}
 		prev = o
 	}
-
-	if t == row.TypeBytea {
-		buf := make([]byte, len(region))
-		copy(buf, region)
-		s := newSlab[[]byte](n)
-		for j := range n {
-			if !valid.null(j) {
-				a, b := off(j)-first, off(j+1)-first
-				out[j*stride] = s.box(j, buf[a:b:b])
-			}
-		}
+	if v.Type == row.TypeBytea {
 		return nil
 	}
-
-	// Valid UTF-8 as a whole, and every value boundary on a rune start:
-	// then each value is valid UTF-8 on its own.
+	region := v.Data[first:last]
 	if !utf8.Valid(region) {
 		return errors.New("text is not valid UTF-8")
 	}
@@ -531,47 +556,71 @@ func decodeVarColumn(t row.Type, valid validity, offBuf, data []byte, fresh bool
 			return fmt.Errorf("value %d starts inside a UTF-8 sequence", j)
 		}
 	}
-	var all string
-	if fresh && len(region) > 0 {
-		// Nothing writes data again: the batch's buffers are not reused
-		// for a buffer buffers returned as fresh.
-		all = unsafe.String(unsafe.SliceData(region), len(region))
-	} else {
-		all = string(region)
+	if v.Type == row.TypeText {
+		return nil
 	}
-	value := func(j int) string { return all[off(j)-first : off(j+1)-first] }
-	switch t {
-	case row.TypeNumeric:
-		s := newSlab[row.Numeric](n)
-		for j := range n {
-			if !valid.null(j) {
-				v := value(j)
-				if !canonicalNumeric(v) {
-					return fmt.Errorf("value %d: numeric %.40q is not canonical", j, v)
-				}
-				out[j*stride] = s.box(j, row.Numeric(v))
-			}
-		}
-	case row.TypeJSONB:
-		s := newSlab[row.JSON](n)
-		for j := range n {
-			if !valid.null(j) {
-				v := value(j)
-				if err := checkTextValue(t, v); err != nil {
-					return fmt.Errorf("value %d: %v", j, err)
-				}
-				out[j*stride] = s.box(j, row.JSON(v))
-			}
-		}
-	default:
-		s := newSlab[string](n)
-		for j := range n {
-			if !valid.null(j) {
-				out[j*stride] = s.box(j, value(j))
+	for j := range n {
+		if !v.Null(j) {
+			if err := checkTextValue(v.Type, v.String(j)); err != nil {
+				return fmt.Errorf("value %d: %v", j, err)
 			}
 		}
 	}
 	return nil
+}
+
+// decodeVec decodes rows off to off+n-1 of a checked vector into
+// out[j*stride] for row j, leaving NULLs nil. Each type's values are boxed
+// in one slab; strings and byte slices alias the vector's data.
+func decodeVec(v *row.Vec, off, n int, out []row.Datum, stride int) {
+	switch v.Type {
+	case row.TypeBool:
+		// bool boxes without allocating.
+		for j := range n {
+			if !v.Null(off + j) {
+				out[j*stride] = v.Bool(off + j)
+			}
+		}
+	case row.TypeInt2:
+		decodeFixed(v, off, n, out, stride, func(j int) int16 { return int16(v.Uint16(j)) })
+	case row.TypeInt4:
+		decodeFixed(v, off, n, out, stride, func(j int) int32 { return int32(v.Uint32(j)) })
+	case row.TypeInt8:
+		decodeFixed(v, off, n, out, stride, func(j int) int64 { return int64(v.Uint64(j)) })
+	case row.TypeFloat4:
+		decodeFixed(v, off, n, out, stride, func(j int) float32 { return math.Float32frombits(v.Uint32(j)) })
+	case row.TypeFloat8:
+		decodeFixed(v, off, n, out, stride, func(j int) float64 { return math.Float64frombits(v.Uint64(j)) })
+	case row.TypeTimestamp:
+		decodeFixed(v, off, n, out, stride, func(j int) row.Timestamp { return row.Timestamp(v.Uint64(j)) })
+	case row.TypeTimestampTZ:
+		decodeFixed(v, off, n, out, stride, func(j int) row.TimestampTZ { return row.TimestampTZ(v.Uint64(j)) })
+	case row.TypeDate:
+		decodeFixed(v, off, n, out, stride, func(j int) row.Date { return row.Date(v.Uint32(j)) })
+	case row.TypeUUID:
+		decodeFixed(v, off, n, out, stride, v.UUID)
+	case row.TypeNumeric:
+		decodeFixed(v, off, n, out, stride, func(j int) row.Numeric { return row.Numeric(v.String(j)) })
+	case row.TypeJSONB:
+		decodeFixed(v, off, n, out, stride, func(j int) row.JSON { return row.JSON(v.String(j)) })
+	case row.TypeText:
+		decodeFixed(v, off, n, out, stride, v.String)
+	case row.TypeBytea:
+		decodeFixed(v, off, n, out, stride, v.Bytes)
+	default:
+		panic(fmt.Sprintf("codec: vector of type %v", v.Type))
+	}
+}
+
+// decodeFixed boxes value(off+j) for each non-NULL row j of v into one
+// slab, into out[j*stride].
+func decodeFixed[T any](v *row.Vec, off, n int, out []row.Datum, stride int, value func(j int) T) {
+	s := newSlab[T](n)
+	for j := range n {
+		if !v.Null(off + j) {
+			out[j*stride] = s.box(j, value(off+j))
+		}
+	}
 }
 
 // checkBatchLayout checks a record batch header against the schema before
