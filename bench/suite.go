@@ -443,11 +443,16 @@ type LiveResult struct {
 // it has PeakRSS, the peak during the subscribe storm, and no RSSIdle or
 // PerClientKB (-1).
 type MemoryResult struct {
-	Storm       *StormResult `json:"storm"`
-	RSSBefore   int64        `json:"rss_before_bytes"`
-	RSSIdle     int64        `json:"rss_idle_bytes"`
-	PerClientKB float64      `json:"per_subscriber_kib"`
-	PeakRSS     int64        `json:"storm_peak_rss_bytes,omitempty"`
+	Storm     *StormResult `json:"storm"`
+	RSSBefore int64        `json:"rss_before_bytes"`
+	// RSSIdle is the settled RSS with the subscribers idle (see
+	// settleRSS), reached SettleSeconds after the storm; RSSFirst the
+	// first reading, memorySettle after it (what earlier runs reported).
+	RSSIdle       int64   `json:"rss_idle_bytes"`
+	RSSFirst      int64   `json:"rss_first_bytes,omitempty"`
+	SettleSeconds float64 `json:"settle_seconds,omitempty"`
+	PerClientKB   float64 `json:"per_subscriber_kib"`
+	PeakRSS       int64   `json:"storm_peak_rss_bytes,omitempty"`
 }
 
 // Idle reports whether the subscribers got to idle, so that RSSIdle and
@@ -1380,11 +1385,47 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, run liveRun, la
 	return lr, nil
 }
 
-// memorySettle is how long idle subscribers sit before RSS is read.
-const memorySettle = 3 * time.Second
+// (e) reads the server's RSS memorySettle after the storm, and then every
+// memorySettle until two readings in a row agree (settled), for at most
+// memorySettleMax: RSS is what a user sees, and right after a storm it
+// still holds what the storm's garbage took until the Go runtime's
+// background scavenger gives the excess back, which takes seconds to a
+// minute. Readings agree when they differ by at most memorySettleSlack
+// or 1%, whichever is more.
+const (
+	memorySettle      = 3 * time.Second
+	memorySettleMax   = time.Minute
+	memorySettleSlack = 1 << 20
+)
+
+// settleRSS reads RSS (read) after each wait of step, until two readings
+// in a row agree or maxReadings were taken; it returns the first reading,
+// the last (the settled RSS, or the last one at the bound), and how many
+// readings it took.
+func settleRSS(ctx context.Context, read func() (int64, error), step time.Duration, maxReadings int) (first, last int64, readings int, err error) {
+	for readings < maxReadings {
+		sleepCtx(ctx, step)
+		if err := ctx.Err(); err != nil {
+			return first, last, readings, err
+		}
+		rss, err := read()
+		if err != nil {
+			return first, last, readings, err
+		}
+		readings++
+		if readings == 1 {
+			first = rss
+		} else if d := rss - last; max(d, -d) <= max(memorySettleSlack, last/100) {
+			return first, rss, readings, nil
+		}
+		last = rss
+	}
+	return first, last, readings, nil
+}
 
 // runMemory reads the server's RSS, opens IdleClients subscriptions to a
-// 10-row table, lets them idle, and reads RSS again.
+// 10-row table, lets them idle until the server's RSS settles, and reads
+// it again.
 func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*MemoryResult, error) {
 	connURL, err := withStartupParams(srv.URL, psqlStartupParams)
 	if err != nil {
@@ -1405,8 +1446,9 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 		URL: connURL, Clients: cfg.IdleClients, Mode: ModeCopy, Relation: tableIdle, Timeout: cfg.Timeout,
 		ExpectRows: 10, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS, Status: cfg.Status, Label: label,
 		Live: func(ctx context.Context) error {
-			sleepCtx(ctx, memorySettle)
-			mr.RSSIdle, rssErr = srv.RSS()
+			t0 := time.Now()
+			mr.RSSFirst, mr.RSSIdle, _, rssErr = settleRSS(ctx, srv.RSS, memorySettle, int(memorySettleMax/memorySettle))
+			mr.SettleSeconds = time.Since(t0).Seconds()
 			return rssErr
 		},
 	})
