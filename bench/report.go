@@ -383,8 +383,9 @@ func writeMemorySection(w io.Writer, v *reportView) {
 	fmt.Fprintf(w, "## (e) Memory per idle subscriber\n\n%s clients each hold `COPY (SUBSCRIBE idle WITH (PROGRESS)) TO STDOUT` on a 10-row table, on a fresh server, "+
 		"connecting as psql does (`application_name` and `client_encoding` in the startup message); "+
 		"server RSS (VmRSS) is read after one warm-up subscribe and again once all are idle and it has settled: every %v after the storm "+
-		"until two readings in a row agree within 1 MiB or 1%% (at most %v), so that what the storm's garbage held until the runtime gave it back "+
-		"is not counted; runs before the settling (rss_first_bytes absent) read it once, %v after the storm.\n\n",
+		"until a garbage collection has completed since the storm and two readings in a row agree within 1 MiB or 1%% (at most %v), "+
+		"so that what the storm's garbage held until the runtime gave it back is not counted; "+
+		"runs before the settling (rss_first_bytes absent) read it once, %v after the storm.\n\n",
 		commas(cfg.IdleClients), memorySettle, memorySettleMax, memorySettle)
 	for _, pr := range []*PathResults{fast, flow} {
 		if pr == nil {

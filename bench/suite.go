@@ -1386,23 +1386,33 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, run liveRun, la
 }
 
 // (e) reads the server's RSS memorySettle after the storm, and then every
-// memorySettle until two readings in a row agree (settled), for at most
-// memorySettleMax: RSS is what a user sees, and right after a storm it
-// still holds what the storm's garbage took until the Go runtime's
-// background scavenger gives the excess back, which takes seconds to a
-// minute. Readings agree when they differ by at most memorySettleSlack
-// or 1%, whichever is more.
+// memorySettle until it has settled, for at most memorySettleMax: RSS is
+// what a user sees, and right after a storm it still holds what the
+// storm's garbage took. The Go runtime gives that back only once a
+// collection after the storm has set a heap goal from the idle heap (the
+// scavenger keeps about 1.1 times the goal); until then RSS is flat, so
+// two readings that agree are not enough. Settled is: a collection has
+// completed since the storm, and two readings in a row agree within
+// memorySettleSlack or 1%, whichever is more. The runtime collects at
+// least every 2 minutes, so the bound of 3 is reached only by a server
+// that keeps moving.
 const (
 	memorySettle      = 3 * time.Second
-	memorySettleMax   = time.Minute
+	memorySettleMax   = 3 * time.Minute
 	memorySettleSlack = 1 << 20
 )
 
-// settleRSS reads RSS (read) after each wait of step, until two readings
-// in a row agree or maxReadings were taken; it returns the first reading,
-// the last (the settled RSS, or the last one at the bound), and how many
-// readings it took.
-func settleRSS(ctx context.Context, read func() (int64, error), step time.Duration, maxReadings int) (first, last int64, readings int, err error) {
+// settleRSS reads RSS (read) and the server's count of completed
+// collections (gcs) after each wait of step, until a collection has
+// completed since the first call and two readings in a row agree, or
+// maxReadings were taken; it returns the first reading, the last (the
+// settled RSS, or the last one at the bound), and how many readings it
+// took.
+func settleRSS(ctx context.Context, read, gcs func() (int64, error), step time.Duration, maxReadings int) (first, last int64, readings int, err error) {
+	gc0, err := gcs()
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	for readings < maxReadings {
 		sleepCtx(ctx, step)
 		if err := ctx.Err(); err != nil {
@@ -1412,15 +1422,33 @@ func settleRSS(ctx context.Context, read func() (int64, error), step time.Durati
 		if err != nil {
 			return first, last, readings, err
 		}
+		gc, err := gcs()
+		if err != nil {
+			return first, last, readings, err
+		}
 		readings++
 		if readings == 1 {
 			first = rss
-		} else if d := rss - last; max(d, -d) <= max(memorySettleSlack, last/100) {
+		} else if d := rss - last; gc > gc0 && max(d, -d) <= max(memorySettleSlack, last/100) {
 			return first, rss, readings, nil
 		}
 		last = rss
 	}
 	return first, last, readings, nil
+}
+
+// gcCount reads the server's count of completed collections.
+func gcCount(ctx context.Context, srv *Server) (int64, error) {
+	const name = "go_gc_duration_seconds_count"
+	m, err := ScrapeCounters(ctx, srv.MetricsURL, []string{name})
+	if err != nil {
+		return 0, err
+	}
+	v, ok := m[name]
+	if !ok {
+		return 0, fmt.Errorf("scrape %s: no %s", srv.MetricsURL, name)
+	}
+	return int64(v), nil
 }
 
 // runMemory reads the server's RSS, opens IdleClients subscriptions to a
@@ -1447,7 +1475,8 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 		ExpectRows: 10, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS, Status: cfg.Status, Label: label,
 		Live: func(ctx context.Context) error {
 			t0 := time.Now()
-			mr.RSSFirst, mr.RSSIdle, _, rssErr = settleRSS(ctx, srv.RSS, memorySettle, int(memorySettleMax/memorySettle))
+			gcs := func() (int64, error) { return gcCount(ctx, srv) }
+			mr.RSSFirst, mr.RSSIdle, _, rssErr = settleRSS(ctx, srv.RSS, gcs, memorySettle, int(memorySettleMax/memorySettle))
 			mr.SettleSeconds = time.Since(t0).Seconds()
 			return rssErr
 		},
