@@ -41,37 +41,40 @@ type Session struct {
 	// (id is only unique in this one).
 	sid uuid.UUID
 	// current is the record of the statement running (nil between
-	// statements or when not sampled); gone is set when the session
-	// closes, so that what it still runs ends as aborted.
+	// statements or when not sampled).
 	current *stmtlog.Execution
-	gone    bool
 	// unsettled are records of results closed without an outcome (see
 	// settle).
 	unsettled []*stmtlog.Execution
 	// vars are the variables the session SET (or its startup packet did);
 	// system variables not in it follow ALTER SYSTEM.
 	vars varList
-	// savedVars are the variables at BEGIN, restored by ROLLBACK.
+	// savedVars are the variables at BEGIN (varsSaved), restored by
+	// ROLLBACK.
 	savedVars varList
-	varsSaved bool
 
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
 	txWrites []pendingWrite
-	// txMulti marks the implicit transaction of a multi-statement simple
-	// query: its UPDATEs and DELETEs are buffered too (see bufferModify).
-	txMulti bool
 	// txRead maps the shards the transaction's UPDATEs and DELETEs read
 	// to the time of the first read: COMMIT fails if another commit
 	// wrote one of them after it.
 	txRead map[string]uint64
-	// txReads counts reads in the block (SUBSCRIBE must be the only one).
-	txReads     int
-	txSubscribe bool
-	// upReads and upSubscribe count the block's reads proxied upstream (a
-	// proxy process).
-	upReads     int
-	upSubscribe bool
+	// txReads counts reads in the block (SUBSCRIBE must be the only one,
+	// txSubscribe).
+	txReads int
+	// upReads counts the block's reads proxied upstream (a proxy
+	// process), upSubscribe whether one was a SUBSCRIBE.
+	upReads int
+
+	// The session's flags, together so that they share one word (a
+	// session is kept by each of thousands of idle subscribers).
+	//
+	// gone is set when the session closes, so that what it still runs
+	// ends as aborted. txMulti marks the implicit transaction of a
+	// multi-statement simple query: its UPDATEs and DELETEs are buffered
+	// too (see bufferModify).
+	gone, varsSaved, txMulti, txSubscribe, upSubscribe bool
 
 	cursors map[string]*cursor
 
@@ -209,8 +212,7 @@ func (q *querySteps) Next(ctx context.Context) (pgwire.Result, error) {
 		}
 		return nil, nil
 	}
-	st := q.stmts[q.next]
-	q.next++
+	st := q.take()
 	var res pgwire.Result
 	var err error
 	stText := q.text
@@ -233,6 +235,16 @@ func (q *querySteps) Next(ctx context.Context) (pgwire.Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// take returns the next statement and lets go of its syntax tree here:
+// the result of a subscribe keeps this query, parked, for hours, and
+// only the plan keeps what it needs of the tree.
+func (q *querySteps) take() sql.Statement {
+	st := q.stmts[q.next]
+	q.stmts[q.next] = nil
+	q.next++
+	return st
 }
 
 // Stop implements pgwire.QuerySteps.

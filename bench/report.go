@@ -382,7 +382,11 @@ func writeMemorySection(w io.Writer, v *reportView) {
 	}
 	fmt.Fprintf(w, "## (e) Memory per idle subscriber\n\n%s clients each hold `COPY (SUBSCRIBE idle WITH (PROGRESS)) TO STDOUT` on a 10-row table, on a fresh server, "+
 		"connecting as psql does (`application_name` and `client_encoding` in the startup message); "+
-		"server RSS (VmRSS) is read after one warm-up subscribe and again after all have been idle for %v.\n\n", commas(cfg.IdleClients), memorySettle)
+		"server RSS (VmRSS) is read after one warm-up subscribe and again once all are idle and it has settled: every %v after the storm "+
+		"until a garbage collection has completed since the storm and two readings in a row agree within 1 MiB or 1%% (at most %v), "+
+		"so that what the storm's garbage held until the runtime gave it back is not counted; "+
+		"runs before the settling (rss_first_bytes absent) read it once, %v after the storm.\n\n",
+		commas(cfg.IdleClients), memorySettle, memorySettleMax, memorySettle)
 	for _, pr := range []*PathResults{fast, flow} {
 		if pr == nil {
 			continue
@@ -409,24 +413,39 @@ func writeMemorySection(w io.Writer, v *reportView) {
 		f     func(*MemoryResult) float64
 		fmt   func(float64) string
 		ratio bool
+		// optional rows are left out when no run has them (the settling
+		// of runs before it, an aborted run's peak).
+		optional bool
 	}{
-		{"subscribers with a complete snapshot", func(m *MemoryResult) float64 { return float64(m.Storm.Completed) }, count, false},
-		{"errors", func(m *MemoryResult) float64 { return float64(m.Storm.Errors) }, count, false},
-		{"time to subscribe them all (storm)", func(m *MemoryResult) float64 { return m.Storm.StormSeconds }, secs, true},
-		{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false},
-		{"server RSS with the idle subscribers", idleOnly(func(m *MemoryResult) float64 { return float64(m.RSSIdle) }), mib, true},
-		{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true},
+		{"subscribers with a complete snapshot", func(m *MemoryResult) float64 { return float64(m.Storm.Completed) }, count, false, false},
+		{"errors", func(m *MemoryResult) float64 { return float64(m.Storm.Errors) }, count, false, false},
+		{"time to subscribe them all (storm)", func(m *MemoryResult) float64 { return m.Storm.StormSeconds }, secs, true, false},
+		{"server RSS before", func(m *MemoryResult) float64 { return float64(m.RSSBefore) }, mib, false, false},
+		{fmt.Sprintf("server RSS %v after the storm", memorySettle), idleOnly(func(m *MemoryResult) float64 {
+			if m.RSSFirst == 0 {
+				return -1
+			}
+			return float64(m.RSSFirst)
+		}), mib, true, true},
+		{"server RSS with the idle subscribers", idleOnly(func(m *MemoryResult) float64 { return float64(m.RSSIdle) }), mib, true, false},
+		{"time for RSS to settle", idleOnly(func(m *MemoryResult) float64 {
+			if m.RSSFirst == 0 {
+				return -1
+			}
+			return m.SettleSeconds
+		}), secs, false, true},
+		{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true, false},
 		{abortedRow, func(m *MemoryResult) float64 {
 			if m.Idle() || m.PeakRSS == 0 {
 				return -1
 			}
 			return float64(m.PeakRSS)
-		}, mib, false},
-		{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true},
+		}, mib, false, true},
+		{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true, false},
 	} {
 		vf, vd := mem(fast, row.f), mem(flow, row.f)
-		if row.name == abortedRow && vf.n == 0 && vd.n == 0 {
-			continue // no run was aborted
+		if row.optional && vf.n == 0 && vd.n == 0 {
+			continue
 		}
 		writeTwoPathRow(w, row.name, vf, vd, row.fmt, row.ratio)
 	}

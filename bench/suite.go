@@ -443,11 +443,16 @@ type LiveResult struct {
 // it has PeakRSS, the peak during the subscribe storm, and no RSSIdle or
 // PerClientKB (-1).
 type MemoryResult struct {
-	Storm       *StormResult `json:"storm"`
-	RSSBefore   int64        `json:"rss_before_bytes"`
-	RSSIdle     int64        `json:"rss_idle_bytes"`
-	PerClientKB float64      `json:"per_subscriber_kib"`
-	PeakRSS     int64        `json:"storm_peak_rss_bytes,omitempty"`
+	Storm     *StormResult `json:"storm"`
+	RSSBefore int64        `json:"rss_before_bytes"`
+	// RSSIdle is the settled RSS with the subscribers idle (see
+	// settleRSS), reached SettleSeconds after the storm; RSSFirst the
+	// first reading, memorySettle after it (what earlier runs reported).
+	RSSIdle       int64   `json:"rss_idle_bytes"`
+	RSSFirst      int64   `json:"rss_first_bytes,omitempty"`
+	SettleSeconds float64 `json:"settle_seconds,omitempty"`
+	PerClientKB   float64 `json:"per_subscriber_kib"`
+	PeakRSS       int64   `json:"storm_peak_rss_bytes,omitempty"`
 }
 
 // Idle reports whether the subscribers got to idle, so that RSSIdle and
@@ -1380,11 +1385,75 @@ func runLive(ctx context.Context, cfg *SuiteConfig, srv *Server, run liveRun, la
 	return lr, nil
 }
 
-// memorySettle is how long idle subscribers sit before RSS is read.
-const memorySettle = 3 * time.Second
+// (e) reads the server's RSS memorySettle after the storm, and then every
+// memorySettle until it has settled, for at most memorySettleMax: RSS is
+// what a user sees, and right after a storm it still holds what the
+// storm's garbage took. The Go runtime gives that back only once a
+// collection after the storm has set a heap goal from the idle heap (the
+// scavenger keeps about 1.1 times the goal); until then RSS is flat, so
+// two readings that agree are not enough. Settled is: a collection has
+// completed since the storm, and two readings in a row agree within
+// memorySettleSlack or 1%, whichever is more. The runtime collects at
+// least every 2 minutes, so the bound of 3 is reached only by a server
+// that keeps moving.
+const (
+	memorySettle      = 3 * time.Second
+	memorySettleMax   = 3 * time.Minute
+	memorySettleSlack = 1 << 20
+)
+
+// settleRSS reads RSS (read) and the server's count of completed
+// collections (gcs) after each wait of step, until a collection has
+// completed since the first call and two readings in a row agree, or
+// maxReadings were taken; it returns the first reading, the last (the
+// settled RSS, or the last one at the bound), and how many readings it
+// took.
+func settleRSS(ctx context.Context, read, gcs func() (int64, error), step time.Duration, maxReadings int) (first, last int64, readings int, err error) {
+	gc0, err := gcs()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for readings < maxReadings {
+		sleepCtx(ctx, step)
+		if err := ctx.Err(); err != nil {
+			return first, last, readings, err
+		}
+		rss, err := read()
+		if err != nil {
+			return first, last, readings, err
+		}
+		gc, err := gcs()
+		if err != nil {
+			return first, last, readings, err
+		}
+		readings++
+		if readings == 1 {
+			first = rss
+		} else if d := rss - last; gc > gc0 && max(d, -d) <= max(memorySettleSlack, last/100) {
+			return first, rss, readings, nil
+		}
+		last = rss
+	}
+	return first, last, readings, nil
+}
+
+// gcCount reads the server's count of completed collections.
+func gcCount(ctx context.Context, srv *Server) (int64, error) {
+	const name = "go_gc_duration_seconds_count"
+	m, err := ScrapeCounters(ctx, srv.MetricsURL, []string{name})
+	if err != nil {
+		return 0, err
+	}
+	v, ok := m[name]
+	if !ok {
+		return 0, fmt.Errorf("scrape %s: no %s", srv.MetricsURL, name)
+	}
+	return int64(v), nil
+}
 
 // runMemory reads the server's RSS, opens IdleClients subscriptions to a
-// 10-row table, lets them idle, and reads RSS again.
+// 10-row table, lets them idle until the server's RSS settles, and reads
+// it again.
 func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string) (*MemoryResult, error) {
 	connURL, err := withStartupParams(srv.URL, psqlStartupParams)
 	if err != nil {
@@ -1405,8 +1474,10 @@ func runMemory(ctx context.Context, cfg *SuiteConfig, srv *Server, label string)
 		URL: connURL, Clients: cfg.IdleClients, Mode: ModeCopy, Relation: tableIdle, Timeout: cfg.Timeout,
 		ExpectRows: 10, Server: srv.CPU(), MaxServerRSS: cfg.MaxServerRSS, Status: cfg.Status, Label: label,
 		Live: func(ctx context.Context) error {
-			sleepCtx(ctx, memorySettle)
-			mr.RSSIdle, rssErr = srv.RSS()
+			t0 := time.Now()
+			gcs := func() (int64, error) { return gcCount(ctx, srv) }
+			mr.RSSFirst, mr.RSSIdle, _, rssErr = settleRSS(ctx, srv.RSS, gcs, memorySettle, int(memorySettleMax/memorySettle))
+			mr.SettleSeconds = time.Since(t0).Seconds()
 			return rssErr
 		},
 	})

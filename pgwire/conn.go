@@ -45,19 +45,29 @@ type conn struct {
 	tls     bool
 	refused bool                    // over Config.MaxConnections: refused after the startup message
 	ctx     context.Context         // canceled by Close, a disconnect, or the end of the connection
-	cancel  context.CancelCauseFunc // only through abort, and by close
+	cancel  context.CancelCauseFunc // only through cancelAll
+	// base is what statement contexts derive from: the server's values
+	// without its cancellation. A statement context is not a child of ctx
+	// (cancelAll cancels both), so that ctx holds neither a children map
+	// nor a Done channel: bytes each of thousands of idle subscribers
+	// would pay.
+	base context.Context
 
-	src   switchReader
-	in    *msgReader
+	src switchReader
+	in  *msgReader
+	// be decodes the client's messages; nil while a statement's result
+	// is parked (an idle subscriber does not read its client), and made
+	// again by the next receive.
 	be    *pgproto3.Backend
 	input input // nil until authentication is done
 	// unwatch stops the server's hangup watch of the socket; nil when the
 	// connection reads it on an input pipe instead.
 	unwatch func()
 
-	out     []byte // send buffer
-	outHeld int    // cap(out) as last charged to mem
-	werr    error  // first write error; the connection is then finished
+	out     []byte  // send buffer
+	outBox  *[]byte // the sendBufs entry that carries out back to the pool
+	outHeld int     // cap(out) as last charged to mem
+	werr    error   // first write error; the connection is then finished
 
 	// mem counts the bytes of the connection's message buffers, for
 	// Server.MemoryBytes.
@@ -81,32 +91,58 @@ type conn struct {
 	exec  *executeRun
 	ready <-chan struct{}
 
-	stmts          map[string]*prepared
-	portals        map[string]*portal
-	ignoreTillSync bool  // an extended-protocol error happened: skip to Sync
-	batchFailed    bool  // an error was sent since the last Sync
-	stopping       bool  // a statement failed because the connection was canceled: end after this message
-	inputErr       error // reading the client failed inside a statement (COPY FROM): the connection ends with it
+	stmts          map[string]*prepared // nil until the first Parse: most connections never send one
+	portals        map[string]*portal   // nil until the first Bind
+	ignoreTillSync bool                 // an extended-protocol error happened: skip to Sync
+	batchFailed    bool                 // an error was sent since the last Sync
+	stopping       bool                 // a statement failed because the connection was canceled: end after this message
+	inputErr       error                // reading the client failed inside a statement (COPY FROM): the connection ends with it
 }
 
 func newConn(s *Server, ctx context.Context, nc net.Conn) *conn {
-	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	base := context.WithoutCancel(ctx)
+	cctx, cancel := context.WithCancelCause(base)
 	c := &conn{
-		srv:     s,
-		raw:     nc,
-		nc:      nc,
-		ctx:     cctx,
-		cancel:  cancel,
-		stmts:   make(map[string]*prepared),
-		portals: make(map[string]*portal),
+		srv:    s,
+		raw:    nc,
+		nc:     nc,
+		ctx:    cctx,
+		cancel: cancel,
+		base:   base,
 	}
 	c.mem.total = &s.mem
 	c.src.r = nc
 	c.in = newMsgReader(&c.src, s.cfg.MaxMessageSize, &c.mem)
-	// pgwire encodes into its own send buffer and never calls Backend.Send.
-	c.be = pgproto3.NewBackend(c.in, io.Discard)
+	c.takeBackend()
 	return c
 }
+
+// takeBackend gives the connection a message decoder if it has none.
+func (c *conn) takeBackend() {
+	if c.be == nil {
+		// pgwire encodes into its own send buffer and never calls
+		// Backend.Send.
+		c.be = pgproto3.NewBackend(c.in, io.Discard)
+	}
+}
+
+// park lets go of what a connection whose statement's result waits for
+// its next batch does not need until the statement is done, which for a
+// subscriber may be hours: the message decoder (448 bytes, most of them
+// the message structs it decodes into), since nothing is received
+// meanwhile. It runs between messages, when the decoder holds no partial
+// message and no message still in use. (The send buffer went back at
+// the flush before the result parked.)
+func (c *conn) park() {
+	c.be = nil
+	if parkedHook != nil {
+		parkedHook(c)
+	}
+}
+
+// parkedHook, when set (by tests), sees each connection as it parks, on
+// its goroutine.
+var parkedHook func(*conn)
 
 // logger returns the connection's logger: the server's, with the client's
 // address and, once it has one, the backend pid. It is built for each use
@@ -134,12 +170,27 @@ func (c *conn) abort(cause error) {
 	if c.ctx.Err() != nil {
 		return // already canceled, and its deadlines armed
 	}
-	c.cancel(cause)
+	c.cancelAll(cause)
 	if errors.Is(cause, ErrClientGone) {
 		c.raw.SetWriteDeadline(time.Now().Add(closeGrace))
 		return
 	}
 	c.armDeadlines()
+}
+
+// cancelAll cancels the connection and its running statement, if any,
+// with cause: the statement's context, not being a child of the
+// connection's, is canceled here (see base). beginStatement checks the
+// connection's context under mu after publishing the statement's cancel,
+// so a statement that begins concurrently is canceled by one or the
+// other.
+func (c *conn) cancelAll(cause error) {
+	c.cancel(cause)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stmtCancel != nil {
+		c.stmtCancel(cause)
+	}
 }
 
 // armDeadlines unblocks a canceled connection: reads fail at once, and writes
@@ -252,11 +303,13 @@ func (c *conn) run() error {
 		// A statement's result parked: nothing else runs until its
 		// message is done.
 		if c.query != nil {
+			c.park()
 			c.awaitReady(c.query.ctx)
 			c.continueQuery()
 			continue
 		}
 		if c.exec != nil {
+			c.park()
 			c.awaitReady(c.exec.ctx)
 			c.continueExecute()
 			continue
@@ -343,7 +396,7 @@ func (c *conn) terminate() error {
 // close releases everything the connection holds, in order: results and
 // portals, statements, the session, the socket, the input.
 func (c *conn) close() {
-	c.cancel(errConnDone)
+	c.cancelAll(errConnDone)
 	if q := c.query; q != nil {
 		// A panic left the query open.
 		c.query = nil
@@ -398,6 +451,7 @@ func (c *conn) receive() (msg pgproto3.FrontendMessage, err error) {
 			msg, err = nil, protocolErrorf("invalid message format")
 		}
 	}()
+	c.takeBackend()
 	msg, err = c.be.Receive()
 	if err != nil {
 		if c.in.readErr == nil {
@@ -427,11 +481,15 @@ func isDisconnect(err error) bool {
 }
 
 // beginStatement returns the context of a protocol message that runs session
-// code, cancelable by CancelRequest, and the function that ends it.
+// code, cancelable by CancelRequest, and the function that ends it. It is
+// canceled with the connection's cause when the connection is (cancelAll).
 func (c *conn) beginStatement() (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	ctx, cancel := context.WithCancelCause(c.base)
 	c.mu.Lock()
 	c.stmtCancel = cancel
+	if c.ctx.Err() != nil {
+		cancel(context.Cause(c.ctx))
+	}
 	c.mu.Unlock()
 	return ctx, func() {
 		c.mu.Lock()
@@ -458,11 +516,14 @@ func (c *conn) cancelStatement() {
 // after flush instead of growing a new one.
 var sendBufs sync.Pool
 
-// takeOut gives the connection a send buffer if it has none.
+// takeOut gives the connection a send buffer if it has none. The pool's
+// entry (outBox) stays with the connection while it holds the buffer and
+// carries it back, so that a flush allocates nothing: an idle subscriber
+// flushes a progress row every second.
 func (c *conn) takeOut() {
-	if c.out == nil {
+	if c.out == nil && c.outBox == nil {
 		if b, ok := sendBufs.Get().(*[]byte); ok {
-			c.out = (*b)[:0]
+			c.out, c.outBox = (*b)[:0], b
 		}
 	}
 }
@@ -470,11 +531,15 @@ func (c *conn) takeOut() {
 // releaseOut gives the (written) send buffer back to sendBufs, unless it
 // grew past maxRetainedBuffer after a huge row: nothing should keep that.
 func (c *conn) releaseOut() {
-	if cap(c.out) <= maxRetainedBuffer {
-		b := c.out[:0]
-		sendBufs.Put(&b)
+	if cap(c.out) <= maxRetainedBuffer && cap(c.out) > 0 {
+		b := c.outBox
+		if b == nil {
+			b = new([]byte) // the buffer grew from nothing: the pool was empty
+		}
+		*b = c.out[:0]
+		sendBufs.Put(b)
 	}
-	c.out = nil
+	c.out, c.outBox = nil, nil
 	c.chargeOut()
 }
 

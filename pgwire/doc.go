@@ -175,8 +175,14 @@
 // every byte in it was consumed and a new one is taken only when the client
 // sends; the socket's reader waits for it to become readable before it
 // takes a read buffer; and the send buffer goes back to a shared pool at
-// every flush (buffers up to 256 KiB are pooled), so a streaming connection
-// gets it back at its next message.
+// every flush (buffers up to 256 KiB are pooled, each with the pool entry
+// that carries it back, so that a flush allocates nothing), so a streaming
+// connection gets it back at its next message. A connection whose result
+// is parked also lets go of its message decoder (pgproto3's Backend, 448
+// bytes), made again for the next message after the statement; and its
+// statement contexts are not children of the connection's, which the
+// connection cancels itself, so that the connection's context holds no
+// children map and no Done channel.
 //
 // Server.MemoryBytes counts these message buffers over all connections, for
 // a process-wide memory budget; Config.Registerer exports the count as the

@@ -62,6 +62,9 @@ func (c *conn) parse(m *pgproto3.Parse) {
 		c.extendedError(ctx, err)
 		return
 	}
+	if c.stmts == nil {
+		c.stmts = make(map[string]*prepared)
+	}
 	c.stmts[m.Name] = &prepared{stmt: stmt, params: stmt.ParamOIDs(), fields: stmt.Fields()}
 	c.send(&pgproto3.ParseComplete{})
 }
@@ -109,6 +112,9 @@ func (c *conn) bind(m *pgproto3.Bind) {
 			f.Format = resultFormats[i]
 			fields[i] = f
 		}
+	}
+	if c.portals == nil {
+		c.portals = make(map[string]*portal)
 	}
 	c.portals[m.DestinationPortal] = &portal{p: p, fields: fields}
 	c.send(&pgproto3.BindComplete{})

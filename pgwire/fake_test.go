@@ -30,6 +30,8 @@ import (
 //	set K = V       SET, reporting ParameterStatus K
 //	begin, commit, rollback
 //	panic           panics (only when allowPanic)
+//	tick            like an idle subscriber: a ReadyResult of one int8 row per
+//	                fakeBackend.tick, parked in between, until canceled
 //
 // Statements are separated by ';'.
 type fakeBackend struct {
@@ -37,15 +39,33 @@ type fakeBackend struct {
 	allowPanic bool
 
 	mu      sync.Mutex
-	open    int          // sessions open
-	closed  int          // sessions closed
-	ended   int          // long-running results (stream, sleep) that ended
-	copied  bytes.Buffer // data received by "copy in"
-	running chan string  // receives the command when a long-running result starts
+	open    int           // sessions open
+	closed  int           // sessions closed
+	ended   int           // long-running results (stream, sleep) that ended
+	copied  bytes.Buffer  // data received by "copy in"
+	running chan string   // receives the command when a long-running result starts
+	ticks   int           // mu: ticks so far
+	ticked  chan struct{} // mu: closed by the next tick
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{running: make(chan string, 64)}
+	return &fakeBackend{running: make(chan string, 64), ticked: make(chan struct{})}
+}
+
+// tick gives every "tick" result its next row.
+func (b *fakeBackend) tick() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ticks++
+	close(b.ticked)
+	b.ticked = make(chan struct{})
+}
+
+// tickState returns the ticks so far and the channel the next one closes.
+func (b *fakeBackend) tickState() (int, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ticks, b.ticked
 }
 
 func (b *fakeBackend) Role(ctx context.Context, user string) (Role, error) {
@@ -163,7 +183,7 @@ func (s *fakeSession) prepare(sql string, paramOIDs []uint32) (*fakeStmt, error)
 	cmd, arg, _ := strings.Cut(sql, " ")
 	st := &fakeStmt{s: s, cmd: strings.ToLower(cmd), arg: strings.TrimSpace(arg)}
 	switch st.cmd {
-	case "select", "stream", "notice":
+	case "select", "stream", "notice", "tick":
 		st.fields = []Field{int8Field}
 	case "echo", "big":
 		st.fields = []Field{textField}
@@ -239,6 +259,9 @@ func (s *fakeSession) run(ctx context.Context, st *fakeStmt, params [][]byte, fo
 	case "sleep":
 		s.b.started("sleep")
 		return &sleepResult{b: s.b}, nil
+	case "tick":
+		seen, _ := s.b.tickState()
+		return &tickResult{b: s.b, binary: binaryOut, seen: seen}, nil
 	case "notice":
 		msgs := [][]byte{
 			AppendNotice(nil, Notice{Code: "01000", Message: "streaming SUBSCRIBE rows directly requires a client that does not buffer output"}),
@@ -357,6 +380,50 @@ func (r *sleepResult) Next(ctx context.Context) ([][]byte, error) {
 }
 func (r *sleepResult) Tag() string { return "SLEEP" }
 func (r *sleepResult) Close() {
+	r.b.mu.Lock()
+	r.b.ended++
+	r.b.mu.Unlock()
+}
+
+// tickResult is an idle subscriber's result: a row for each tick after it
+// started, waiting (parked, as a ReadyResult) in between.
+type tickResult struct {
+	b      *fakeBackend
+	binary bool
+	seen   int // ticks delivered (or before the start)
+	sent   int
+}
+
+func (r *tickResult) Describe() Description {
+	return Description{Kind: ResultRows, Fields: []Field{int8Field}}
+}
+
+func (r *tickResult) Ready() <-chan struct{} {
+	if n, ch := r.b.tickState(); n == r.seen {
+		return ch
+	}
+	return nil
+}
+
+func (r *tickResult) Next(ctx context.Context) ([][]byte, error) {
+	for {
+		n, ch := r.b.tickState()
+		if n > r.seen {
+			r.seen++
+			r.sent++
+			return [][]byte{AppendDataRow(nil, [][]byte{encodeInt8(int64(r.seen), r.binary)})}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+func (r *tickResult) Tag() string { return fmt.Sprintf("SELECT %d", r.sent) }
+
+func (r *tickResult) Close() {
 	r.b.mu.Lock()
 	r.b.ended++
 	r.b.mu.Unlock()

@@ -2,8 +2,10 @@ package pgwire
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
@@ -194,5 +196,105 @@ func TestIdleConnectionsHoldNoMessageBuffers(t *testing.T) {
 	}
 	if got := ts.MemoryBytes(); got != 0 {
 		t.Errorf("MemoryBytes = %d with %d idle connections, want 0", got, clients)
+	}
+}
+
+// TestParkedConnectionsLetGoOfTheirDecoder: a connection whose result
+// waits for its next batch (an idle subscriber) holds neither its message
+// decoder nor a send buffer while it waits, and still gets each batch to
+// its client and its next message after the statement.
+func TestParkedConnectionsLetGoOfTheirDecoder(t *testing.T) {
+	type holds struct{ decoder, sendBuf bool }
+	parked := make(chan holds, 16)
+	parkedHook = func(c *conn) {
+		parked <- holds{decoder: c.be != nil, sendBuf: c.out != nil || c.outBox != nil}
+	}
+	t.Cleanup(func() { parkedHook = nil })
+	b := newFakeBackend()
+	ts := startServer(t, b, Config{})
+	c := ts.dialRaw(t)
+
+	c.send(&pgproto3.Parse{Query: "tick"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	c.expect("ParseComplete", "BindComplete")
+	for i := 1; i <= 3; i++ {
+		if h := <-parked; h.decoder || h.sendBuf {
+			t.Fatalf("parked connection (wait %d) holds its decoder: %v, a send buffer: %v; want neither", i, h.decoder, h.sendBuf)
+		}
+		b.tick()
+		c.expect(fmt.Sprintf("DataRow %d", i))
+	}
+	<-parked
+	// The decoder comes back for the next message: a CancelRequest ends
+	// the statement, and the connection serves another.
+	sendCancel(t, ts.addr, c.pid, c.secret)
+	c.expect("ErrorResponse ERROR 57014 canceling statement due to user request", ready)
+	c.send(query("select 1"))
+	c.expect("RowDescription n:20:0", "DataRow 1", "CommandComplete SELECT 1", ready)
+}
+
+// discardConn is a net.Conn whose writes succeed and go nowhere.
+type discardConn struct{ net.Conn }
+
+func (discardConn) Write(b []byte) (int, error) { return len(b), nil }
+
+// TestFlushAllocatesNothing: a connection that sends a message and flushes
+// it, as an idle subscriber does with each progress row, allocates nothing
+// once the send buffer pool is warm: the buffer goes back to the pool with
+// the entry it came in.
+func TestFlushAllocatesNothing(t *testing.T) {
+	srv, err := NewServer(newFakeBackend(), Config{})
+	must(t, err)
+	c := newConn(srv, context.Background(), discardConn{})
+	defer c.cancelAll(errConnDone)
+	msg := AppendDataRow(nil, [][]byte{[]byte("1796220014675705031"), []byte("t")})
+	cycle := func() {
+		c.sendRaw(msg)
+		if err := c.flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle()
+	allocs := testing.AllocsPerRun(1000, cycle)
+	t.Logf("%.2f allocations per send and flush", allocs)
+	if raceEnabled {
+		return // the race detector's sync.Pool drops a Put now and then
+	}
+	if allocs != 0 {
+		t.Errorf("send and flush allocate %.2f times, want 0", allocs)
+	}
+}
+
+// TestStatementContextFollowsConnection: a statement's context, which is
+// not a child of the connection's (so that an idle connection's context
+// holds no children map), is still canceled with the connection's cause:
+// while it runs, and when it begins after the connection was canceled.
+func TestStatementContextFollowsConnection(t *testing.T) {
+	srv, err := NewServer(newFakeBackend(), Config{})
+	must(t, err)
+	server, client := net.Pipe()
+	defer client.Close()
+	c := newConn(srv, context.Background(), server)
+	defer c.close()
+
+	ctx, end := c.beginStatement()
+	c.cancelStatement()
+	if got := context.Cause(ctx); got != ErrQueryCanceled {
+		t.Errorf("after a CancelRequest the statement's cause is %v, want %v", got, ErrQueryCanceled)
+	}
+	end()
+	if c.ctx.Err() != nil {
+		t.Fatal("a CancelRequest canceled the connection")
+	}
+
+	ctx, end = c.beginStatement()
+	c.abort(ErrServerClosed)
+	if got := context.Cause(ctx); got != ErrServerClosed {
+		t.Errorf("running statement's cause after the connection was canceled = %v, want %v", got, ErrServerClosed)
+	}
+	end()
+	ctx, end = c.beginStatement()
+	defer end()
+	if got := context.Cause(ctx); got != ErrServerClosed {
+		t.Errorf("cause of a statement begun after the connection was canceled = %v, want %v", got, ErrServerClosed)
 	}
 }
