@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/klauspost/compress/gzip"
 )
 
 // FeedResult is (i): the HTTP change feed's storms next to pgwire's on the
@@ -51,8 +54,14 @@ type FeedResult struct {
 // frontier before the changes (SSE Last-Event-ID; pgwire AS OF F-1 WITH
 // (SNAPSHOT = false)) and a fresh snapshot, each over SSE and over pgwire
 // (COPY (SUBSCRIBE ...) TO STDOUT), all ending at UP TO the frontier
-// after the changes.
-var FeedStorms = []string{"resume/sse", "resume/pgwire", "snapshot/sse", "snapshot/pgwire"}
+// after the changes. An SSE client asks for gzip (Accept-Encoding: gzip),
+// as browsers' EventSource does, and decodes it; an sse-identity client
+// does not (curl without --compressed).
+var FeedStorms = []string{"resume/sse", "resume/pgwire", "resume/sse-identity", "snapshot/sse", "snapshot/pgwire", "snapshot/sse-identity"}
+
+// sseIdentity is the suffix of the storms whose SSE clients do not ask
+// for compression.
+const sseIdentity = "/sse-identity"
 
 // FeedStorm is one storm of (i). Times are seconds from the start barrier:
 // every client is connected first (an SSE client by a GET / on its own
@@ -78,6 +87,10 @@ type FeedStorm struct {
 	// clients cost, and a storm that runs longer on the clients' side
 	// would be charged more of it.
 	BaselineCPU float64 `json:"baseline_cpu_seconds,omitempty"`
+	// BytesPerClient is what a client that completed read from its
+	// connection (HTTP head and body as sent, compressed or not; pgwire's
+	// messages) over the storm, on average; 0 in reports from before it.
+	BytesPerClient float64 `json:"bytes_per_client,omitempty"`
 }
 
 // runs returns every run of storm name (the one in Storms for a report
@@ -90,7 +103,12 @@ func (f *FeedResult) runs(name string) []*FeedStorm {
 // storm's, run by run, for kind "resume" or "snapshot". A run either storm
 // of which had errors or no CPU figure has no ratio.
 func (f *FeedResult) CPURatios(kind string) []float64 {
-	sse, pg := f.runs(kind+"/sse"), f.runs(kind+"/pgwire")
+	return f.cpuRatios(kind+"/sse", kind+"/pgwire")
+}
+
+// cpuRatios is CPURatios of the SSE storm named sseName over pgName.
+func (f *FeedResult) cpuRatios(sseName, pgName string) []float64 {
+	sse, pg := f.runs(sseName), f.runs(pgName)
 	var out []float64
 	for i := range min(len(sse), len(pg)) {
 		s, p := sse[i], pg[i]
@@ -175,18 +193,26 @@ func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, idle int, label
 		}
 		sleepCtx(ctx, 200*time.Millisecond)
 	}
+	resume := func(ctx context.Context) *http.Request { return resumeRequest(ctx, base, before, end) }
+	snapshot := func(ctx context.Context) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/subscribe/%s?as_of=%d&up_to=%d", base, viewSmall, end-1, end), nil)
+		return req
+	}
 	storms := map[string]func(context.Context) *feedStormRun{
 		"resume/sse": func(ctx context.Context) *feedStormRun {
-			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, func(ctx context.Context) *http.Request { return resumeRequest(ctx, base, before, end) })
+			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, resume, true)
+		},
+		"resume/sse-identity": func(ctx context.Context) *feedStormRun {
+			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, resume, false)
 		},
 		"resume/pgwire": func(ctx context.Context) *feedStormRun {
 			return pgwireStorm(ctx, srv.CPU(), srv.URL, cfg.FeedClients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (SNAPSHOT = false, PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, before-1, end))
 		},
 		"snapshot/sse": func(ctx context.Context) *feedStormRun {
-			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, func(ctx context.Context) *http.Request {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/subscribe/%s?as_of=%d&up_to=%d", base, viewSmall, end-1, end), nil)
-				return req
-			})
+			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, snapshot, true)
+		},
+		"snapshot/sse-identity": func(ctx context.Context) *feedStormRun {
+			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, snapshot, false)
 		},
 		"snapshot/pgwire": func(ctx context.Context) *feedStormRun {
 			return pgwireStorm(ctx, srv.CPU(), srv.URL, cfg.FeedClients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, end-1, end))
@@ -305,11 +331,15 @@ type feedStormRun struct {
 	cpu      float64
 	cpuKnown bool
 	baseline float64 // CPU seconds the server spends per second without the storm
+	bytes    int64   // read by the clients that completed, over their runs
 }
 
 func (r *feedStormRun) result() *FeedStorm {
 	s := &FeedStorm{Clients: r.clients, Completed: len(r.lats), Errors: r.errs.total(), ErrorSamples: r.errs.samples(),
 		Latency: NewDist(r.lats), StormSeconds: r.storm, ServerCPU: -1}
+	if len(r.lats) > 0 {
+		s.BytesPerClient = float64(r.bytes) / float64(len(r.lats))
+	}
 	if r.cpuKnown {
 		s.ServerCPU = r.cpu
 		s.BaselineCPU = r.baseline * r.storm
@@ -317,10 +347,37 @@ func (r *feedStormRun) result() *FeedStorm {
 	return s
 }
 
+// countingConn counts the bytes a client reads from its connection.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// countingDial dials as a net.Dialer does, the connection counting what
+// is read from it in n.
+func countingDial(n *atomic.Int64) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{c, n}, nil
+	}
+}
+
 // barrierStorm connects n clients (connect), then starts them at once
-// (run) and times each to its end, with the server's CPU over the runs.
-func barrierStorm(ctx context.Context, cpu CPUProbe, n int, connect func(i int) error, run func(i int) error) *feedStormRun {
+// (run) and times each to its end, with the server's CPU over the runs
+// and the bytes each client read over its run (read[i], which client i's
+// connection counts).
+func barrierStorm(ctx context.Context, cpu CPUProbe, n int, read []atomic.Int64, connect func(i int) error, run func(i int) error) *feedStormRun {
 	res := &feedStormRun{clients: n, errs: newErrorCounter()}
+	var readTotal atomic.Int64
 	ok := make([]bool, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32) // connect 32 at a time, as a pool would
@@ -354,12 +411,14 @@ func barrierStorm(ctx context.Context, cpu CPUProbe, n int, connect func(i int) 
 		}
 		wg.Go(func() {
 			<-barrier
+			read0 := read[i].Load()
 			err := run(i)
 			d := time.Since(start)
 			if err != nil {
 				res.errs.add(err.Error())
 				return
 			}
+			readTotal.Add(read[i].Load() - read0)
 			for {
 				l := last.Load()
 				if int64(d) <= l || last.CompareAndSwap(l, int64(d)) {
@@ -377,13 +436,17 @@ func barrierStorm(ctx context.Context, cpu CPUProbe, n int, connect func(i int) 
 		res.cpu, res.cpuKnown = cpu1-cpu0, true
 	}
 	res.storm = time.Duration(last.Load()).Seconds()
+	res.bytes = readTotal.Load()
 	return res
 }
 
 // sseStorm runs n SSE clients, each on its own http.Transport (its own
-// connection, as n browsers), reading newReq's stream to event: end.
-func sseStorm(ctx context.Context, cpu CPUProbe, n int, newReq func(context.Context) *http.Request) *feedStormRun {
+// connection, as n browsers), reading newReq's stream to event: end. With
+// compressed, a client asks for gzip, as a browser does, and decodes the
+// stream as it reads it (a stream that is not compressed then fails).
+func sseStorm(ctx context.Context, cpu CPUProbe, n int, newReq func(context.Context) *http.Request, compressed bool) *feedStormRun {
 	clients := make([]*http.Client, n)
+	read := make([]atomic.Int64, n)
 	defer func() {
 		for _, c := range clients {
 			if c != nil {
@@ -393,8 +456,10 @@ func sseStorm(ctx context.Context, cpu CPUProbe, n int, newReq func(context.Cont
 	}()
 	base := newReq(ctx).URL
 	root := base.Scheme + "://" + base.Host + "/"
-	return barrierStorm(ctx, cpu, n, func(i int) error {
-		clients[i] = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}}
+	return barrierStorm(ctx, cpu, n, read, func(i int) error {
+		// DisableCompression: the client's own Accept-Encoding, and its
+		// own decoding.
+		clients[i] = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true, DialContext: countingDial(&read[i])}}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, root, nil)
 		resp, err := clients[i].Do(req)
 		if err != nil {
@@ -404,7 +469,11 @@ func sseStorm(ctx context.Context, cpu CPUProbe, n int, newReq func(context.Cont
 		resp.Body.Close()
 		return err
 	}, func(i int) error {
-		resp, err := clients[i].Do(newReq(ctx))
+		req := newReq(ctx)
+		if compressed {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		resp, err := clients[i].Do(req)
 		if err != nil {
 			return err
 		}
@@ -412,7 +481,19 @@ func sseStorm(ctx context.Context, cpu CPUProbe, n int, newReq func(context.Cont
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("feed: %s", resp.Status)
 		}
-		_, err = readSSE(bufio.NewReaderSize(resp.Body, 64<<10), sseEnd, false)
+		var body io.Reader = resp.Body
+		if enc := resp.Header.Get("Content-Encoding"); compressed != (enc == "gzip") {
+			return fmt.Errorf("feed: Content-Encoding %q (gzip asked: %v)", enc, compressed)
+		}
+		if compressed {
+			zr, err := gzip.NewReader(resp.Body)
+			if err != nil {
+				return err
+			}
+			defer zr.Close()
+			body = zr
+		}
+		_, err = readSSE(bufio.NewReaderSize(body, 64<<10), sseEnd, false)
 		return err
 	})
 }
@@ -420,6 +501,7 @@ func sseStorm(ctx context.Context, cpu CPUProbe, n int, newReq func(context.Cont
 // pgwireStorm runs n pgwire clients, each COPY sql TO io.Discard.
 func pgwireStorm(ctx context.Context, cpu CPUProbe, url string, n int, sql string) *feedStormRun {
 	conns := make([]*pgconn.PgConn, n)
+	read := make([]atomic.Int64, n)
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
@@ -427,9 +509,15 @@ func pgwireStorm(ctx context.Context, cpu CPUProbe, url string, n int, sql strin
 			}
 		}
 	}()
-	return barrierStorm(ctx, cpu, n, func(i int) error {
-		c, err := connect(ctx, url)
-		conns[i] = c
+	return barrierStorm(ctx, cpu, n, read, func(i int) error {
+		pc, err := pgconn.ParseConfig(url)
+		if err != nil {
+			return err
+		}
+		pc.DialFunc = countingDial(&read[i])
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		conns[i], err = pgconn.ConnectConfig(cctx, pc)
 		return err
 	}, func(i int) error {
 		_, err := conns[i].CopyTo(ctx, io.Discard, sql)
@@ -515,9 +603,9 @@ func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, f
 
 // feedStormLine summarises a storm of (i) for the log.
 func feedStormLine(name string, s *FeedStorm) string {
-	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client (%.3f s, baseline %.3f s taken out)",
+	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client (%.3f s, baseline %.3f s taken out), %s read per client",
 		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())),
-		s.ServerCPU, s.BaselineCPU)
+		s.ServerCPU, s.BaselineCPU, bytesText(s.BytesPerClient))
 }
 
 // writeFeedSection writes (i), the HTTP change feed next to pgwire, when
@@ -538,13 +626,23 @@ func writeFeedSection(w io.Writer, v *reportView) {
 		fmt.Fprintf(w, "**Scaled down**: %s clients per storm and %s idle streams (the issue's run is %s and %s).\n\n",
 			commas(cfg.FeedClients), commas(cfg.FeedIdleClients), commas(DefaultSuite(false).FeedClients), commas(DefaultSuite(false).FeedIdleClients))
 	}
+	// Reports from before compression have no identity storms: their
+	// SSE clients did not ask for it.
+	encoding := "it asks for no compression; "
+	for _, pr := range prs {
+		if len(pr.Feed.runs(FeedStorms[2])) > 0 {
+			encoding = "an *sse* client asks for gzip (`Accept-Encoding: gzip`, as browsers' EventSource does) and decodes the stream as it reads it, " +
+				"an *sse-identity* client does not ask (curl without `--compressed`); "
+		}
+	}
 	fmt.Fprintf(w, "On a fresh server, %s rows of `%s` are updated (UPDATE of %d rows at a time; the view retains an hour of history) after the resume point F0, and once `%s` shows them "+
 		"(at F1), each storm starts its clients at once, all connected first: an SSE client is a net/http client on its own Transport "+
-		"(one connection, as one browser) whose stream reuses the connection of a `GET /`; a pgwire client is a pgconn connection that "+
+		"(one connection, as one browser) whose stream reuses the connection of a `GET /`; "+encoding+
+		"a pgwire client is a pgconn connection that "+
 		"runs `COPY (...) TO STDOUT`. *resume* reconnects after F0 (`Last-Event-ID: F0`; pgwire `SUBSCRIBE %s WITH (SNAPSHOT = false, PROGRESS) "+
 		"AS OF F0-1 UP TO F1`), *snapshot* takes the whole view (`as_of=F1-1&up_to=F1`; pgwire `AS OF F1-1 UP TO F1`); each reads to the "+
 		"stream's end (`event: end`; the COPY's end). Times are from the start to a client's end; server CPU is over the storm, connects "+
-		"excluded.\n\n", commas(cfg.FeedChanges), tableSmall, feedWriteBatch, viewSmall, viewSmall)
+		"excluded; bytes per client are what a client read from its connection over the storm (the HTTP head and the body as sent; pgwire's messages).\n\n", commas(cfg.FeedChanges), tableSmall, feedWriteBatch, viewSmall, viewSmall)
 	for _, pr := range prs {
 		f := pr.Feed
 		fmt.Fprintf(w, "**%s path**: %s clients per storm on %s rows; a resuming client receives %s rows.\n\n",
@@ -553,7 +651,7 @@ func writeFeedSection(w io.Writer, v *reportView) {
 			fmt.Fprintf(w, "Each storm ran %d times, taking turns (run i of each storm after run i of the one before); each figure is the median with min–max, "+
 				"and the ratio the median of the runs' ratios (an SSE storm over the pgwire storm that followed it).\n\n", n)
 		}
-		fmt.Fprintf(w, "| storm | ended | errors | p50 | p95 | storm | server CPU per client | SSE ÷ pgwire CPU per client |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(w, "| storm | ended | errors | p50 | p95 | storm | server CPU per client | bytes per client | SSE ÷ pgwire CPU per client |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, name := range FeedStorms {
 			runs := f.runs(name)
 			if len(runs) == 0 {
@@ -566,10 +664,17 @@ func writeFeedSection(w io.Writer, v *reportView) {
 			if kind, ok := strings.CutSuffix(name, "/pgwire"); ok {
 				ratio = spreadValues(f.CPURatios(kind)).text(timesText)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+			if kind, ok := strings.CutSuffix(name, sseIdentity); ok {
+				ratio = spreadValues(f.cpuRatios(name, kind+"/pgwire")).text(timesText) + " (identity)"
+			}
+			bytesCol := col(func(s *FeedStorm) float64 { return s.BytesPerClient }, bytesText)
+			if runs[0].BytesPerClient == 0 {
+				bytesCol = "–"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
 				col(func(s *FeedStorm) float64 { return float64(s.Completed) }, count), col(func(s *FeedStorm) float64 { return float64(s.Errors) }, count),
 				col(func(s *FeedStorm) float64 { return s.Latency.P50 }, secs), col(func(s *FeedStorm) float64 { return s.Latency.P95 }, secs),
-				col(func(s *FeedStorm) float64 { return s.StormSeconds }, secs), col((*FeedStorm).CPUPerClientMS, ms), ratio)
+				col(func(s *FeedStorm) float64 { return s.StormSeconds }, secs), col((*FeedStorm).CPUPerClientMS, ms), bytesCol, ratio)
 		}
 		fmt.Fprintln(w)
 		var errs []string
@@ -610,6 +715,14 @@ func feedGoals(r *Report, add func(what, target string, measured float64, format
 		add(fmt.Sprintf("fast path, SSE %s server CPU per client ÷ pgwire's (N=%s)", kind, commas(f.Clients)), "≤ 1.2×",
 			sp.med, func(float64) string { return sp.text(timesText) }, func(x float64) bool { return x <= 1.2 })
 	}
+}
+
+// bytesText formats a byte count: KiB from 10 KiB up.
+func bytesText(x float64) string {
+	if x >= 10<<10 {
+		return fmt.Sprintf("%s KiB", commas(int(math.Round(x/1024))))
+	}
+	return fmt.Sprintf("%s B", commas(int(math.Round(x))))
 }
 
 // timesText formats a ratio.

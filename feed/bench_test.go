@@ -13,13 +13,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
 
 // BenchmarkStorm is issue 15's storm scaled down to run in-process:
 // benchClients clients at once on a benchRows-row table after
-// benchChanges changes, over SSE and over pgwire (COPY (SUBSCRIBE ...)),
+// benchChanges changes, over SSE (uncompressed, and SSEGzip asking for
+// gzip as browsers do, decoded by the client) and over pgwire (COPY
+// (SUBSCRIBE ...)),
 // each reading until UP TO so that both end by themselves. Resume
 // reconnects from the frontier before the changes (Last-Event-ID; AS OF
 // F-1 WITH (SNAPSHOT = false)); Snapshot takes the whole table. It reports
@@ -68,7 +71,8 @@ func BenchmarkStorm(b *testing.B) {
 	}
 	end := frontier()
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients}}
+	// DisableCompression: the request's own Accept-Encoding, decoded here.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients, DisableCompression: true}}
 	sse := func(query string, headers ...string) func() error {
 		return func() error {
 			req, _ := http.NewRequest("GET", "http://"+srv.FeedAddr+"/v1/subscribe/t?"+query, nil)
@@ -80,10 +84,18 @@ func BenchmarkStorm(b *testing.B) {
 				return err
 			}
 			defer resp.Body.Close()
+			var body io.Reader = resp.Body
+			if resp.Header.Get("Content-Encoding") == "gzip" {
+				zr, err := gzip.NewReader(resp.Body)
+				if err != nil {
+					return err
+				}
+				body = io.MultiReader(zr, resp.Body) // the body to its EOF after the member
+			}
 			// A client as cheap as pgconn's CopyTo into io.Discard: it
 			// looks for the end event without keeping lines (the client
 			// runs on the server's cores).
-			r := bufio.NewReaderSize(resp.Body, 64<<10)
+			r := bufio.NewReaderSize(body, 64<<10)
 			start := true // at the start of a line
 			for {
 				line, err := r.ReadSlice('\n')
@@ -126,8 +138,10 @@ func BenchmarkStorm(b *testing.B) {
 		run  func() error
 	}{
 		{"Resume/SSE", sse("up_to="+upTo, "Last-Event-ID", strconv.FormatUint(before, 10))},
+		{"Resume/SSEGzip", sse("up_to="+upTo, "Last-Event-ID", strconv.FormatUint(before, 10), "Accept-Encoding", "gzip")},
 		{"Resume/PGWire", pgwire(fmt.Sprintf("COPY (SUBSCRIBE t WITH (SNAPSHOT = false, PROGRESS) AS OF %d UP TO %d) TO STDOUT", before-1, end))},
 		{"Snapshot/SSE", sse(fmt.Sprintf("as_of=%d&up_to=%d", end-1, end))},
+		{"Snapshot/SSEGzip", sse(fmt.Sprintf("as_of=%d&up_to=%d", end-1, end), "Accept-Encoding", "gzip")},
 		{"Snapshot/PGWire", pgwire(fmt.Sprintf("COPY (SUBSCRIBE t WITH (PROGRESS) AS OF %d UP TO %d) TO STDOUT", end-1, end))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -3,6 +3,7 @@ package feed
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -65,6 +66,11 @@ type Config struct {
 	Heartbeat    time.Duration
 	Retry        time.Duration
 	WriteTimeout time.Duration
+	// Compression is CompressionGzip (the default, "") or CompressionNone:
+	// with gzip, a stream whose request accepts it (Accept-Encoding:
+	// gzip) is compressed, each shared run of rows once for every stream
+	// of its shape (gzip.go).
+	Compression string
 	// TLSConfig, when set, serves HTTPS, and HTTP/2 with it.
 	TLSConfig *tls.Config
 	// Budget is the process's memory budget; the feed's buffers are its
@@ -88,6 +94,8 @@ func (c *Config) Validate() error {
 		return errors.New("feed config: MaxConnections, MaxSnapshotBytes and MaxHeldBytes must not be negative (0 is the default)")
 	case c.Heartbeat < 0, c.Retry < 0, c.WriteTimeout < 0:
 		return errors.New("feed config: Heartbeat, Retry and WriteTimeout must not be negative (0 is the default)")
+	case c.Compression != "" && c.Compression != CompressionGzip && c.Compression != CompressionNone:
+		return fmt.Errorf("feed config: Compression %q must be %q or %q", c.Compression, CompressionGzip, CompressionNone)
 	}
 	return nil
 }

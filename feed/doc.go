@@ -89,6 +89,24 @@
 // over its limit, it fails with 503 (53200) and the client streams
 // instead.
 //
+// # Compression
+//
+// A request that accepts gzip (Accept-Encoding: gzip, as EventSource and
+// Go's http.Client send) gets Content-Encoding: gzip, unless
+// Config.Compression is CompressionNone. The stream is one gzip member
+// spliced from pieces (gzip.go): each Shared run of row objects is
+// compressed once per shape and encoding on its own (a fresh dictionary,
+// ended by a sync flush, no final block), kept with the rows as their
+// other encodings are (formatter.Derived, charged to the memory budget),
+// and its bytes written to every stream of the shape, as the
+// uncompressed runs are; a stream's own bytes (framing, progress events,
+// heartbeats, rows nobody shares) go in as stored blocks, or
+// flate.StatelessDeflate's when long. Every batch ends with a sync
+// marker, so a client decodes it whole once it is written; the CRC-32 of
+// the whole is combined from the pieces' (no piece is read per stream),
+// and a stream that ends cleanly (UP TO, reset, error) ends the member
+// with its trailer. A ?live=false answer is held compressed.
+//
 // # Authentication and limits
 //
 // HTTP Basic, checked against the role's SCRAM verifier (the catalog's,

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/shardtail/shardtail/adapter"
-	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/pgwire"
 )
@@ -245,6 +244,14 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		f = ndjsonFraming{}
 	}
 	s := &stream{h: h, w: w, rc: http.NewResponseController(w), f: f, pos: newPosition(req.after)}
+	if h.cfg.Compression != CompressionNone {
+		// The answer depends on the request's Accept-Encoding, whatever
+		// it is: a cache must not give one client's to another.
+		w.Header().Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			s.gz = &gzipStream{}
+		}
+	}
 	if req.upTo != nil {
 		s.upTo = *req.upTo
 	}
@@ -313,6 +320,9 @@ func (c cleanups) run() {
 func (s *stream) live(w http.ResponseWriter, r *http.Request, ctx context.Context, cancel context.CancelFunc, stopReq func() bool,
 	undo *cleanups, run func(context.Context)) {
 	streamHeaders(w, r, s.f)
+	if s.gz != nil {
+		w.Header().Set("Content-Encoding", CompressionGzip)
+	}
 	conn := s.hijack(w, r)
 	if conn == nil {
 		w.WriteHeader(http.StatusOK)
@@ -378,11 +388,12 @@ func (s *stream) hijack(w http.ResponseWriter, r *http.Request) net.Conn {
 	head.Del("Transfer-Encoding")
 	head.Set("Connection", "close")
 	head.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	b := bytes.NewBuffer(s.buf)
+	out := s.output()
+	b := bytes.NewBuffer(*out)
 	b.WriteString("HTTP/1.1 200 OK\r\n")
 	_ = head.Write(b) // a bytes.Buffer takes every write
 	b.WriteString("\r\n")
-	s.buf = b.Bytes()
+	*out = b.Bytes()
 	s.conn = conn
 	return conn
 }
@@ -400,27 +411,61 @@ func (s *stream) open(ctx context.Context, user string, tr transport, req *reque
 	return nil
 }
 
-// finishSnapshot answers ?live=false with the array in buf, closed at
-// frontier.
+// startSnapshot starts a ?live=false answer's array.
+func (s *stream) startSnapshot() {
+	s.whole = true
+	if s.gz != nil {
+		s.zbuf = s.gz.header(s.zbuf)
+	}
+	s.buf = append(s.buf, '[')
+}
+
+// finishSnapshot answers ?live=false with the array in buf (and zbuf
+// before it when compressed), closed at frontier.
 func (s *stream) finishSnapshot(frontier uint64) {
 	// Every object is followed by a comma: the last one's is the end.
-	if s.buf[len(s.buf)-1] == ',' {
-		s.buf = s.buf[:len(s.buf)-1]
+	// (It is always in buf: a compressed shared piece leaves its last
+	// separator there.)
+	if n := len(s.buf); n > 0 && s.buf[n-1] == ',' {
+		s.buf = s.buf[:n-1]
 	}
 	s.buf = append(s.buf, "]\n"...)
 	s.w.Header().Set("Content-Type", "application/json")
 	s.w.Header().Set(FrontierHeader, strconv.FormatUint(frontier, 10))
+	body := s.buf
+	if s.gz != nil {
+		s.compress()
+		s.zbuf = s.gz.close(s.zbuf)
+		s.w.Header().Set("Content-Encoding", CompressionGzip)
+		body = s.zbuf
+	}
 	s.charge(false)
-	n, _ := s.w.Write(s.buf)
+	n, _ := s.w.Write(body)
 	s.sent += int64(n)
+}
+
+// snapshotLen is the length of a ?live=false answer's JSON so far.
+func (s *stream) snapshotLen() int64 {
+	if s.gz != nil {
+		return s.gz.size + int64(len(s.buf))
+	}
+	return int64(len(s.buf))
 }
 
 // chargeSnapshot charges a ?live=false answer's buffer and fails it once
 // it passes Config.MaxSnapshotBytes, or grows while the memory budget is
 // over its limit: it is held whole, and a stream would not be.
 func (s *stream) chargeSnapshot() error {
+	if s.gz != nil && len(s.buf) > directWrite {
+		// Compressed, the answer is held compressed: all of buf but the
+		// last comma (finishSnapshot's to drop).
+		last := s.buf[len(s.buf)-1]
+		s.buf = s.buf[:len(s.buf)-1]
+		s.compress()
+		s.buf = append(s.buf, last)
+	}
 	s.charge(false)
-	if int64(len(s.buf)) > s.h.cfg.MaxSnapshotBytes {
+	if s.snapshotLen() > s.h.cfg.MaxSnapshotBytes {
 		return fmt.Errorf("%w: over %d bytes", ErrSnapshotTooLarge, s.h.cfg.MaxSnapshotBytes)
 	}
 	if s.h.cfg.Budget.Over() {
@@ -457,7 +502,7 @@ func streamHeaders(w http.ResponseWriter, r *http.Request, f framing) {
 // OF, as one JSON array, with that frontier in FrontierHeader.
 func (s *stream) snapshot(ctx context.Context) error {
 	defer s.charge(true)
-	s.buf = append(s.buf, '[')
+	s.startSnapshot()
 	var steps []step
 	for {
 		rows, err := s.sub.Next(ctx, 0)
@@ -470,9 +515,7 @@ func (s *stream) snapshot(ctx context.Context) error {
 				s.finishSnapshot(st.progress)
 				return nil
 			}
-			for _, r := range formatter.Runs(s.wire, st.rows, &s.enc) {
-				s.buf = append(s.buf, r...)
-			}
+			s.snapshotRows(s.wire, st.rows)
 		}
 		if err := s.chargeSnapshot(); err != nil {
 			return err

@@ -144,9 +144,9 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 		return err
 	}
 	if snapshot {
-		s.buf = append(s.buf, '[')
+		s.startSnapshot()
 	} else {
-		s.buf = s.f.open(s.buf)
+		s.startBody()
 		if !s.write() {
 			return nil
 		}
@@ -188,11 +188,11 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 			case adapter.HistoryLost(b.err):
 				s.h.metrics.resets.Inc()
 				s.buf = s.f.reset(s.buf, toErrorBody(b.err))
-				s.write()
+				s.writeLast()
 				return nil
 			default:
 				s.buf = s.f.fail(s.buf, toErrorBody(b.err))
-				s.write()
+				s.writeLast()
 				return nil
 			}
 		}
@@ -239,7 +239,7 @@ func (s *stream) overHeld(snapshot bool) (bool, error) {
 	}
 	s.h.metrics.resets.Inc()
 	s.buf = s.f.reset(s.buf, toErrorBody(err))
-	s.write()
+	s.writeLast()
 	return true, nil
 }
 
@@ -272,7 +272,7 @@ func (s *stream) emitMerged(snapshot bool) bool {
 		}
 		if done {
 			s.buf = s.f.end(s.buf, s.upTo)
-			s.write()
+			s.writeLast()
 			return false
 		}
 		if (snapshot && moved) || !s.takeAhead(frontier) {
@@ -330,14 +330,10 @@ func (s *stream) emitBelow(frontier uint64, snapshot bool) bool {
 		if n == 0 {
 			continue
 		}
-		runs := formatter.Runs(src.wire, src.rows[:n], &s.enc)
-		switch {
-		case snapshot:
-			for _, r := range runs {
-				s.buf = append(s.buf, r...)
-			}
-		default:
-			s.rows(runs)
+		if snapshot {
+			s.snapshotRows(src.wire, src.rows[:n])
+		} else {
+			s.rows(src.wire, src.rows[:n])
 		}
 		for _, r := range src.rows[:n] {
 			src.held -= r.Size()

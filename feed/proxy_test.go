@@ -16,7 +16,40 @@ type proxy struct {
 	limit func() int64 // nil: no limit
 	mu    sync.Mutex
 	conns map[net.Conn]bool
+	// heads are the first bytes the server sent on each connection
+	// (headSize at most): the responses' heads.
+	heads []*[]byte // mu
 	wg    sync.WaitGroup
+}
+
+// headSize is how much of each connection's response the proxy records.
+const headSize = 2048
+
+// headWriter forwards to w and records the first headSize bytes in head.
+type headWriter struct {
+	p    *proxy
+	w    io.Writer
+	head *[]byte
+}
+
+func (h headWriter) Write(b []byte) (int, error) {
+	h.p.mu.Lock()
+	if n := headSize - len(*h.head); n > 0 {
+		*h.head = append(*h.head, b[:min(n, len(b))]...)
+	}
+	h.p.mu.Unlock()
+	return h.w.Write(b)
+}
+
+// Heads returns the start of every response the proxy forwarded so far.
+func (p *proxy) Heads() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, h := range p.heads {
+		out = append(out, string(*h))
+	}
+	return out
 }
 
 // newProxy starts a proxy to addr, stopped when the test ends.
@@ -52,8 +85,10 @@ func (p *proxy) accept() {
 		if p.limit != nil {
 			n = p.limit()
 		}
+		head := new([]byte)
 		p.mu.Lock()
 		p.conns[c], p.conns[s] = true, true
+		p.heads = append(p.heads, head)
 		p.mu.Unlock()
 		closeBoth := func() {
 			c.Close()
@@ -65,7 +100,7 @@ func (p *proxy) accept() {
 		}
 		p.wg.Add(2)
 		go func() { defer p.wg.Done(); io.Copy(s, c); closeBoth() }()
-		go func() { defer p.wg.Done(); io.CopyN(c, s, n); closeBoth() }()
+		go func() { defer p.wg.Done(); io.CopyN(headWriter{p, c, head}, s, n); closeBoth() }()
 	}
 }
 

@@ -77,7 +77,13 @@ type follower struct {
 	// collection names the rows' collection in rows (a one-collection
 	// stream, compared with a stream of several).
 	collection string
+	// identity asks for the stream uncompressed (else it asks for gzip,
+	// as http.Client and browsers do).
+	identity bool
 }
+
+// identityClient neither asks for nor decodes compression.
+var identityClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
 // follow reads until the stream's frontier reaches until.
 func (f *follower) follow(ctx context.Context, until uint64) {
@@ -87,7 +93,11 @@ func (f *follower) follow(ctx context.Context, until uint64) {
 		if f.last != "" {
 			req.Header.Set("Last-Event-ID", f.last)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		client := http.DefaultClient
+		if f.identity {
+			client = identityClient
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			// Cut before the headers were whole: retry, as a browser does.
 			if ctx.Err() != nil {
@@ -99,6 +109,9 @@ func (f *follower) follow(ctx context.Context, until uint64) {
 		if resp.StatusCode != 200 {
 			b, _ := io.ReadAll(resp.Body)
 			t.Fatalf("reconnect %d: status %d: %s", f.reconns, resp.StatusCode, b)
+		}
+		if enc := resp.Header.Get("Content-Encoding"); f.identity != (enc == "" && !resp.Uncompressed) {
+			t.Fatalf("reconnect %d: Content-Encoding %q (decoded: %v), identity asked: %v", f.reconns, enc, resp.Uncompressed, f.identity)
 		}
 		var body io.Reader = resp.Body
 		if f.cut != nil {
@@ -160,7 +173,8 @@ func (f *follower) follow(ctx context.Context, until uint64) {
 // number of bytes), while random writes run; the follower reconnects with
 // Last-Event-ID each time. The rows it ends with, timestamp by timestamp,
 // must equal those of a stream that was never cut: no gap, no duplicate.
-// On both paths.
+// On both paths; the streams are compressed (gzip, which Go's client asks
+// for), but for one cut on the server's side that is not.
 func TestResumeProperty(t *testing.T) {
 	for _, path := range []struct {
 		name string
@@ -214,20 +228,22 @@ func checkResume(t *testing.T, srv *testserver.Server, seed uint64) {
 	}()
 	ref := &follower{t: t, url: "http://" + srv.FeedAddr + query, rows: stamped{}}
 	client := &follower{t: t, url: "http://" + srv.FeedAddr + query, rows: stamped{}, cut: limit}
-	server := &follower{t: t, url: "http://" + newProxy(t, srv.FeedAddr, limit).Addr() + query, rows: stamped{}}
+	px := newProxy(t, srv.FeedAddr, limit)
+	server := &follower{t: t, url: "http://" + px.Addr() + query, rows: stamped{}}
+	identity := &follower{t: t, url: "http://" + px.Addr() + query, rows: stamped{}, identity: true}
 	<-done
 	end := snapshotFrontier(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/"+table)
-	for _, f := range []*follower{ref, client, server} {
+	for _, f := range []*follower{ref, client, server, identity} {
 		f.follow(ctx, end)
 	}
 	want := ref.rows.below(end)
 	if ref.reconns != 0 {
 		t.Fatalf("the reference stream broke %d times", ref.reconns)
 	}
-	if client.reconns == 0 || server.reconns == 0 {
-		t.Errorf("cut %d times on the client's side and %d on the server's, want both at least once", client.reconns, server.reconns)
+	if client.reconns == 0 || server.reconns == 0 || identity.reconns == 0 {
+		t.Errorf("cut %d times on the client's side and %d and %d (identity) on the server's, want each at least once", client.reconns, server.reconns, identity.reconns)
 	}
-	for name, f := range map[string]*follower{"client-cut": client, "server-cut": server} {
+	for name, f := range map[string]*follower{"client-cut": client, "server-cut": server, "server-cut-identity": identity} {
 		if got := f.rows.below(end); got != want {
 			t.Errorf("%s stream (%d reconnects) ended with\n%s\nwant\n%s", name, f.reconns, got, want)
 		}

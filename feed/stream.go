@@ -94,13 +94,23 @@ type stream struct {
 	// nil while it writes through w.
 	conn net.Conn
 	buf  []byte // framed bytes not yet written
-	// out are the batch's pieces before buf[mark:]: spans of buf and runs
-	// of shared rows written from where they lie, in order (queue).
-	out  net.Buffers
-	mark int
-	enc  []byte // formatter.Messages's scratch
-	// charged is what buf and enc's capacity is charged to the feed's
-	// memory holder.
+	// gz is the response's gzip member when it is compressed (gzip.go);
+	// then buf holds the framed bytes not yet compressed, and zbuf the
+	// compressed ones not yet written.
+	gz   *gzipStream
+	zbuf []byte
+	// out are the batch's pieces before the output buffer's (buf, or
+	// zbuf when compressed) bytes from mark: spans of it and runs of
+	// shared rows written from where they lie, in order (queue).
+	out    net.Buffers
+	mark   int
+	enc    []byte            // formatter.Pieces's scratch
+	pieces []formatter.Piece // formatter.Pieces's result, reused
+	// whole is set for a ?live=false answer, held whole until its
+	// frontier is known: its rows are copied, never queued.
+	whole bool
+	// charged is what buf, zbuf and enc's capacity is charged to the
+	// feed's memory holder.
 	charged int64
 	sent    int64
 	// held is the rows a stream of several collections holds until every
@@ -116,7 +126,7 @@ type stream struct {
 // It reports nothing: errors after the response began are framed.
 func (s *stream) run(ctx context.Context) {
 	defer s.charge(true)
-	s.buf = s.f.open(s.buf)
+	s.startBody()
 	if !s.write() {
 		return
 	}
@@ -146,16 +156,16 @@ func (s *stream) run(ctx context.Context) {
 			// reconnects from it (and gets 204).
 			s.buf = s.f.progress(s.buf, s.upTo)
 			s.buf = s.f.end(s.buf, s.upTo)
-			s.write()
+			s.writeLast()
 			return
 		case adapter.HistoryLost(err):
 			s.h.metrics.resets.Inc()
 			s.buf = s.f.reset(s.buf, toErrorBody(err))
-			s.write()
+			s.writeLast()
 			return
 		default:
 			s.buf = s.f.fail(s.buf, toErrorBody(err))
-			s.write()
+			s.writeLast()
 			return
 		}
 		steps = s.pos.split(rows, steps[:0])
@@ -164,7 +174,7 @@ func (s *stream) run(ctx context.Context) {
 				s.buf = s.f.progress(s.buf, st.progress)
 				continue
 			}
-			s.rows(formatter.Runs(s.wire, st.rows, &s.enc))
+			s.rows(s.wire, st.rows)
 		}
 		if (len(s.buf) > 0 || len(s.out) > 0) && !s.write() {
 			return
@@ -204,21 +214,35 @@ var bufPool sync.Pool
 // buffer is left to the collector.
 const pooledMax = 1 << 20
 
-// takeBuf gives the stream a pooled buffer, unless it has one.
+// takeBuf gives the stream pooled buffers, unless it has them.
 func (s *stream) takeBuf() {
-	if s.buf == nil {
+	take(&s.buf)
+	if s.gz != nil {
+		take(&s.zbuf)
+	}
+}
+
+// take sets *buf to a pooled buffer, unless it has one.
+func take(buf *[]byte) {
+	if *buf == nil {
 		if b, ok := bufPool.Get().(*[]byte); ok {
-			s.buf = (*b)[:0]
+			*buf = (*b)[:0]
 		}
 	}
 }
 
-// putBuf returns the stream's buffer to bufPool.
+// putBuf returns the stream's buffers to bufPool.
 func (s *stream) putBuf() {
-	if b := s.buf; cap(b) > 0 && cap(b) <= pooledMax {
+	put(&s.buf)
+	put(&s.zbuf)
+}
+
+// put returns *buf to bufPool.
+func put(buf *[]byte) {
+	if b := *buf; cap(b) > 0 && cap(b) <= pooledMax {
 		bufPool.Put(&b)
 	}
-	s.buf = nil
+	*buf = nil
 }
 
 // idleWait is the context a stream waits for its next batch under: it
@@ -272,40 +296,123 @@ func (w *idleWait) stop() {
 	w.cancel(nil)
 }
 
-// rows frames one rows event of runs (formatter.Runs with the framing's
-// separator) into the batch.
-func (s *stream) rows(runs [][]byte) {
+// rows frames one rows event of rows, encoded by wire (formatter.Pieces
+// with the framing's separator), into the batch.
+func (s *stream) rows(wire *jsonWire, rows []formatter.Row) {
 	s.buf = s.f.rowsOpen(s.buf)
-	for i, r := range runs {
-		if i == len(runs)-1 && s.f.trimLast() {
-			r = r[:len(r)-1]
-		}
-		if len(r) < directWrite {
-			s.buf = append(s.buf, r...)
-			continue
-		}
-		s.queue(r)
+	s.pieces = formatter.Pieces(wire, rows, &s.enc, s.pieces)
+	for i, p := range s.pieces {
+		s.piece(p, i == len(s.pieces)-1 && s.f.trimLast())
 	}
+	clear(s.pieces) // not holding the shared rows' bytes
 	s.buf = s.f.rowsClose(s.buf)
 }
 
-// queue adds buf's bytes since the last queued ones, then run, to the
-// batch's pieces. (A span of buf stays valid when buf grows: it refers to
-// the old array, whose bytes do not change.)
+// snapshotRows adds the row objects of rows, each followed by a comma, to
+// a ?live=false answer.
+func (s *stream) snapshotRows(wire *jsonWire, rows []formatter.Row) {
+	s.pieces = formatter.Pieces(wire, rows, &s.enc, s.pieces)
+	for _, p := range s.pieces {
+		s.piece(p, false)
+	}
+	clear(s.pieces)
+}
+
+// piece adds a run of row objects to the batch, without its last
+// separator when trim. Compressed, a shared run goes in as the bytes
+// compressed once for every stream of its shape (sharedPiece); else it is
+// written from where it lies when it is long (directWrite), copied when
+// it is short.
+func (s *stream) piece(p formatter.Piece, trim bool) {
+	r := p.Bytes
+	if len(r) == 0 {
+		return
+	}
+	if s.gz != nil && p.Shared() {
+		z := sharedPiece(p)
+		s.compress()
+		s.gz.add(z)
+		if len(z.deflate) < directWrite || s.whole {
+			s.zbuf = append(s.zbuf, z.deflate...)
+		} else {
+			s.queue(z.deflate)
+		}
+		if !trim {
+			s.buf = append(s.buf, r[len(r)-1])
+		}
+		return
+	}
+	if trim {
+		r = r[:len(r)-1]
+	}
+	if s.gz != nil || s.whole || len(r) < directWrite {
+		s.buf = append(s.buf, r...)
+		return
+	}
+	s.queue(r)
+}
+
+// compress moves buf's framed bytes into zbuf, compressed (the stream's
+// own bytes: gzipStream.appendOwn), when the stream is compressed.
+func (s *stream) compress() {
+	if s.gz != nil && len(s.buf) > 0 {
+		s.zbuf = s.gz.appendOwn(s.zbuf, s.buf)
+		s.buf = s.buf[:0]
+	}
+}
+
+// startBody starts a stream's body: the gzip header when it is
+// compressed, then the framing's preamble.
+func (s *stream) startBody() {
+	if s.gz != nil {
+		s.zbuf = s.gz.header(s.zbuf)
+	}
+	s.buf = s.f.open(s.buf)
+}
+
+// output is the buffer of bytes ready to write: buf, or zbuf when the
+// stream is compressed.
+func (s *stream) output() *[]byte {
+	if s.gz != nil {
+		return &s.zbuf
+	}
+	return &s.buf
+}
+
+// queue adds the output buffer's bytes since the last queued ones, then
+// run, to the batch's pieces. (A span of the buffer stays valid when it
+// grows: it refers to the old array, whose bytes do not change.)
 func (s *stream) queue(run []byte) {
-	if len(s.buf) > s.mark {
-		s.out = append(s.out, s.buf[s.mark:])
-		s.mark = len(s.buf)
+	s.compress()
+	if out := *s.output(); len(out) > s.mark {
+		s.out = append(s.out, out[s.mark:])
+		s.mark = len(out)
 	}
 	if run != nil {
 		s.out = append(s.out, run)
 	}
 }
 
+// writeLast sends the stream's last batch: with the end of the gzip
+// member when compressed.
+func (s *stream) writeLast() bool { return s.writeBatch(true) }
+
 // write sends the batch (its queued pieces and buf) to the client and
 // flushes it; false means the client is gone (or did not take the bytes
 // within Config.WriteTimeout).
-func (s *stream) write() bool {
+func (s *stream) write() bool { return s.writeBatch(false) }
+
+// writeBatch is write, and writeLast when last. Compressed, the batch ends
+// with a sync marker, or the gzip member's end when last.
+func (s *stream) writeBatch(last bool) bool {
+	if s.gz != nil {
+		s.compress()
+		if last {
+			s.zbuf = s.gz.close(s.zbuf)
+		} else {
+			s.zbuf = s.gz.flush(s.zbuf)
+		}
+	}
 	s.queue(nil)
 	s.charge(false)
 	ok := s.send()
@@ -344,7 +451,7 @@ func (s *stream) send() bool {
 // charge brings the memory holder to the buffers' capacity (to zero when
 // done).
 func (s *stream) charge(done bool) {
-	n := int64(cap(s.buf)+cap(s.enc)) + s.held
+	n := int64(cap(s.buf)+cap(s.zbuf)+cap(s.enc)) + s.held
 	if done {
 		n = 0
 	}

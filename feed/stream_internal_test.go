@@ -2,8 +2,10 @@ package feed
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"runtime"
@@ -21,7 +23,16 @@ import (
 // system call (writev), the run written from the shape's shared bytes,
 // and the client reads the event whole. (Through net/http's buffers it was
 // three: 4 KiB of the run, the rest, the event's end.)
+//
+// Compressed (gzip), the batch is one write too, of the run compressed
+// once for the shape (the bytes formatter.Derived keeps with the rows),
+// and the client decompresses the same events.
 func TestBatchIsOneWrite(t *testing.T) {
+	t.Run("Identity", func(t *testing.T) { testBatchIsOneWrite(t, false) })
+	t.Run("Gzip", func(t *testing.T) { testBatchIsOneWrite(t, true) })
+}
+
+func testBatchIsOneWrite(t *testing.T, compressed bool) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	noErr(t, err)
 	defer ln.Close()
@@ -46,17 +57,30 @@ func TestBatchIsOneWrite(t *testing.T) {
 	// by a full socket.
 	noErr(t, conn.(*net.TCPConn).SetWriteBuffer(4<<20))
 
-	const rows = 2000 // some 100 KiB of JSON: over directWrite
+	// Some 100 KiB of JSON: over directWrite; and (random) over it
+	// compressed too.
+	const rows = 8000
 	opts := &formatter.Options{Progress: true, Relation: row.Schema{Columns: []row.Column{{Name: "a", Type: row.TypeText}}}}
 	var updates []row.Update
+	rnd := rand.New(rand.NewPCG(1, 2))
 	for i := range rows {
-		updates = append(updates, row.Update{Row: row.Row{fmt.Sprintf("row %d %s", i, strings.Repeat("x", 30))}, Diff: 1})
+		updates = append(updates, row.Update{Row: row.Row{fmt.Sprintf("row %d %x", i, rnd.Uint64())}, Diff: 1})
 	}
 	piece := formatter.Shared(opts.Data(7, updates))
 	s := &stream{h: &Handler{cfg: Config{}.withDefaults()}, conn: conn, f: sseFraming{}, wire: newJSONWire(opts.Columns(), "", ',')}
-	runs := formatter.Runs(s.wire, piece, &s.enc)
-	if len(runs) != 1 || len(runs[0]) < directWrite {
-		t.Fatalf("got %d runs, want one of at least %d bytes", len(runs), directWrite)
+	pieces := formatter.Pieces(s.wire, piece, &s.enc, nil)
+	if len(pieces) != 1 || len(pieces[0].Bytes) < directWrite || !pieces[0].Shared() {
+		t.Fatalf("got %d pieces, want one shared of at least %d bytes", len(pieces), directWrite)
+	}
+	run := pieces[0].Bytes
+	if compressed {
+		s.gz = &gzipStream{}
+		s.zbuf = s.gz.header(s.zbuf)
+		if z := sharedPiece(pieces[0]); len(z.deflate) < directWrite {
+			t.Fatalf("the compressed run is %d bytes, want at least %d", len(z.deflate), directWrite)
+		} else {
+			run = z.deflate
+		}
 	}
 	// The client reads meanwhile (a socket under memory pressure holds
 	// little).
@@ -71,9 +95,9 @@ func TestBatchIsOneWrite(t *testing.T) {
 	const batches = 10
 	fewest := int64(-1)
 	for range batches {
-		s.rows(runs)
+		s.rows(s.wire, piece)
 		s.buf = s.f.progress(s.buf, 8)
-		if len(s.out) != 2 || unsafe.SliceData(s.out[1]) != unsafe.SliceData(runs[0]) {
+		if len(s.out) != 2 || unsafe.SliceData(s.out[1]) != unsafe.SliceData(run) {
 			t.Fatalf("the batch's pieces before the write are %d, want the event's start and the shared run itself", len(s.out))
 		}
 		runtime.LockOSThread() // the write's system calls are this thread's
@@ -94,9 +118,21 @@ func TestBatchIsOneWrite(t *testing.T) {
 	if fewest != 1 {
 		t.Errorf("a batch took %d write system calls (the fewest of %d), want 1", fewest, batches)
 	}
+	if compressed {
+		if !s.writeLast() {
+			t.Fatal("write failed")
+		}
+	}
 	conn.Close()
 	got := <-read
-	want := strings.Repeat("event: rows\ndata: ["+string(runs[0][:len(runs[0])-1])+"]\n\nevent: progress\nid: 8\ndata: {\"frontier\":\"8\"}\n\n", batches)
+	if compressed {
+		zr, err := gzip.NewReader(bytes.NewReader(got))
+		noErr(t, err)
+		got, err = io.ReadAll(zr)
+		noErr(t, err)
+	}
+	shared := pieces[0].Bytes
+	want := strings.Repeat("event: rows\ndata: ["+string(shared[:len(shared)-1])+"]\n\nevent: progress\nid: 8\ndata: {\"frontier\":\"8\"}\n\n", batches)
 	if !bytes.Equal(got, []byte(want)) {
 		t.Errorf("the client read %d bytes, want the %d of the batches' rows and progress events", len(got), len(want))
 	}

@@ -26,6 +26,9 @@ type rowGroup struct {
 	decodeOnce sync.Once
 	mu         sync.Mutex
 	entries    []*groupEntry // mu; usually one or two
+	// derived are encodings derived from an entry's messages (Derived),
+	// such as a transport's compressed form of them.
+	derived []*derivedEntry // mu
 	// charge, if set, is told the bytes of each encoding when it is
 	// computed (SharedCharged).
 	charge func(int64)
@@ -187,7 +190,43 @@ func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
 // a snapshot piece as one stream of bytes writes it from the shared
 // encoding, without copying it per subscriber.
 func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
-	var runs [][]byte
+	return appendRuns(w, rows, buf, nil, func(b []byte, _ *rowGroup) []byte { return b })
+}
+
+// A Piece is one run of Pieces: Bytes are messages back to back, as a run
+// of Runs. A Piece that is every row of one Shared group (a snapshot
+// piece, a listen batch's rows of one time: what every subscriber of the
+// shape gets) can keep encodings derived from its bytes with the group
+// (Derived).
+type Piece struct {
+	Bytes []byte
+	// whole is the group whose rows Bytes are, all of them; else nil.
+	whole *rowGroup
+	wire  string // the Wire's Key
+}
+
+// Shared reports whether p is every row of one Shared group, whose derived
+// encodings Derived keeps.
+func (p Piece) Shared() bool { return p.whole != nil }
+
+// Pieces is Runs, with each run's Piece: the runs that are whole Shared
+// groups can keep derived encodings (Derived). out is reused.
+func Pieces(w Wire, rows []Row, buf *[]byte, out []Piece) []Piece {
+	key := ""
+	return appendRuns(w, rows, buf, out[:0], func(b []byte, g *rowGroup) Piece {
+		if g == nil || len(b) == 0 {
+			return Piece{Bytes: b}
+		}
+		if key == "" {
+			key = w.Key()
+		}
+		return Piece{Bytes: b, whole: g, wire: key}
+	})
+}
+
+// appendRuns is Runs and Pieces: it appends run(b, g) for each run of
+// messages b, g being the Shared group when b is all of its rows.
+func appendRuns[T any](w Wire, rows []Row, buf *[]byte, out []T, run func(b []byte, whole *rowGroup) T) []T {
 	b := (*buf)[:0]
 	type span struct{ i, start, end int }
 	var spans []span // runs in b, placed once b stops growing
@@ -198,7 +237,11 @@ func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
 			for j < len(rows) && rows[j].group == r.group && rows[j].idx == r.idx+(j-i) {
 				j++
 			}
-			runs = append(runs, r.group.span(w, r.idx, r.idx+(j-i)))
+			var whole *rowGroup
+			if r.idx == 0 && j-i == len(r.group.rows) {
+				whole = r.group
+			}
+			out = append(out, run(r.group.span(w, r.idx, r.idx+(j-i)), whole))
 			i = j
 			continue
 		}
@@ -206,13 +249,58 @@ func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
 		for b = w.AppendMessage(b, r); j < len(rows) && rows[j].group == nil; j++ {
 			b = w.AppendMessage(b, rows[j])
 		}
-		spans = append(spans, span{len(runs), start, len(b)})
-		runs = append(runs, nil)
+		spans = append(spans, span{len(out), start, len(b)})
+		var zero T
+		out = append(out, zero)
 		i = j
 	}
 	for _, s := range spans {
-		runs[s.i] = b[s.start:s.end:s.end]
+		out[s.i] = run(b[s.start:s.end:s.end], nil)
 	}
 	*buf = b
-	return runs
+	return out
+}
+
+// derivedEntry is an encoding derived from a group's messages in one wire
+// format (Derived), computed once.
+type derivedEntry struct {
+	key  string
+	once sync.Once
+	v    any
+}
+
+// Derived returns derive(p.Bytes) for a Shared piece, computed once for
+// every caller with the same key and wire format and kept with the group
+// as its encodings are (for as long as its rows live), its size (derive's
+// second result) charged as theirs (SharedCharged): a transport's
+// compressed form of a snapshot piece, compressed once for every
+// subscriber of the shape. Callers asking at once wait for the one that
+// computes it. For a piece that is not Shared it is derive(p.Bytes),
+// computed now and kept by nobody. The value must not be modified.
+func Derived[T any](p Piece, key string, derive func([]byte) (T, int64)) T {
+	g := p.whole
+	if g == nil {
+		v, _ := derive(p.Bytes)
+		return v
+	}
+	key = p.wire + "\x00" + key
+	g.mu.Lock()
+	var e *derivedEntry
+	for _, d := range g.derived {
+		if d.key == key {
+			e = d
+			break
+		}
+	}
+	if e == nil {
+		e = &derivedEntry{key: key}
+		g.derived = append(g.derived, e)
+	}
+	g.mu.Unlock()
+	var n int64
+	e.once.Do(func() { e.v, n = derive(p.Bytes) })
+	if n > 0 && g.charge != nil {
+		g.charge(n) // outside g.mu, as in entry
+	}
+	return e.v.(T)
 }

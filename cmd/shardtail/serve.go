@@ -37,6 +37,7 @@ type serveConfig struct {
 	FeedListen      string
 	FeedCORS        string
 	FeedMaxConns    int
+	FeedCompression string
 	DataDir         string
 	Blob            string
 	Consensus       string
@@ -92,6 +93,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.FeedListen, "feed-listen", feed.DefaultListen, "HTTP change feed address (Server-Sent Events and NDJSON: GET /v1/subscribe/<collection>); empty disables it")
 	fs.StringVar(&cfg.FeedCORS, "feed-cors-origins", "", "comma-separated origins whose pages may read the feed with the browser's credentials, or * for any page without them")
 	fs.IntVar(&cfg.FeedMaxConns, "feed-max-connections", feed.DefaultMaxConnections, "most feed streams at once; past it a request gets 503")
+	fs.StringVar(&cfg.FeedCompression, "feed-compression", feed.CompressionGzip, "feed streams' Content-Encoding for requests that accept it: gzip (each shared run of rows compressed once for every stream of its shape) or none")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./shardtail-data", "directory of the embedded default storage")
 	fs.StringVar(&cfg.Blob, "blob", "", "blob store URL: file://DIR, s3://BUCKET/PREFIX?endpoint=...&region=..., mem:// (default file://<data-dir>/blob)")
 	fs.StringVar(&cfg.Consensus, "consensus", "", "consensus URL: sqlite://FILE, postgres://..., mem:// (default sqlite://<data-dir>/consensus.db)")
@@ -193,7 +195,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		Listen:       cfg.Listen,
 		HTTPListen:   cfg.HTTPListen,
 		FeedListen:   cfg.FeedListen,
-		Feed:         feed.Config{CORSOrigins: splitList(cfg.FeedCORS), MaxConnections: cfg.FeedMaxConns},
+		Feed:         feed.Config{CORSOrigins: splitList(cfg.FeedCORS), MaxConnections: cfg.FeedMaxConns, Compression: cfg.FeedCompression},
 		Registry:     reg,
 		Log:          log,
 	})
