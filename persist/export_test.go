@@ -35,3 +35,7 @@ func HoldCompactionSlot(c *Client) (release func()) {
 	c.compactions <- struct{}{}
 	return c.compactions.release
 }
+
+// ListenPeakBytes exposes, for tests, the most bytes one read of a batch
+// by l held.
+func ListenPeakBytes(l *Listen) int64 { return l.peak }

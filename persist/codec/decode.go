@@ -307,7 +307,7 @@ func (r *PartReader) decodeBatch(i int, dst []row.Update) (out []row.Update, err
 	if i > 0 && row.CompareUpdate(r.last, us[0]) >= 0 {
 		return dst[:start], fmt.Errorf("%w: first update does not follow the previous batch", ErrCorrupt)
 	}
-	r.last = cloneUpdate(us[n-1])
+	r.last = CloneUpdate(us[n-1])
 	return dst, nil
 }
 
@@ -359,8 +359,9 @@ func increasing(t row.Type, vals []byte, n int) bool {
 	return true
 }
 
-// cloneUpdate deep-copies u so that it does not keep its batch's slabs alive.
-func cloneUpdate(u row.Update) row.Update {
+// CloneUpdate deep-copies u so that it does not keep its batch's slabs
+// alive (see PartReader.Next).
+func CloneUpdate(u row.Update) row.Update {
 	c := row.Update{Row: make(row.Row, len(u.Row)), T: u.T, Diff: u.Diff}
 	for i, d := range u.Row {
 		switch v := d.(type) {
