@@ -188,12 +188,11 @@ func TestListenSplitsLargeBatches(t *testing.T) {
 // TestListenBoundsCompactedBatch: a listen that resumes inside a merged
 // batch of many times, stored in (row, time) order over many parts, gets
 // every update after its AS OF once, in time order, whole times per call,
-// while one read never holds much more than Config.ListenChunkBytes —
-// not the batch.
+// while one read never holds much more than its chunk bound
+// (Listen.SetChunkBytes, else Config.ListenChunkBytes) — not the batch.
 func TestListenBoundsCompactedBatch(t *testing.T) {
 	e := newEnv(t)
-	const limit = 256 << 10
-	e.cfg.ListenChunkBytes = limit
+	const limit = 256 << 10 // SetChunkBytes's, under the default config's
 	e.cfg.PartTargetBytes = 128 << 10
 	ctx := ctxT(t)
 	c := e.client()
@@ -227,6 +226,7 @@ func TestListenBoundsCompactedBatch(t *testing.T) {
 		timeBytes += u.Size()
 	}
 	l := must(r.Listen(ctx, asOf))(t)
+	l.SetChunkBytes(limit)
 	var got []row.Update
 	calls := 0
 	for frontier := uint64(asOf + 1); frontier < times; {

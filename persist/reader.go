@@ -382,9 +382,25 @@ type Listen struct {
 	r        *Reader
 	asOf     uint64
 	frontier uint64
+	// chunkBytes, if set, replaces Config.ListenChunkBytes for this
+	// listen (SetChunkBytes).
+	chunkBytes int
 	// peak is the most bytes one read of a batch held (readChunk), for
 	// tests.
 	peak int64
+}
+
+// SetChunkBytes bounds what one Next of this listen returns and holds, in
+// place of Config.ListenChunkBytes (n <= 0: that again): a consumer with a
+// smaller memory budget reads merged batches in smaller chunks.
+func (l *Listen) SetChunkBytes(n int) { l.chunkBytes = n }
+
+// chunkLimit is the bound of one Next.
+func (l *Listen) chunkLimit() int64 {
+	if l.chunkBytes > 0 {
+		return int64(l.chunkBytes)
+	}
+	return int64(l.r.c.cfg.ListenChunkBytes)
 }
 
 // Listen returns a listen that yields every update with time > asOf, batch
@@ -469,7 +485,7 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 	if len(runs) > 0 {
 		var err error
 		var peak int64
-		updates, frontier, peak, err = l.r.readChunk(ctx, s.Schema, runs, lower, b.Upper, int64(l.r.c.cfg.ListenChunkBytes))
+		updates, frontier, peak, err = l.r.readChunk(ctx, s.Schema, runs, lower, b.Upper, l.chunkLimit())
 		l.peak = max(l.peak, peak)
 		if err != nil {
 			return nil, 0, l.r.droppedWhileReading(ctx, err)

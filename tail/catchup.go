@@ -80,9 +80,25 @@ type member struct {
 	err     error
 }
 
+// catchUpChunk is the chunk a catch-up reads: persist's ListenChunkBytes,
+// or less under a budget, so that the slots' chunks (each charged about
+// five times over: its read, then its updates and what is formatted from
+// them) take at most about a sixth of it.
+func (m *Manager) catchUpChunk() int {
+	n := m.persist.Config().ListenChunkBytes
+	if limit := m.cfg.Budget.Limit(); limit > 0 {
+		n = min(n, max(minCatchUpChunk, int(limit/int64(32*m.cfg.MaxCatchUps))))
+	}
+	return n
+}
+
+// minCatchUpChunk is the least chunk a catch-up reads: each chunk costs a
+// read of the merged batch it is in.
+const minCatchUpChunk = 64 << 10
+
 // catchUpRead is what a catch-up's read of a chunk is charged while it
 // reads: a read of a merged batch holds about twice the chunk.
-func (m *Manager) catchUpRead() int64 { return 2 * int64(m.persist.Config().ListenChunkBytes) }
+func (m *Manager) catchUpRead() int64 { return 2 * int64(m.catchUpChunk()) }
 
 // joinCatchUp adds s, at position pos, to a catch-up of the tail that can
 // serve it, starting one if none can.
@@ -359,8 +375,7 @@ func (c *catchUp) open() (*persist.Reader, *persist.Listen, error) {
 	for s, mb := range c.members {
 		if mb.pos-1 < since {
 			mb.err = &persist.SinceError{AsOf: mb.pos - 1, Since: since}
-			delete(c.members, s)
-			c.t.m.metrics.historyLoss.Inc()
+			delete(c.members, s) // counted in historyLoss by its mapErr
 			continue
 		}
 		if start == 0 || mb.pos < start {
@@ -380,6 +395,7 @@ func (c *catchUp) open() (*persist.Reader, *persist.Listen, error) {
 	if err != nil {
 		return r, nil, err
 	}
+	l.SetChunkBytes(t.m.catchUpChunk())
 	return r, l, nil
 }
 
