@@ -33,17 +33,22 @@ type chunkPass struct {
 
 	buf []row.Update
 	// byTime is the bytes kept per time (times < cut only); times is a
-	// max-heap of its keys, so the largest time is dropped first.
-	byTime map[uint64]int64
+	// max-heap of its keys, so the largest time is dropped first. last is
+	// byTime's entry of lastT: a batch of one time (a write's, the usual
+	// case) costs no map lookup per update.
+	byTime map[uint64]*int64
 	times  timeHeap
+	lastT  uint64
+	last   *int64
 	// live is the bytes of buf's updates below cut, dead of those at or
 	// above it (dropped, filtered out of buf lazily).
 	live, dead int64
 	// Kept rows share their record batch's slabs (codec.PartReader.Next):
 	// a row kept from a record batch the pass mostly skipped would keep
 	// the whole record batch alive. So once the updates read since mark
-	// pass window bytes, the ones kept since are cloned if any was
-	// skipped meanwhile (a batch read in full, the usual case, never is).
+	// (kept or skipped: scanned) pass window bytes, the ones kept since
+	// are cloned if any was skipped meanwhile (a batch read in full, the
+	// usual case, never is).
 	mark    int
 	scanned int64
 	skipped bool
@@ -57,13 +62,19 @@ type chunkPass struct {
 func (p *chunkPass) window() int64 { return max(p.limit/4, 64<<10) }
 
 // keep is the pass's timeFunc: times below lower or at or above cut are
-// skipped (noted for the clone of the window).
+// skipped.
 func (p *chunkPass) keep(t uint64) (uint64, bool) {
-	if t < p.lower || t >= p.cut {
-		p.skipped = true
-		return t, false
+	return t, t >= p.lower && t < p.cut
+}
+
+// skip counts an update keep skipped, and clones the window's kept rows
+// once it read window bytes: they would pin the slabs of what it skipped.
+func (p *chunkPass) skip(u row.Update) {
+	p.scanned += u.Size()
+	p.skipped = true
+	if p.scanned >= p.window() {
+		p.compact(true)
 	}
-	return t, true
 }
 
 // add keeps u (its time is in [lower, cut)) and lowers cut while the kept
@@ -76,17 +87,25 @@ func (p *chunkPass) add(u row.Update) {
 	n := u.Size()
 	p.buf = append(p.buf, u)
 	p.scanned += n
-	if _, ok := p.byTime[u.T]; !ok {
-		heap.Push(&p.times, u.T)
+	if p.last == nil || u.T != p.lastT {
+		p.lastT, p.last = u.T, p.byTime[u.T]
+		if p.last == nil {
+			p.last = new(int64)
+			p.byTime[u.T] = p.last
+			heap.Push(&p.times, u.T)
+		}
 	}
-	p.byTime[u.T] += n
+	*p.last += n
 	p.live += n
 	for p.live > p.limit && p.times.Len() > 1 {
 		t := heap.Pop(&p.times).(uint64)
-		p.live -= p.byTime[t]
-		p.dead += p.byTime[t]
+		p.live -= *p.byTime[t]
+		p.dead += *p.byTime[t]
 		delete(p.byTime, t)
 		p.cut = t
+		if t == p.lastT {
+			p.last = nil
+		}
 	}
 	p.peak = max(p.peak, p.live+p.dead)
 	switch {
@@ -120,9 +139,12 @@ func (p *chunkPass) compact(clone bool) {
 // limit bytes (whole times, at least one), consolidated in (time, row)
 // order, and the first time it did not return (upper if none).
 func (r *Reader) readChunk(ctx context.Context, schema row.Schema, runs []*Batch, lower, upper uint64, limit int64) ([]row.Update, uint64, int64, error) {
-	p := &chunkPass{lower: lower, cut: upper, limit: limit, byTime: map[uint64]int64{}}
+	p := &chunkPass{lower: lower, cut: upper, limit: limit, byTime: map[uint64]*int64{}}
 	it := newMergeIter(r.c, schema, runs, p.keep)
 	defer it.close()
+	for _, run := range it.all {
+		run.skipped = p.skip
+	}
 	for {
 		u, err := it.next(ctx)
 		if errors.Is(err, io.EOF) {
