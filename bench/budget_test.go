@@ -56,17 +56,28 @@ func (p *budgetPeak) sample(b *membudget.Budget) (stop func()) {
 // plus the slack below, the server survives, every reader receives every
 // row, and every stalled subscriber reading again receives every row of
 // its table in order and once, or, only if the shard compacted past it,
-// the history-loss error.
+// the history-loss error. With RETAIN HISTORY long enough, none may get
+// that error: they all resume at once from the shard, in catch-ups whose
+// chunks stay charged within the budget.
 func TestBudgetStorm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 64 MiB through 40 clients: minutes under -race")
 	}
+	for _, tc := range []struct {
+		name    string
+		retain  string
+		written int64
+	}{{"DefaultRetention", "", 64 << 20}, {"RetainHistory", "1 hour", 32 << 20}} {
+		t.Run(tc.name, func(t *testing.T) { budgetStorm(t, tc.retain, tc.written) })
+	}
+}
+
+func budgetStorm(t *testing.T, retain string, written int64) {
 	const (
 		limit                   = 16 << 20
 		collections             = 8
 		readers, stalled        = 24, 16
 		rowBytes, rowsPerInsert = 4 << 10, 32
-		written                 = 64 << 20
 		batch                   = rowBytes * rowsPerInsert
 	)
 	// The slack is what the policy leaves or has not shed yet: per
@@ -82,15 +93,18 @@ func TestBudgetStorm(t *testing.T) {
 	stop := peak.sample(budget)
 	r, err := BudgetStorm(context.Background(), BudgetConfig{
 		URL: srv.URL(), Collections: collections, Readers: readers, Stalled: stalled,
-		WriteBytes: written, RowBytes: rowBytes, RowsPerInsert: rowsPerInsert, Timeout: 2 * time.Minute,
+		WriteBytes: written, RowBytes: rowBytes, RowsPerInsert: rowsPerInsert, RetainHistory: retain, Timeout: 2 * time.Minute,
 	})
 	stop()
 	must(t, err)
 	s := r.Storm
-	t.Logf("live %.1fs, storm %.1fs; peak accounted %s of budget %s + slack %s over %d samples, at %v; detaches %v, resumes %v, catch-ups %v, history loss %v",
+	t.Logf("live %.1fs, storm %.1fs; peak accounted %s of budget %s + slack %s over %d samples, at %v; detaches %v, resumes %v, "+
+		"caught up from the shard %v in %v catch-ups (%v chunks, peak %s), history loss %v",
 		s.LiveSeconds, s.StormSeconds, mib(float64(peak.peak)), mib(limit), mib(slack), peak.samples, peak.holders,
 		counterValue(t, srv, "shardtail_tail_budget_detaches_total"), counterValue(t, srv, "shardtail_tail_resumes_total"),
-		counterValue(t, srv, "shardtail_tail_private_catchups_total"), counterValue(t, srv, "shardtail_tail_history_loss_errors_total"))
+		counterValue(t, srv, "shardtail_tail_private_catchups_total"), counterValue(t, srv, "shardtail_tail_catchups_total"),
+		counterValue(t, srv, "shardtail_tail_catchup_chunks_total"), mib(float64(budget.Holder(membudget.HolderCatchUp).Peak())),
+		counterValue(t, srv, "shardtail_tail_history_loss_errors_total"))
 	if peak.peak > limit+slack {
 		t.Errorf("the accounted total reached %d bytes, over the budget %d + slack %d (holders %v)", peak.peak, limit, slack, peak.holders)
 	}
@@ -114,6 +128,17 @@ func TestBudgetStorm(t *testing.T) {
 	}
 	if hl := counterValue(t, srv, "shardtail_tail_history_loss_errors_total"); float64(lost) > hl {
 		t.Errorf("%d stalled clients got the history-loss error, but the server lost history for %v", lost, hl)
+	}
+	if retain != "" {
+		if lost != 0 {
+			t.Errorf("%d stalled clients lost history with RETAIN HISTORY FOR '%s'", lost, retain)
+		}
+		if c := counterValue(t, srv, "shardtail_tail_private_catchups_total"); c == 0 {
+			t.Error("no stalled subscriber caught up from the shard: the scenario did not exercise resuming")
+		}
+		if p := budget.Holder(membudget.HolderCatchUp).Peak(); p > limit/4 {
+			t.Errorf("catch-ups held %d bytes at their peak, want at most a quarter of the budget %d", p, limit)
+		}
 	}
 	// The budget, not the kernel or the clients' own limits, held the
 	// stalled backlog: it detached them.

@@ -23,6 +23,9 @@ var BudgetCounterNames = []string{
 	"shardtail_tail_budget_detaches_total",
 	"shardtail_tail_resumes_total",
 	"shardtail_tail_private_catchups_total",
+	"shardtail_tail_catchups_total",
+	"shardtail_tail_catchup_chunks_total",
+	"shardtail_tail_catchup_evictions_total",
 	"shardtail_tail_history_loss_errors_total",
 }
 

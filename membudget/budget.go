@@ -18,6 +18,10 @@ const (
 	HolderQueues = "tail_queues"
 	// HolderSnapshot is the snapshot pieces shared cursors retain.
 	HolderSnapshot = "tail_snapshot"
+	// HolderCatchUp is what the fast path's catch-ups from the shard hold:
+	// the chunk each reads and what is formatted from it (bounded by the
+	// catch-up slots).
+	HolderCatchUp = "tail_catchup"
 	// HolderOrdered is timestamps held back whole to order or envelope
 	// them, on both paths.
 	HolderOrdered = "ordered"
@@ -261,13 +265,25 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 type Holder struct {
 	name string
 	n    atomic.Int64
+	peak atomic.Int64
 }
 
 // Add charges n bytes (negative: releases them).
 func (h *Holder) Add(n int64) {
-	if h != nil && n != 0 {
-		h.n.Add(n)
+	if h == nil || n == 0 {
+		return
 	}
+	v := h.n.Add(n)
+	for p := h.peak.Load(); v > p && !h.peak.CompareAndSwap(p, v); p = h.peak.Load() {
+	}
+}
+
+// Peak is the most the holder has held at once.
+func (h *Holder) Peak() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.peak.Load()
 }
 
 // Bytes is what the holder holds now.

@@ -166,3 +166,34 @@ func TestTransientHoldersEndNoVictim(t *testing.T) {
 		t.Fatalf("over the budget without the transient bytes: ended %v, want %v", got, want)
 	}
 }
+
+// TestHolderPeak: a holder remembers the most it held at once, also when
+// charged from many goroutines.
+func TestHolderPeak(t *testing.T) {
+	h := New(0).Holder(HolderCatchUp)
+	h.Add(100)
+	h.Add(-60)
+	h.Add(30)
+	if got := h.Peak(); got != 100 {
+		t.Fatalf("peak %d after +100 -60 +30, want 100", got)
+	}
+	done := make(chan struct{})
+	for range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range 1000 {
+				h.Add(10)
+				h.Add(-10)
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	if got, now := h.Peak(), h.Bytes(); got < 100 || got > 70+8*10 || now != 70 {
+		t.Fatalf("peak %d, bytes %d; want the peak in [100, 150] and 70 held", got, now)
+	}
+	if (*Holder)(nil).Peak() != 0 {
+		t.Fatal("a nil holder has a peak")
+	}
+}

@@ -63,7 +63,9 @@ type Config struct {
 	// Listen.Next returns when a batch holds several times: it returns
 	// whole times up to the bound, at least one. A listen behind
 	// compaction then hands its consumer (which formats and encodes what
-	// it gets) a merged batch piece by piece.
+	// it gets) a merged batch piece by piece, and reading such a batch
+	// holds about this much (each call reads the batch again, keeping its
+	// next times only), never the whole batch.
 	ListenChunkBytes int
 	// MaxConcurrentEncodes bounds the parts over 128 KiB the process
 	// encodes at once (each holds about 2.5 times its rows' bytes, see

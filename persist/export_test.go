@@ -43,3 +43,7 @@ var NotEOF = notEOF
 func Snapshots(m *Metrics, read string) prometheus.Counter {
 	return m.snapshots.WithLabelValues(read)
 }
+
+// ListenPeakBytes exposes, for tests, the most bytes one read of a batch
+// by l held.
+func ListenPeakBytes(l *Listen) int64 { return l.peak }

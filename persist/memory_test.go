@@ -184,3 +184,77 @@ func TestListenSplitsLargeBatches(t *testing.T) {
 		t.Fatalf("listen returned %v, want %v", got, want)
 	}
 }
+
+// TestListenBoundsCompactedBatch: a listen that resumes inside a merged
+// batch of many times, stored in (row, time) order over many parts, gets
+// every update after its AS OF once, in time order, whole times per call,
+// while one read never holds much more than its chunk bound
+// (Listen.SetChunkBytes, else Config.ListenChunkBytes) — not the batch.
+func TestListenBoundsCompactedBatch(t *testing.T) {
+	e := newEnv(t)
+	const limit = 256 << 10 // SetChunkBytes's, under the default config's
+	e.cfg.PartTargetBytes = 128 << 10
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	const times, perTime, asOf = 64, 8, 5
+	var want []row.Update
+	for i := range uint64(times) {
+		ups := bigUpdates(perTime, i)
+		if err := w.CompareAndAppend(ctx, ups, i, i+1); err != nil {
+			t.Fatal(err)
+		}
+		if i > asOf {
+			want = append(want, ups...)
+		}
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{Purpose: "test"}))(t)
+	for range 16 {
+		if len(must(c.State(ctx, shard))(t).Batches) == 1 {
+			break
+		}
+		must(c.Maintain(ctx, shard))(t)
+	}
+	s := must(c.State(ctx, shard))(t)
+	if len(s.Batches) != 1 || len(s.Batches[0].Parts) < 4 {
+		t.Fatalf("%d batches after compaction (first of %d parts), want 1 of several parts", len(s.Batches), len(s.Batches[0].Parts))
+	}
+	var timeBytes int64 // one time's updates
+	for _, u := range want[:perTime] {
+		timeBytes += u.Size()
+	}
+	l := must(r.Listen(ctx, asOf))(t)
+	l.SetChunkBytes(limit)
+	var got []row.Update
+	calls := 0
+	for frontier := uint64(asOf + 1); frontier < times; {
+		ups, next, err := l.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls++
+		var n int64
+		for _, u := range ups {
+			n += u.Size()
+			if u.T < frontier || u.T >= next {
+				t.Fatalf("Next returned an update at %d, outside [%d, %d)", u.T, frontier, next)
+			}
+		}
+		if n > limit+timeBytes {
+			t.Errorf("Next returned %d bytes, want at most the limit %d + one time's %d", n, limit, timeBytes)
+		}
+		got = append(got, ups...)
+		frontier = next
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("listen returned %d updates, want the %d after its AS OF, in time order", len(got), len(want))
+	}
+	if calls < 4 {
+		t.Errorf("%d calls returned the batch, want it cut into several chunks", calls)
+	}
+	if peak, max := persist.ListenPeakBytes(l), int64(2*limit)+2*timeBytes; peak > max {
+		t.Errorf("a read of the batch held %d bytes at its peak, want at most %d (the batch is %d)", peak, max, int64(len(want))*want[0].Size())
+	}
+}

@@ -33,8 +33,11 @@ type runIter struct {
 	schema row.Schema
 	parts  []Part
 	times  timeFunc
-	next   int // index of the next part to fetch
-	reader *codec.PartReader
+	// skipped, if set, sees each update times drops (a listen's chunk
+	// pass counts what it read).
+	skipped func(row.Update)
+	next    int // index of the next part to fetch
+	reader  *codec.PartReader
 	// release gives back the current part's bytes (Client.lendPart) once
 	// reader is done with them.
 	release func()
@@ -63,6 +66,9 @@ func (r *runIter) advance(ctx context.Context) error {
 				u.T = t
 				r.head = u
 				return nil
+			}
+			if r.skipped != nil {
+				r.skipped(u)
 			}
 		}
 		if r.reader != nil {

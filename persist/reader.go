@@ -470,12 +470,25 @@ type Listen struct {
 	r        *Reader
 	asOf     uint64
 	frontier uint64
-	// pending is the rest of a batch larger than Config.ListenChunkBytes
-	// (times at or after frontier, in time order), returned by the next
-	// calls before anything is read again; pendingUpper is its batch's
-	// upper.
-	pending      []row.Update
-	pendingUpper uint64
+	// chunkBytes, if set, replaces Config.ListenChunkBytes for this
+	// listen (SetChunkBytes).
+	chunkBytes int
+	// peak is the most bytes one read of a batch held (readChunk), for
+	// tests.
+	peak int64
+}
+
+// SetChunkBytes bounds what one Next of this listen returns and holds, in
+// place of Config.ListenChunkBytes (n <= 0: that again): a consumer with a
+// smaller memory budget reads merged batches in smaller chunks.
+func (l *Listen) SetChunkBytes(n int) { l.chunkBytes = n }
+
+// chunkLimit is the bound of one Next.
+func (l *Listen) chunkLimit() int64 {
+	if l.chunkBytes > 0 {
+		return int64(l.chunkBytes)
+	}
+	return int64(l.r.c.cfg.ListenChunkBytes)
 }
 
 // Listen returns a listen that yields every update with time > asOf, batch
@@ -504,9 +517,10 @@ func (l *Listen) Frontier() uint64 { return l.frontier }
 // updates pass Config.ListenChunkBytes (a listen behind compaction reads a
 // merged batch of many times) is returned over several calls, cut between
 // times: each call's frontier is then the first time it did not return.
-// After an error the frontier has not moved: the next call reads the same
-// batch again. A listen does not end, and its errors never match io.EOF
-// (see notEOF).
+// Each such call reads the batch again and holds about ListenChunkBytes,
+// never the batch (see chunkPass). After an error the frontier has not
+// moved: the next call reads the same batch again. A listen does not end,
+// and its errors never match io.EOF (see notEOF).
 func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 	updates, frontier, err := l.next(ctx)
 	return updates, frontier, notEOF(err)
@@ -514,10 +528,6 @@ func (l *Listen) Next(ctx context.Context) ([]row.Update, uint64, error) {
 
 // next is Next with the errors as they come.
 func (l *Listen) next(ctx context.Context) ([]row.Update, uint64, error) {
-	if len(l.pending) > 0 {
-		updates, frontier := l.take()
-		return updates, frontier, nil
-	}
 	if tx := l.r.c.txns(ctx, l.r.m.shard); tx != nil {
 		// A txn-wal data shard: progress past its physical upper comes
 		// from the txns shard, where nothing was written to it.
@@ -567,60 +577,16 @@ func (l *Listen) next(ctx context.Context) ([]row.Update, uint64, error) {
 		}
 	}
 	var updates []row.Update
+	frontier := b.Upper
 	if len(runs) > 0 {
 		var err error
-		if updates, err = l.r.readRuns(ctx, s.Schema, runs, lower); err != nil {
+		var peak int64
+		updates, frontier, peak, err = l.r.readChunk(ctx, s.Schema, runs, lower, b.Upper, l.chunkLimit())
+		l.peak = max(l.peak, peak)
+		if err != nil {
 			return nil, 0, l.r.droppedWhileReading(ctx, err)
 		}
 	}
-	l.pending, l.pendingUpper = updates, b.Upper
-	updates, frontier := l.take()
+	l.frontier = frontier
 	return updates, frontier, nil
-}
-
-// take returns the pending updates up to Config.ListenChunkBytes, whole
-// times only (at least one time), and advances the frontier past them: to
-// the first time left, or to the batch's upper once none is.
-func (l *Listen) take() ([]row.Update, uint64) {
-	ups, limit := l.pending, int64(l.r.c.cfg.ListenChunkBytes)
-	n, size := 0, int64(0)
-	for n < len(ups) && (n == 0 || size < limit) {
-		for t := ups[n].T; n < len(ups) && ups[n].T == t; n++ {
-			size += ups[n].Size()
-		}
-	}
-	if n == len(ups) {
-		l.pending, l.frontier = nil, l.pendingUpper
-		return ups, l.frontier
-	}
-	l.pending, l.frontier = ups[n:], ups[n].T
-	return ups[:n:n], l.frontier
-}
-
-// readRuns fetches and decodes runs, keeps updates at times >= lower, and
-// returns them consolidated in (time, row) order.
-func (r *Reader) readRuns(ctx context.Context, schema row.Schema, runs []*Batch, lower uint64) ([]row.Update, error) {
-	it := newMergeIter(r.c, schema, runs, func(t uint64) (uint64, bool) { return t, t >= lower })
-	defer it.close()
-	var out []row.Update
-	for {
-		u, ok, err := it.next(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		out = append(out, u)
-	}
-	slices.SortStableFunc(out, func(a, b row.Update) int {
-		switch {
-		case a.T < b.T:
-			return -1
-		case a.T > b.T:
-			return 1
-		}
-		return 0
-	})
-	return out, nil
 }

@@ -85,8 +85,9 @@
 //  3. join: attach to the live stream at the subscriber's position, taking
 //     the window's batches from there at once. If the window no longer
 //     reaches back that far, go to 4.
-//  4. private: catch up from the shard with a private reader and listen,
-//     until the window covers the position again; then back to 3.
+//  4. catch-up: catch up from the shard in a catch-up shared with the
+//     tail's other subscribers behind the window (see below), until the
+//     window covers the position again; then back to 3.
 //  5. live: take batches from the queue, blocking until one arrives; a
 //     subscriber behind by several takes them at once (up to 64 KiB), so
 //     that its session catches up with one write, and a batch with no
@@ -99,13 +100,31 @@
 // references (subscribe.Request.MaxBufferedBytes). A push over budget drops
 // the queue, not the client: the subscriber is detached at the frontier it
 // had delivered. Its next Next resumes it at phase 3, from the window or
-// privately from the shard, with no snapshot, no gap and no duplicate. The
+// from the shard, with no snapshot, no gap and no duplicate. The
 // invariant that makes this exact: every update below the subscriber's
 // delivered frontier was handed to Next's caller, and none at or above it,
 // so any source that yields the shard's updates from that frontier (window,
-// private listen) continues the stream. Only when the shard has compacted
+// catch-up; the batcher drops what a source repeats below it) continues
+// the stream. Only when the shard has compacted
 // past that frontier does Next fail, with *subscribe.BufferError (53200);
 // RETAIN HISTORY, not the tail, bounds how far behind a client may fall.
+//
+// # Catch-ups from the shard
+//
+// Subscribers behind the window catch up in a catchUp: one reader and
+// listen of the shard, started at the lowest position of the subscribers
+// that join it before it opens, and joined later by any whose position
+// its current chunk reaches back to. It reads one chunk at a time (the
+// persist listen's, ListenChunkBytes, which reads a merged batch in
+// passes rather than whole), split into batches of about catchUpBytes
+// that its members take a step at a time, as from a queue. A chunk is
+// read only with one of the manager's catch-up slots (Config.MaxCatchUps,
+// served in order), held until every member took the chunk; a member that
+// takes nothing of it for Config.CatchUpGrace is evicted and catches up
+// later on its own. So hundreds of detached subscribers resuming at once
+// cost at most MaxCatchUps chunks (charged to the budget's tail_catchup),
+// and one that stops reading again costs the others a grace, and nothing
+// more than the rows it was handed.
 //
 // # The process's memory budget
 //
@@ -119,7 +138,9 @@
 // shrink (every window to its newest batch; every share to the pieces a
 // subscriber of it has yet to take; finished shares kept for late joiners
 // forgotten) and, if that is not enough, detachLargest (attached
-// subscribers, largest queue first, until the total fits). Detached
+// subscribers, largest queue first, until the total fits). The catch-ups'
+// chunks (tail_catchup) count in the total but are not shed: the slots
+// bound them. Detached
 // subscribers resume like any other, so the budget costs a stalled client
 // a catch-up from the shard, never a row. Over budget, a share also drops
 // taken pieces at once instead of keeping them for late joiners.
@@ -161,6 +182,8 @@
 // subscriber's qmu guards its queue, so that a session takes its batches
 // without the tail's lock (the listen pushes under both: lock order mu,
 // then qmu), and a batch's acct guards its memory accounting (queue
-// references are atomic). A share's own mu guards its pieces. Reader
+// references are atomic). A share's own mu guards its pieces, a
+// catch-up's its chunk and members (after t.mu); each catch-up's
+// goroutine is the tail's (bg) too. Reader
 // expiries (a CAS each) run after those locks are released.
 package tail

@@ -20,6 +20,8 @@ const (
 	DefaultDowngradeInterval = time.Second
 	DefaultShareRetainBytes  = 64 << 20
 	DefaultProgressInterval  = time.Second
+	DefaultMaxCatchUps       = 2
+	DefaultCatchUpGrace      = 5 * time.Second
 )
 
 // Config tunes a Manager. Zero fields take their defaults.
@@ -43,6 +45,14 @@ type Config struct {
 	// the rate of the writes that do not concern it, as an idle
 	// collection's tick does.
 	ProgressInterval time.Duration
+	// MaxCatchUps bounds the catch-ups from the shard (see catchUp) that
+	// hold a chunk at once, over every tail: each holds one chunk of
+	// persist's ListenChunkBytes and what is formatted from it.
+	MaxCatchUps int
+	// CatchUpGrace is how long a member of a catch-up may take nothing of
+	// the current chunk while others wait for the next before it is
+	// evicted (it catches up later on its own).
+	CatchUpGrace time.Duration
 	// Budget is the process's memory budget (--memory-budget), charged
 	// with the windows, the batches only queues hold, the snapshot shares'
 	// pieces and the timestamps held back to be ordered; over it, the
@@ -71,6 +81,12 @@ func (c Config) withDefaults() Config {
 	if c.ProgressInterval == 0 {
 		c.ProgressInterval = DefaultProgressInterval
 	}
+	if c.MaxCatchUps <= 0 {
+		c.MaxCatchUps = DefaultMaxCatchUps
+	}
+	if c.CatchUpGrace <= 0 {
+		c.CatchUpGrace = DefaultCatchUpGrace
+	}
 	return c
 }
 
@@ -94,8 +110,11 @@ type Manager struct {
 	starting map[string]*tailStart // mu
 	closed   bool                  // mu: Close began; no new tails
 
+	// catchUpSlots are the catch-ups' slots (Config.MaxCatchUps).
+	catchUpSlots slots
+
 	// The budget's holders (nil without Config.Budget).
-	memWindow, memQueues, memSnapshot, memOrdered *membudget.Holder
+	memWindow, memQueues, memSnapshot, memOrdered, memCatchUp *membudget.Holder
 	// removeStages unregisters the manager's stages of the budget's policy.
 	removeStages []func()
 }
@@ -111,12 +130,14 @@ type tailStart struct {
 // tails in the background until Close.
 func NewManager(p *persist.Client, cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{persist: p, cfg: cfg.withDefaults(), metrics: newMetrics(), log: slog.Default(),
+	cfg = cfg.withDefaults()
+	m := &Manager{persist: p, cfg: cfg, metrics: newMetrics(), log: slog.Default(), catchUpSlots: make(slots, cfg.MaxCatchUps),
 		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}, starting: map[string]*tailStart{},
 		memWindow:   cfg.Budget.Holder(membudget.HolderWindow),
 		memQueues:   cfg.Budget.Holder(membudget.HolderQueues),
 		memSnapshot: cfg.Budget.Holder(membudget.HolderSnapshot),
-		memOrdered:  cfg.Budget.Holder(membudget.HolderOrdered)}
+		memOrdered:  cfg.Budget.Holder(membudget.HolderOrdered),
+		memCatchUp:  cfg.Budget.Holder(membudget.HolderCatchUp)}
 	m.removeStages = []func(){
 		cfg.Budget.AddStage(membudget.StageShrink, m.shrink),
 		cfg.Budget.AddStage(membudget.StageDetach, m.detachLargest),
@@ -276,9 +297,15 @@ type Metrics struct {
 	budgetShrinks  prometheus.Counter
 	resumes        prometheus.Counter
 	catchUps       prometheus.Counter
-	historyLoss    prometheus.Counter
-	snapshotPieces prometheus.Counter
-	snapshotBytes  prometheus.Counter
+	// catchUpShares counts catch-ups started, catchUpChunks the chunks
+	// they read, catchUpEvictions their members evicted for not taking a
+	// chunk within CatchUpGrace.
+	catchUpShares    prometheus.Counter
+	catchUpChunks    prometheus.Counter
+	catchUpEvictions prometheus.Counter
+	historyLoss      prometheus.Counter
+	snapshotPieces   prometheus.Counter
+	snapshotBytes    prometheus.Counter
 	// snapshotAheadWaits counts subscribers that found the piece they
 	// needed still being read ahead: the read-ahead did not keep ahead.
 	snapshotAheadWaits prometheus.Counter
@@ -311,7 +338,11 @@ func newMetrics() *Metrics {
 		budgetDetaches: c("budget_detaches_total", "Subscribers detached, largest queue first, because the process was over its memory budget."),
 		budgetShrinks:  c("budget_window_shrinks_total", "Times the windows were shrunk because the process was over its memory budget."),
 		resumes:        c("resumes_total", "Detached subscribers resumed."),
-		catchUps:       c("private_catchups_total", "Subscribers that caught up from the shard with a private listen."),
+		catchUps:       c("private_catchups_total", "Subscribers that caught up from the shard (the window no longer covered them), in a shared catch-up."),
+		catchUpShares:  c("catchups_total", "Catch-ups from the shard started: one listen shared by the subscribers it serves."),
+		catchUpChunks:  c("catchup_chunks_total", "Chunks read by catch-ups from the shard."),
+		catchUpEvictions: c("catchup_evictions_total",
+			"Members of a catch-up evicted for taking nothing of its chunk for the catch-up grace while others waited."),
 		historyLoss:    c("history_loss_errors_total", "Subscribers failed because their position was no longer retained."),
 		snapshotPieces: c("snapshot_pieces_total", "Snapshot pieces read from shared cursors."),
 		snapshotBytes:  c("snapshot_bytes_total", "Bytes of snapshot pieces read from shared cursors."),
@@ -333,7 +364,7 @@ func newMetrics() *Metrics {
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.budgetDetaches, m.budgetShrinks, m.resumes, m.catchUps,
-		m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.snapshotAheadWaits, m.decodedBatches, m.shares, m.retired, m.storageRetries,
+		m.catchUpShares, m.catchUpChunks, m.catchUpEvictions, m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.snapshotAheadWaits, m.decodedBatches, m.shares, m.retired, m.storageRetries,
 		m.shapes, m.shapeEvals, m.rowsEvaluated, m.rowsRouted, m.pushesSkipped} {
 		if err := r.Register(c); err != nil {
 			return err

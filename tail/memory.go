@@ -85,6 +85,20 @@ func (t *SharedTail) grow(b *batch, n int64) {
 	b.counted.Add(n)
 }
 
+// holdCatchUp charges (in) or releases b, a chunk's batch of a catch-up,
+// under the budget's tail_catchup holder: it counts there while the
+// catch-up holds it, with what is formatted from it meanwhile (grow).
+func (t *SharedTail) holdCatchUp(b *batch, in bool) {
+	b.acct.Lock()
+	defer b.acct.Unlock()
+	b.counted.Add(-(b.bytes + b.extra))
+	b.counted = nil
+	if in {
+		b.counted = t.m.memCatchUp
+		b.counted.Add(b.bytes + b.extra)
+	}
+}
+
 // releaseQueue lets go of the batches in q, which a queue no longer
 // holds.
 func (t *SharedTail) releaseQueue(q []*batch) {

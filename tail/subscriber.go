@@ -23,7 +23,7 @@ const (
 	phaseStart    = iota // the progress row at AS OF
 	phaseSnapshot        // pieces of the shared snapshot cursor
 	phaseJoin            // attach to the window and live stream
-	phasePrivate         // catch up from the shard with a private listen
+	phaseCatchUp         // catch up from the shard in a shared catch-up
 	phaseLive            // take batches from the queue
 )
 
@@ -34,8 +34,9 @@ const (
 // Detach and resume: when a push would take the queue over budget the
 // queue is dropped and the subscriber detached at the frontier it had
 // delivered. The next Next resumes it from the window, or, if the window
-// no longer reaches back, from the shard with a private listen — no
-// snapshot, no gap, no duplicate. Only if the shard has compacted past that
+// no longer reaches back, from the shard in a catch-up it shares with
+// other subscribers behind the window (see catchUp) — no snapshot, no
+// gap, no duplicate. Only if the shard has compacted past that
 // frontier does Next fail, with the 53200 *subscribe.BufferError.
 type Subscriber struct {
 	t   *SharedTail
@@ -64,8 +65,10 @@ type Subscriber struct {
 	// Owned by the session goroutine.
 	phase int
 	sh    *share
-	priv  *persist.Reader
-	plist *persist.Listen
+	// cu is the catch-up from the shard the subscriber is a member of, in
+	// the catch-up phase.
+	cu  *catchUp
+	cum *member
 	// out queues rows for the session as slices, most of them shared with
 	// other subscribers (never modified): handing them out without copying
 	// keeps a storm's cost per subscriber at a few slice headers.
@@ -390,28 +393,8 @@ func (s *Subscriber) step(ctx context.Context) error {
 		}
 	case phaseJoin:
 		return s.join(ctx)
-	case phasePrivate:
-		updates, frontier, err := s.plist.Next(ctx)
-		if err != nil {
-			return s.mapErr(err)
-		}
-		if s.req.Shape != nil {
-			d := decoded{updates: updates}
-			mp := d.apply(s.req.Shape, true, s.t.m.metrics)
-			if mp.err != nil {
-				s.fatal = mp.err
-				return nil
-			}
-			updates = mp.updates
-		}
-		s.emit(s.b.Batch(updates, frontier))
-		s.t.mu.Lock()
-		_, covered := s.t.windowFrom(s.pos())
-		s.t.mu.Unlock()
-		if covered {
-			s.closePrivate()
-			s.phase = phaseJoin
-		}
+	case phaseCatchUp:
+		return s.catchUp(ctx)
 	case phaseLive:
 		ready, err := s.live()
 		if err != nil {
@@ -583,21 +566,55 @@ func (s *Subscriber) join(ctx context.Context) error {
 	if joined {
 		return nil
 	}
-	pos := s.pos()
-	r, err := s.t.m.persist.OpenReader(ctx, s.req.Shard, persist.ReaderOptions{Purpose: "subscribe catch-up"})
+	cu, m, err := s.t.joinCatchUp(s, s.pos())
 	if err != nil {
 		return s.mapErr(err)
 	}
-	l, err := r.Listen(ctx, pos-1)
-	if err != nil {
-		r.Close()
-		return s.mapErr(err)
-	}
-	s.priv, s.plist = r, l
+	s.cu, s.cum = cu, m
 	s.t.m.metrics.catchUps.Inc()
-	s.phase = phasePrivate
-	s.holding.Store(false)
+	s.phase = phaseCatchUp
 	return nil
+}
+
+// catchUp is a step of the catch-up phase: it delivers the next batches
+// of the catch-up's chunk, or waits for the next chunk, and goes back to
+// the join phase once the window covers the subscriber's position (or
+// the catch-up evicted it).
+func (s *Subscriber) catchUp(ctx context.Context) error {
+	batches, wait, evicted, err := s.cu.take(s, s.cum)
+	switch {
+	case err != nil:
+		s.leaveCatchUp()
+		return s.mapErr(err)
+	case evicted:
+		s.leaveCatchUp()
+		s.phase = phaseJoin
+		return nil
+	case len(batches) > 0:
+		// The catch-up's reader holds the shard at or below the
+		// subscriber's position now.
+		s.holding.Store(false)
+		if !s.deliver(batches) {
+			return nil
+		}
+	}
+	s.t.mu.Lock()
+	_, covered := s.t.windowFrom(s.pos())
+	s.t.mu.Unlock()
+	if covered {
+		s.leaveCatchUp()
+		s.phase = phaseJoin
+		return nil
+	}
+	if wait == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-wait:
+		return nil
+	}
 }
 
 // joinWindow attaches the subscriber to the live stream when the window
@@ -648,10 +665,11 @@ func (s *Subscriber) mapErr(err error) error {
 	return subscribe.Dropped(err)
 }
 
-func (s *Subscriber) closePrivate() {
-	if s.priv != nil {
-		s.priv.Close()
-		s.priv, s.plist = nil, nil
+// leaveCatchUp leaves the subscriber's catch-up, if any.
+func (s *Subscriber) leaveCatchUp() {
+	if s.cu != nil {
+		s.cu.leave(s)
+		s.cu, s.cum = nil, nil
 	}
 }
 
@@ -661,7 +679,7 @@ func (s *Subscriber) Close() {
 		s.t.leaveShare(s.sh, s)
 		s.sh = nil
 	}
-	s.closePrivate()
+	s.leaveCatchUp()
 	s.setHeld(0)
 	t := s.t
 	t.mu.Lock()

@@ -57,6 +57,8 @@ type SharedTail struct {
 	// sweepProgress hands batches in turn.
 	progressed sweeper
 	shares     map[uint64]*share
+	// catchUps are the tail's catch-ups from the shard (see catchUp).
+	catchUps map[*catchUp]struct{}
 	// snapFloor is the newest since the snapshot reader was told to
 	// downgrade to (the CAS may still be in flight).
 	snapFloor uint64
@@ -90,7 +92,7 @@ func (m *Manager) newSharedTail(ctx context.Context, shard string, asOf uint64) 
 	t := &SharedTail{m: m, shard: shard, ctx: tctx, stop: stop, done: make(chan struct{}),
 		listenReader: lr, snapReader: sr, frontier: asOf + 1, start: asOf + 1,
 		subs: map[*Subscriber]struct{}{}, every: map[*Subscriber]struct{}{}, shapes: map[string]*shapeSubs{},
-		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, shares: map[uint64]*share{}, changed: make(chan struct{})}
+		indexed: map[int]map[row.Datum]map[*shapeSubs]struct{}{}, shares: map[uint64]*share{}, catchUps: map[*catchUp]struct{}{}, changed: make(chan struct{})}
 	m.metrics.tails.Inc()
 	go t.run(l, asOf)
 	return t, nil

@@ -367,7 +367,7 @@ func (r *PartReader) checkOrder(i int, vecs []row.Vec, us []row.Update, t uint64
 	if i > 0 && row.CompareUpdate(r.last, first) >= 0 {
 		return fmt.Errorf("%w: first update does not follow the previous batch", ErrCorrupt)
 	}
-	r.last = cloneUpdate(last)
+	r.last = CloneUpdate(last)
 	return nil
 }
 
@@ -481,8 +481,9 @@ func increasing(t row.Type, vals []byte, n int) bool {
 	return true
 }
 
-// cloneUpdate deep-copies u so that it does not keep its batch's slabs alive.
-func cloneUpdate(u row.Update) row.Update {
+// CloneUpdate deep-copies u so that it does not keep its batch's slabs
+// alive (see PartReader.Next).
+func CloneUpdate(u row.Update) row.Update {
 	c := row.Update{Row: make(row.Row, len(u.Row)), T: u.T, Diff: u.Diff}
 	for i, d := range u.Row {
 		switch v := d.(type) {
