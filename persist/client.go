@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shardtail/shardtail/row"
+	"golang.org/x/sync/semaphore"
 )
 
 // Watcher is implemented by Consensus backends that can ring a doorbell
@@ -44,7 +45,7 @@ type Client struct {
 	hasBell  bool                       // the consensus rings a doorbell
 	// encodes and compactions bound the part encodings and compactions
 	// running at once (memory.go).
-	encodes, compactions slots
+	encodes, compactions *semaphore.Weighted
 }
 
 // NewClient returns a Client on the given location. It does not take
@@ -57,8 +58,8 @@ func NewClient(blob Blob, consensus Consensus, cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	c := &Client{
 		cfg:         cfg,
-		encodes:     make(slots, cfg.MaxConcurrentEncodes),
-		compactions: make(slots, cfg.MaxConcurrentCompactions),
+		encodes:     semaphore.NewWeighted(int64(cfg.MaxConcurrentEncodes)),
+		compactions: semaphore.NewWeighted(int64(cfg.MaxConcurrentCompactions)),
 		blob:        blob,
 		consensus:   consensus,
 		versions:    &versions{blob: blob, consensus: consensus},

@@ -191,10 +191,10 @@ func (c *Client) compactOnce(ctx context.Context, m *machine) (bool, error) {
 	// One of the process's compaction slots: compactions of every shard
 	// take turns. The state may move on while this one waits; a merge of
 	// batches replaced meanwhile fails its CAS as any stale merge does.
-	if err := c.compactions.acquire(ctx); err != nil {
+	if err := c.compactions.Acquire(ctx, 1); err != nil {
 		return false, err
 	}
-	defer c.compactions.release()
+	defer c.compactions.Release(1)
 	inputs := s.Batches[start:end]
 	since := s.Since
 	started := c.cfg.Now()

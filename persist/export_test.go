@@ -32,8 +32,10 @@ func CASCounters(m *Metrics) (attempts, conflicts, errs, bytes prometheus.Counte
 // HoldCompactionSlot takes one of c's compaction slots until release is
 // called, as a compaction of another shard would.
 func HoldCompactionSlot(c *Client) (release func()) {
-	c.compactions <- struct{}{}
-	return c.compactions.release
+	if err := c.compactions.Acquire(context.Background(), 1); err != nil {
+		panic(err)
+	}
+	return func() { c.compactions.Release(1) }
 }
 
 // NotEOF exposes notEOF for tests.

@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"context"
 	"runtime"
 )
 
@@ -31,22 +30,6 @@ const smallEncode = 128 << 10
 // defaultSlots is the default of Config.MaxConcurrentEncodes and
 // Config.MaxConcurrentCompactions: one per two CPUs, at least one.
 func defaultSlots() int { return max(1, runtime.GOMAXPROCS(0)/2) }
-
-// slots is a counting semaphore.
-type slots chan struct{}
-
-// acquire takes a slot, or fails with ctx's error.
-func (s slots) acquire(ctx context.Context) error {
-	select {
-	case s <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// release gives a slot back.
-func (s slots) release() { <-s }
 
 // charge counts n bytes held by the write path (negative: released).
 func (c *Client) charge(n int64) { c.cfg.Memory.Add(n) }

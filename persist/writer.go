@@ -192,10 +192,10 @@ func (c *Client) encodePart(ctx context.Context, schema row.Schema, updates []ro
 		raw += rowSize(u.Row) + 16
 	}
 	if raw > smallEncode {
-		if err := c.encodes.acquire(ctx); err != nil {
+		if err := c.encodes.Acquire(ctx, 1); err != nil {
 			return nil, codec.Stats{}, err
 		}
-		defer c.encodes.release()
+		defer c.encodes.Release(1)
 	}
 	cost := encodeCost(raw)
 	c.charge(cost)

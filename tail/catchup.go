@@ -229,7 +229,7 @@ func (c *catchUp) run() {
 	lastDowngrade := time.Time{}
 	defer func() {
 		if slot {
-			m.catchUpSlots.release()
+			m.catchUpSlots.Release(1)
 		}
 		c.mu.Lock()
 		c.closed = true
@@ -254,13 +254,13 @@ func (c *catchUp) run() {
 		}
 		if slot {
 			// Behind the catch-ups waiting for one, if any.
-			m.catchUpSlots.release()
+			m.catchUpSlots.Release(1)
 			slot = false
 		}
 		if c.finished() {
 			return
 		}
-		if m.catchUpSlots.acquire(c.ctx) != nil {
+		if m.catchUpSlots.Acquire(c.ctx, 1) != nil {
 			return
 		}
 		slot = true
@@ -452,19 +452,3 @@ func splitChunk(t *SharedTail, updates []row.Update, lower, upper uint64) []*bat
 	}
 	return out
 }
-
-// slots is a counting semaphore whose waiters are served in order.
-type slots chan struct{}
-
-// acquire takes a slot, or fails with ctx's error.
-func (s slots) acquire(ctx context.Context) error {
-	select {
-	case s <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// release gives a slot back.
-func (s slots) release() { <-s }

@@ -148,7 +148,7 @@ func TestCatchUpsShared(t *testing.T) {
 	// Hold every slot until all have joined: they must share one
 	// catch-up, whatever order they arrive in.
 	for range slots {
-		f.m.catchUpSlots <- struct{}{}
+		f.m.catchUpSlots.Acquire(context.Background(), 1)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -164,7 +164,7 @@ func TestCatchUpsShared(t *testing.T) {
 		}
 	}
 	for range slots {
-		<-f.m.catchUpSlots
+		f.m.catchUpSlots.Release(1)
 	}
 	<-done
 	if t.Failed() {
@@ -192,7 +192,7 @@ func TestCatchUpsShared(t *testing.T) {
 func TestCatchUpEvictsSlowMember(t *testing.T) {
 	const stalled, slots = 4, 1
 	f := newStalledFixture(t, Config{MaxCatchUps: slots, CatchUpGrace: 50 * time.Millisecond}, stalled)
-	f.m.catchUpSlots <- struct{}{}
+	f.m.catchUpSlots.Acquire(context.Background(), 1)
 	// The slow one joins the catch-up, waiting for its first chunk, and
 	// its session stops calling Next.
 	slow, stop := context.WithCancel(f.ctx)
@@ -208,7 +208,7 @@ func TestCatchUpEvictsSlowMember(t *testing.T) {
 	if err := <-joined; !errors.Is(err, context.Canceled) {
 		t.Fatalf("slow subscriber's Next: %v, want %v", err, context.Canceled)
 	}
-	<-f.m.catchUpSlots
+	f.m.catchUpSlots.Release(1)
 	f.resume(t, seq(stalled)[1:]...)
 	if got := testutil.ToFloat64(f.m.Metrics().catchUpEvictions); got < 1 {
 		t.Errorf("%v evictions, want the slow member evicted", got)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
@@ -110,8 +111,9 @@ type Manager struct {
 	starting map[string]*tailStart // mu
 	closed   bool                  // mu: Close began; no new tails
 
-	// catchUpSlots are the catch-ups' slots (Config.MaxCatchUps).
-	catchUpSlots slots
+	// catchUpSlots are the catch-ups' slots (Config.MaxCatchUps), taken
+	// in the order they are asked for.
+	catchUpSlots *semaphore.Weighted
 
 	// The budget's holders (nil without Config.Budget).
 	memWindow, memQueues, memSnapshot, memOrdered, memCatchUp *membudget.Holder
@@ -131,7 +133,7 @@ type tailStart struct {
 func NewManager(p *persist.Client, cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg = cfg.withDefaults()
-	m := &Manager{persist: p, cfg: cfg, metrics: newMetrics(), log: slog.Default(), catchUpSlots: make(slots, cfg.MaxCatchUps),
+	m := &Manager{persist: p, cfg: cfg, metrics: newMetrics(), log: slog.Default(), catchUpSlots: semaphore.NewWeighted(int64(cfg.MaxCatchUps)),
 		ctx: ctx, cancel: cancel, tails: map[string]*SharedTail{}, starting: map[string]*tailStart{},
 		memWindow:   cfg.Budget.Holder(membudget.HolderWindow),
 		memQueues:   cfg.Budget.Holder(membudget.HolderQueues),
