@@ -140,16 +140,18 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 		src.rows, src.held = nil, 0
 		s.ingest(src, pending)
 	}
+	if !snapshot {
+		// Before overHeld, whose reset is the body's first event then
+		// (and must follow the gzip header when compressed).
+		s.startBody()
+	}
 	if over, err := s.overHeld(snapshot); over {
 		return err
 	}
 	if snapshot {
 		s.startSnapshot()
-	} else {
-		s.startBody()
-		if !s.write() {
-			return nil
-		}
+	} else if !s.write() {
+		return nil
 	}
 	at := s.pos.closed // a snapshot ends at the first frontier above it
 	heartbeat := time.NewTicker(s.h.cfg.Heartbeat)

@@ -133,7 +133,8 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 				r.cols, r.colPos = cols, 0
 				continue
 			}
-			if !errors.Is(err, io.EOF) {
+			// The reader's own io.EOF only, as in advance.
+			if err != io.EOF {
 				return nil, partDecodeError(r.parts[r.next-1].Key, err)
 			}
 			r.drop()

@@ -220,13 +220,15 @@ func (c *catchUp) wake() {
 // chunk, it reads the next one with a slot, until no member is left or
 // they can all join the live stream. Members still there when it ends
 // are evicted (they join again: the window, or a new catch-up), or fail
-// with the listen's error.
+// with the listen's error when it is permanent (a storage outage is
+// retried: see retryable).
 func (c *catchUp) run() {
 	t, m := c.t, c.t.m
 	var r *persist.Reader
 	var l *persist.Listen
 	slot := false
 	lastDowngrade := time.Time{}
+	retry := storageRetry{}
 	defer func() {
 		if slot {
 			m.catchUpSlots.Release(1)
@@ -266,10 +268,18 @@ func (c *catchUp) run() {
 		slot = true
 		if r == nil {
 			var err error
-			if r, l, err = c.open(); err != nil || l == nil {
-				c.fail(err)
+			for r, l, err = c.open(); err != nil; r, l, err = c.open() {
+				closeReader(r)
+				r = nil
+				if !c.retryable(&retry, err) {
+					c.fail(err)
+					return
+				}
+			}
+			if l == nil {
 				return
 			}
+			retry.reset(m.log, t.shard)
 		}
 		if time.Since(lastDowngrade) >= m.cfg.DowngradeInterval && c.lower > 1 {
 			// Let the shard compact what every member has passed.
@@ -278,11 +288,28 @@ func (c *catchUp) run() {
 				m.log.Warn("tail: downgrade catch-up reader", "shard", t.shard, "err", err)
 			}
 		}
-		if err := c.read(l); err != nil {
-			c.fail(err)
-			return
+		for err := c.read(l); err != nil; err = c.read(l) {
+			if !c.retryable(&retry, err) {
+				c.fail(err)
+				return
+			}
 		}
+		retry.reset(m.log, t.shard)
 	}
+}
+
+// retryable waits before the catch-up tries again a read that failed with
+// err, as the shared listen does through a storage outage (storageRetry):
+// its members keep waiting for the chunk, and the listen reads the same
+// one again (its frontier does not move on an error). It holds its slot
+// meanwhile: another catch-up would meet the same outage. False for a
+// permanent error or a closing tail: the members then end with err.
+func (c *catchUp) retryable(retry *storageRetry, err error) bool {
+	if c.ctx.Err() != nil || persist.IsPermanent(err) {
+		return false
+	}
+	c.t.m.metrics.storageRetries.Inc()
+	return retry.wait(c.ctx, c.t.m.log, c.t.shard, err)
 }
 
 // fail records the listen's error for the members, unless the tail is

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/shardtail/shardtail/formatter"
@@ -37,9 +38,15 @@ type stalledFixture struct {
 
 func newStalledFixture(t *testing.T, cfg Config, stalled int) *stalledFixture {
 	t.Helper()
+	return newStalledFixtureOn(t, cfg, stalled, blobmem.New())
+}
+
+// newStalledFixtureOn is newStalledFixture with its parts in blob.
+func newStalledFixtureOn(t *testing.T, cfg Config, stalled int, blob persist.Blob) *stalledFixture {
+	t.Helper()
 	budget := membudget.New(256 << 10)
 	cfg.Budget, cfg.WindowBytes = budget, 1
-	f := &stalledFixture{fixture: newFixtureStore(t, cfg, blobmem.New(), consmem.New(), persist.Config{ListenChunkBytes: catchUpChunk}),
+	f := &stalledFixture{fixture: newFixtureStore(t, cfg, blob, consmem.New(), persist.Config{ListenChunkBytes: catchUpChunk}),
 		budget: budget}
 	asOf := f.upper - 1
 	reader := f.subscribe(asOf, true, 0, nil)
@@ -214,6 +221,41 @@ func TestCatchUpEvictsSlowMember(t *testing.T) {
 		t.Errorf("%v evictions, want the slow member evicted", got)
 	}
 	f.resume(t, 0)
+	f.catchUpsEnded(t)
+}
+
+// TestCatchUpRetriesThroughOutage: a catch-up whose reads fail while the
+// storage is unreachable retries them, as the shared listen does, and its
+// members keep waiting: once the storage is back every stalled subscriber
+// gets every row, none ends with the outage's error.
+func TestCatchUpRetriesThroughOutage(t *testing.T) {
+	const stalled, slots = 8, 1
+	o := &outage{}
+	f := newStalledFixtureOn(t, Config{MaxCatchUps: slots, CatchUpGrace: time.Hour}, stalled, cutBlob{blobmem.New(), o})
+	f.m.catchUpSlots.Acquire(context.Background(), 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.resume(t, seq(stalled)...)
+	}()
+	metric := func(c prometheus.Counter) float64 { return testutil.ToFloat64(c) }
+	for metric(f.m.Metrics().catchUps) < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	o.set(true)
+	retried := metric(f.m.Metrics().storageRetries)
+	f.m.catchUpSlots.Release(1)
+	for metric(f.m.Metrics().storageRetries) < retried+2 {
+		select {
+		case <-done:
+			t.Fatal("the stalled subscribers ended while every part read failed")
+		case <-f.ctx.Done():
+			t.Fatal(f.ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	o.set(false)
+	<-done
 	f.catchUpsEnded(t)
 }
 
