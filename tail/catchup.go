@@ -35,7 +35,10 @@ import (
 //     and a member takes what one step delivers, as from its queue. A
 //     member that takes nothing of the current chunk for Config.
 //     CatchUpGrace while others wait is evicted: it resumes later in a
-//     catch-up of its own, and costs the others nothing more. So a client
+//     catch-up of its own (or gets the history-loss error if by then the
+//     shard no longer retains its position: the catch-up's reader holds
+//     only what its remaining members have not passed), and costs the
+//     others nothing more. So a client
 //     that stops reading holds no slot and no more than the rows it was
 //     handed.
 //   - Leaving: after each step a member joins the live stream once the

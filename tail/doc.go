@@ -121,7 +121,10 @@
 // read only with one of the manager's catch-up slots (Config.MaxCatchUps,
 // served in order), held until every member took the chunk; a member that
 // takes nothing of it for Config.CatchUpGrace is evicted and catches up
-// later on its own. So hundreds of detached subscribers resuming at once
+// later on its own, if the shard still retains its position: the
+// catch-up's reader holds only what its members have not passed, so an
+// evicted member behind RETAIN HISTORY gets the history-loss error
+// (53200), as any client that fell that far behind. So hundreds of detached subscribers resuming at once
 // cost at most MaxCatchUps chunks (charged to the budget's tail_catchup),
 // and one that stops reading again costs the others a grace, and nothing
 // more than the rows it was handed.
