@@ -101,7 +101,20 @@ func (r *runner) dispatch(ctx context.Context, c *Case, out *output) error {
 		if st == nil || !wc.pending {
 			return fmt.Errorf("conn %s: nothing pending", name)
 		}
-		return r.cancel(ctx, wc, st, out)
+		send := wc.cancelRequest
+		if by, ok := c.Arg("by"); ok {
+			// pg_cancel_backend from another connection, in place of
+			// the CancelRequest.
+			bc, err := r.conn(ctx, &Case{}, by)
+			if err != nil {
+				return err
+			}
+			if bc == wc {
+				return fmt.Errorf("conn %s: by= names the connection being cancelled", name)
+			}
+			send = func(ctx context.Context) error { return bc.cancelBackend(ctx, wc.pid) }
+		}
+		return r.cancelWith(ctx, wc, st, out, send)
 	}
 	return fmt.Errorf("unknown directive %q", c.Cmd)
 }
@@ -312,6 +325,14 @@ func (r *runner) stream(ctx context.Context, c *Case, wc *wireConn, out *output)
 // overtook the statement) until the statement ends, and prints how it
 // ended. Rows still streaming in are not printed.
 func (r *runner) cancel(ctx context.Context, wc *wireConn, st *stmtState, out *output) error {
+	return r.cancelWith(ctx, wc, st, out, wc.cancelRequest)
+}
+
+// cancelWith is cancel with send as the way of cancelling. A send that
+// fails (pg_cancel_backend not answering t, say) is the case's error, but
+// only once the statement ended: its connection is read to the end first.
+func (r *runner) cancelWith(ctx context.Context, wc *wireConn, st *stmtState, out *output, send func(context.Context) error) error {
+	var sendErr error
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -320,7 +341,9 @@ func (r *runner) cancel(ctx context.Context, wc *wireConn, st *stmtState, out *o
 		t := time.NewTicker(300 * time.Millisecond)
 		defer t.Stop()
 		for {
-			_ = wc.cancelRequest(ctx)
+			if err := send(ctx); err != nil && sendErr == nil && ctx.Err() == nil {
+				sendErr = err
+			}
 			select {
 			case <-stop:
 				return
@@ -333,5 +356,8 @@ func (r *runner) cancel(ctx context.Context, wc *wireConn, st *stmtState, out *o
 	err := r.read(ctx, wc, st, out, readOpts{rows: -1, tags: true, dropRows: true})
 	close(stop)
 	wg.Wait()
+	if err == nil {
+		err = sendErr
+	}
 	return err
 }

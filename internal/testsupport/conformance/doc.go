@@ -60,7 +60,9 @@
 //	          cancel that must find it running)
 //	cancel    send a CancelRequest for the pending statement (again every
 //	          300 ms until it ends) and print how it ended; rows still
-//	          streaming in are not printed
+//	          streaming in are not printed; by=NAME cancels with
+//	          SELECT pg_cancel_backend(pid) on connection NAME instead,
+//	          each of which must answer t
 //	connect   open a connection explicitly (user=, app=); params prints the
 //	          ParameterStatus values the spec lists
 //	disconnect close a connection without Terminate, as a dying client

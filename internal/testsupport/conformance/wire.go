@@ -253,6 +253,31 @@ func (c *wireConn) cancelRequest(ctx context.Context) error {
 	return nil
 }
 
+// cancelBackend runs SELECT pg_cancel_backend(pid) on c, which must answer
+// t: the backend exists and c's role may cancel it.
+func (c *wireConn) cancelBackend(ctx context.Context, pid uint32) error {
+	if err := c.sendQuery(fmt.Sprintf("SELECT pg_cancel_backend(%d)", pid)); err != nil {
+		return err
+	}
+	var got string
+	for {
+		ev, err := c.receive(ctx)
+		switch {
+		case err != nil:
+			return err
+		case ev.err != nil:
+			got = errorLine(ev.err)
+		case ev.isRow && len(ev.row) == 1:
+			got = string(ev.row[0])
+		case ev.ready:
+			if got != "t" {
+				return fmt.Errorf("conn %s: pg_cancel_backend(%d) gave %q, want t", c.name, pid, got)
+			}
+			return nil
+		}
+	}
+}
+
 // pgcopySignature starts a binary COPY stream.
 var pgcopySignature = []byte("PGCOPY\n\xff\r\n\x00")
 
