@@ -403,7 +403,17 @@ func appendRuns[T any](w Wire, rows []Row, buf *RunBuffer, out []T, solo bool, r
 			continue
 		}
 		start := len(buf.b)
-		for buf.b = w.AppendMessage(buf.b, r); j < len(rows) && rows[j].group == nil; j++ {
+		buf.b = w.AppendMessage(buf.b, r)
+		end := j
+		for end < len(rows) && rows[end].group == nil {
+			end++
+		}
+		if solo {
+			// A run buffer starts empty (its memory went back to the
+			// pool): size it once, as above, rather than by doubling.
+			buf.grow((len(buf.b) - start) * (end - i - 1) * 9 / 8)
+		}
+		for ; j < end; j++ {
 			buf.b = w.AppendMessage(buf.b, rows[j])
 		}
 		spans = append(spans, span{len(out), start, len(buf.b)})
