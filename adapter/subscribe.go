@@ -482,7 +482,9 @@ type copySubscribeResult struct {
 	header bool
 	done   bool
 	n      int
-	buf    []byte
+	// buf holds the runs the last Next encoded itself (formatter.StreamRuns):
+	// pgwire has written them by the next call of Next or Ready.
+	buf formatter.RunBuffer
 }
 
 func (r *copySubscribeResult) Describe() pgwire.Description {
@@ -520,7 +522,7 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 	// Runs, not Messages: COPY has no row limit, so a snapshot piece goes
 	// to pgwire as the one span of its shared encoding, written to the
 	// socket without a copy or a slice header per row.
-	runs := formatter.Runs(r.enc, rows, &r.buf)
+	runs := formatter.StreamRuns(r.enc, rows, &r.buf)
 	if !r.header && len(runs) > 0 {
 		// Binary COPY's signature (or HEADER's line of names) travels
 		// with the first row, as PostgreSQL sends it.
@@ -542,6 +544,9 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 
 // Ready implements pgwire.ReadyResult.
 func (r *copySubscribeResult) Ready() <-chan struct{} {
+	// The last batch is written (pgwire calls Ready between Nexts): a
+	// session about to wait holds no piece's encoding meanwhile.
+	r.buf.Release()
 	if r.done {
 		return nil
 	}
@@ -549,7 +554,11 @@ func (r *copySubscribeResult) Ready() <-chan struct{} {
 }
 
 func (r *copySubscribeResult) Tag() string { return fmt.Sprintf("COPY %d", r.n) }
-func (r *copySubscribeResult) Close()      { r.sub.Close() }
+
+func (r *copySubscribeResult) Close() {
+	r.buf.Release()
+	r.sub.Close()
+}
 
 // cursor is a DECLAREd cursor. A cursor over SUBSCRIBE starts its
 // subscription at the first FETCH; rows of a batch that a FETCH did not

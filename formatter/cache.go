@@ -32,6 +32,10 @@ type rowGroup struct {
 	// charge, if set, is told the bytes of each encoding when it is
 	// computed (SharedCharged).
 	charge func(int64)
+	// solo, if set, lets a reader alone on the rows encode them into its
+	// own buffer instead of entries (WithSolo, StreamRuns). Set before
+	// the rows are shared, read-only after.
+	solo *Solo
 }
 
 type groupEntry struct {
@@ -132,7 +136,7 @@ func Shared(rows []Row) []Row { return SharedCharged(rows, nil) }
 func SharedCharged(rows []Row, charge func(int64)) []Row {
 	g := &rowGroup{rows: rows, charge: charge}
 	for i := range rows {
-		rows[i].group, rows[i].idx = g, i
+		rows[i].group, rows[i].idx = g, int32(i)
 	}
 	return rows
 }
@@ -152,8 +156,9 @@ type Wire interface {
 // is returned, without copying. Other rows are encoded into *buf, which is
 // reused.
 func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
-	if n := len(rows); n > 0 && rows[0].group != nil && rows[n-1].group == rows[0].group && rows[n-1].idx == rows[0].idx+n-1 {
-		return rows[0].group.messages(w)[rows[0].idx : rows[0].idx+n : rows[0].idx+n]
+	if n := len(rows); n > 0 && rows[0].group != nil && rows[n-1].group == rows[0].group && int(rows[n-1].idx) == int(rows[0].idx)+n-1 {
+		i := int(rows[0].idx)
+		return rows[0].group.messages(w)[i : i+n : i+n]
 	}
 	msgs := make([][]byte, len(rows))
 	b := (*buf)[:0]
@@ -163,10 +168,10 @@ func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
 		r := rows[i]
 		if r.group != nil {
 			j := i + 1
-			for j < len(rows) && rows[j].group == r.group && rows[j].idx == r.idx+(j-i) {
+			for j < len(rows) && rows[j].group == r.group && int(rows[j].idx) == int(r.idx)+(j-i) {
 				j++
 			}
-			copy(msgs[i:j], r.group.messages(w)[r.idx:r.idx+(j-i)])
+			copy(msgs[i:j], r.group.messages(w)[r.idx:int(r.idx)+(j-i)])
 			i = j
 			continue
 		}
@@ -190,7 +195,138 @@ func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
 // a snapshot piece as one stream of bytes writes it from the shared
 // encoding, without copying it per subscriber.
 func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
-	return appendRuns(w, rows, buf, nil, func(b []byte, _ *rowGroup) []byte { return b })
+	rb := RunBuffer{b: *buf}
+	out := appendRuns(w, rows, &rb, nil, false, func(b []byte, _ *rowGroup) []byte { return b })
+	*buf = rb.b
+	return out
+}
+
+// StreamRuns is Runs for a caller that writes the runs out before it asks
+// for more (a COPY): a run of a Shared group whose reader is alone on it
+// (WithSolo) is encoded into buf, as unshared rows are, rather than into
+// the group's cache, unless the cache has it already. buf's memory is
+// reused from call to call and between callers (a pool); the caller must
+// Release it once it has written the runs, and before it waits for long.
+func StreamRuns(w Wire, rows []Row, buf *RunBuffer) [][]byte {
+	buf.Release()
+	return appendRuns(w, rows, buf, nil, true, func(b []byte, _ *rowGroup) []byte { return b })
+}
+
+// Solo lets the one reader of a group of Shared rows encode them into a
+// buffer of its own (StreamRuns) instead of into the group's cache, where
+// the encoding would be new memory kept as long as the rows are: a
+// snapshot piece that one subscriber reads is encoded into memory reused
+// from piece to piece. A reader that comes later and finds no cached
+// encoding encodes the rows again, into the cache if it is not alone: a
+// group is encoded at most once more than it would be otherwise.
+type Solo struct {
+	// Alone reports whether the caller is, at the moment, the only reader
+	// of the rows.
+	Alone func() bool
+	// Hold is told the bytes of a reader's buffer holding such rows, when
+	// it takes them and (negative) when it lets go of them (Release): the
+	// buffer is counted while it is held, as the cached encoding would be.
+	Hold func(n int64)
+}
+
+// WithSolo marks rows, every one of them rows of one Shared group, as
+// rows whose one reader may encode them itself (see Solo). Call it before
+// the rows are shared with any reader. It returns rows.
+func WithSolo(rows []Row, solo *Solo) []Row {
+	if len(rows) > 0 && rows[0].group != nil {
+		rows[0].group.solo = solo
+	}
+	return rows
+}
+
+// RunBuffer is StreamRuns's memory: the runs it encodes itself. The zero
+// value is ready to use; Release gives its memory back.
+type RunBuffer struct {
+	b []byte
+	// pooled is b's entry in runBuffers, when b came from there.
+	pooled *[]byte
+	// hold and held: the bytes of b counted by a Solo's Hold.
+	hold func(int64)
+	held int64
+}
+
+// keepRunBytes is the capacity a RunBuffer keeps across Release: a
+// session's progress rows fit in it; a snapshot piece's encoding goes back
+// to the pool rather than stay with an idle session.
+const keepRunBytes = 4 << 10
+
+// runBuffers holds the buffers RunBuffers let go of, for the next piece
+// any session encodes.
+var runBuffers sync.Pool
+
+// Release uncounts the buffer and gives it back to the pool if it is large:
+// the bytes of StreamRuns's last runs are no longer valid.
+func (rb *RunBuffer) Release() {
+	if rb.held != 0 {
+		rb.hold(-rb.held)
+		rb.hold, rb.held = nil, 0
+	}
+	if cap(rb.b) > keepRunBytes {
+		p := rb.pooled
+		if p == nil {
+			p = new([]byte)
+		}
+		*p = rb.b[:0]
+		runBuffers.Put(p)
+		rb.b, rb.pooled = nil, nil
+	}
+}
+
+// grow makes room for n more bytes in rb.b, from the pool when it can.
+func (rb *RunBuffer) grow(n int) {
+	if cap(rb.b)-len(rb.b) >= n {
+		return
+	}
+	need := len(rb.b) + n
+	p, _ := runBuffers.Get().(*[]byte)
+	if p == nil || cap(*p) < need {
+		if p != nil {
+			runBuffers.Put(p) // for a larger piece's reader
+		}
+		p = &[]byte{}
+		*p = make([]byte, 0, need)
+	}
+	b := append((*p)[:0], rb.b...)
+	if rb.pooled != nil && cap(rb.b) > keepRunBytes {
+		*rb.pooled = rb.b[:0]
+		runBuffers.Put(rb.pooled)
+	}
+	rb.b, rb.pooled = b, p
+}
+
+// count has hold count the buffer's capacity.
+func (rb *RunBuffer) count(hold func(int64)) {
+	if rb.hold == nil {
+		rb.hold = hold
+	}
+	if d := int64(cap(rb.b)) - rb.held; d != 0 {
+		rb.hold(d)
+		rb.held += d
+	}
+}
+
+// alone reports whether the caller may encode the group's rows itself in
+// wire format w: the group allows it (Solo), has no cached encoding in w,
+// and the caller is its only reader.
+func (g *rowGroup) alone(w Wire) bool {
+	if g.solo == nil {
+		return false
+	}
+	key := w.Key()
+	g.mu.Lock()
+	for _, e := range g.entries {
+		if e.key == key {
+			g.mu.Unlock()
+			return false
+		}
+	}
+	g.mu.Unlock()
+	return g.solo.Alone() // not under g.mu: Alone takes its owner's lock
 }
 
 // A Piece is one run of Pieces: Bytes are messages back to back, as a run
@@ -213,7 +349,8 @@ func (p Piece) Shared() bool { return p.whole != nil }
 // groups can keep derived encodings (Derived). out is reused.
 func Pieces(w Wire, rows []Row, buf *[]byte, out []Piece) []Piece {
 	key := ""
-	return appendRuns(w, rows, buf, out[:0], func(b []byte, g *rowGroup) Piece {
+	rb := RunBuffer{b: *buf}
+	out = appendRuns(w, rows, &rb, out[:0], false, func(b []byte, g *rowGroup) Piece {
 		if g == nil || len(b) == 0 {
 			return Piece{Bytes: b}
 		}
@@ -222,42 +359,75 @@ func Pieces(w Wire, rows []Row, buf *[]byte, out []Piece) []Piece {
 		}
 		return Piece{Bytes: b, whole: g, wire: key}
 	})
+	*buf = rb.b
+	return out
 }
 
-// appendRuns is Runs and Pieces: it appends run(b, g) for each run of
-// messages b, g being the Shared group when b is all of its rows.
-func appendRuns[T any](w Wire, rows []Row, buf *[]byte, out []T, run func(b []byte, whole *rowGroup) T) []T {
-	b := (*buf)[:0]
+// appendRuns is Runs, StreamRuns and Pieces: it appends run(b, g) for
+// each run of messages b, g being the Shared group when b is all of its
+// rows. With solo, runs of groups whose caller is alone on them
+// (rowGroup.alone) are encoded into buf as unshared rows are.
+func appendRuns[T any](w Wire, rows []Row, buf *RunBuffer, out []T, solo bool, run func(b []byte, whole *rowGroup) T) []T {
+	buf.b = buf.b[:0]
 	type span struct{ i, start, end int }
-	var spans []span // runs in b, placed once b stops growing
+	var spans []span // runs in buf.b, placed once it stops growing
 	for i := 0; i < len(rows); {
 		r := rows[i]
 		j := i + 1
 		if r.group != nil {
-			for j < len(rows) && rows[j].group == r.group && rows[j].idx == r.idx+(j-i) {
+			for j < len(rows) && rows[j].group == r.group && int(rows[j].idx) == int(r.idx)+(j-i) {
 				j++
+			}
+			if solo && r.group.alone(w) {
+				start := len(buf.b)
+				buf.b = w.AppendMessage(buf.b, r)
+				// Room for the rest at the first one's size (with a
+				// margin), as the group's own encoding is sized.
+				buf.grow((len(buf.b) - start) * (j - i - 1) * 9 / 8)
+				for _, r := range rows[i+1 : j] {
+					buf.b = w.AppendMessage(buf.b, r)
+				}
+				buf.count(r.group.solo.Hold)
+				spans = append(spans, span{len(out), start, len(buf.b)})
+				var zero T
+				out = append(out, zero)
+				i = j
+				continue
 			}
 			var whole *rowGroup
 			if r.idx == 0 && j-i == len(r.group.rows) {
 				whole = r.group
 			}
-			out = append(out, run(r.group.span(w, r.idx, r.idx+(j-i)), whole))
+			out = append(out, run(r.group.span(w, int(r.idx), int(r.idx)+(j-i)), whole))
 			i = j
 			continue
 		}
-		start := len(b)
-		for b = w.AppendMessage(b, r); j < len(rows) && rows[j].group == nil; j++ {
-			b = w.AppendMessage(b, rows[j])
+		start := len(buf.b)
+		buf.b = w.AppendMessage(buf.b, r)
+		end := j
+		for end < len(rows) && rows[end].group == nil {
+			end++
 		}
-		spans = append(spans, span{len(out), start, len(b)})
+		if solo {
+			// A run buffer starts empty (its memory went back to the
+			// pool): size it once, as above, rather than by doubling.
+			buf.grow((len(buf.b) - start) * (end - i - 1) * 9 / 8)
+		}
+		for ; j < end; j++ {
+			buf.b = w.AppendMessage(buf.b, rows[j])
+		}
+		spans = append(spans, span{len(out), start, len(buf.b)})
 		var zero T
 		out = append(out, zero)
 		i = j
 	}
+	b := buf.b
+	if buf.hold != nil {
+		buf.count(buf.hold) // unshared rows may have grown it too
+	}
 	for _, s := range spans {
 		out[s.i] = run(b[s.start:s.end:s.end], nil)
 	}
-	*buf = b
 	return out
 }
 

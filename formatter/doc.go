@@ -14,7 +14,10 @@
 // its encoding can be shared between subscribers whose AS OF differs.
 // Rows shared by many subscribers (Shared) are encoded once per wire
 // format into one buffer; Runs hands them out as spans of it, which a COPY
-// writes to its socket as they are. A snapshot chunk's rows
+// writes to its socket as they are. A reader alone on a group (WithSolo)
+// encodes it with StreamRuns into a pooled buffer of its own (RunBuffer),
+// released once written, rather than into the group's cache: what nobody
+// else reads is not kept. A snapshot chunk's rows
 // (SnapshotRows) go further: they refer to the chunk's updates instead of
 // copying their columns into a tail of their own, and the encoders read
 // the updates in place.

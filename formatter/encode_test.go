@@ -160,6 +160,79 @@ func TestRuns(t *testing.T) {
 	}
 }
 
+// TestStreamRuns: StreamRuns returns Runs's bytes. A group whose reader
+// is alone on it (WithSolo) is encoded into the caller's buffer, not into
+// the group's cache, and the buffer is counted by Hold until Release; a
+// group with readers besides, or with the encoding cached already, is its
+// cached bytes.
+func TestStreamRuns(t *testing.T) {
+	opts := &Options{Relation: allTypes}
+	all := allTypesRows()
+	progress := opts.ProgressRow(9)
+	for _, tc := range []struct {
+		name   string
+		alone  bool
+		cached bool // encoded into the cache before StreamRuns
+		own    bool // StreamRuns encodes the group itself
+	}{
+		{"Alone", true, false, true},
+		{"NotAlone", false, false, false},
+		{"AloneButCached", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, w := range []Wire{NewEncoder(opts, nil), NewCopyEncoder(opts, CopyText), NewCopyEncoder(opts, CopyBinary)} {
+				var held int64
+				solo := &Solo{Alone: func() bool { return tc.alone }, Hold: func(n int64) { held += n }}
+				g := WithSolo(Shared(slices.Clone(all[1:])), solo)
+				if tc.cached {
+					var b []byte
+					Runs(w, g, &b)
+				}
+				rows := slices.Concat(g[:2], []Row{progress}, g[2:])
+				var b1 []byte
+				want := bytes.Join(Runs(w, slices.Concat(all[1:3], []Row{progress}, all[3:]), &b1), nil)
+				var rb RunBuffer
+				runs := StreamRuns(w, rows, &rb)
+				if got := bytes.Join(runs, nil); !bytes.Equal(got, want) {
+					t.Fatalf("wire %q: StreamRuns joined\n got %q\nwant %q", w.Key(), got, want)
+				}
+				e := g[0].group
+				cached := len(e.entries) > 0
+				if cached == tc.own {
+					t.Errorf("wire %q: the group's cache has an encoding: %v, want %v", w.Key(), cached, !tc.own)
+				}
+				if got, want := held, int64(cap(rb.b)); tc.own && got != want {
+					t.Errorf("wire %q: %d bytes held, want the buffer's %d", w.Key(), got, want)
+				}
+				if !tc.own && held != 0 {
+					t.Errorf("wire %q: %d bytes held for cached runs, want 0", w.Key(), held)
+				}
+				rb.Release()
+				if held != 0 {
+					t.Errorf("wire %q: %d bytes held after Release, want 0", w.Key(), held)
+				}
+			}
+		})
+	}
+}
+
+// TestRunBufferReleasesLargeBuffers: a RunBuffer keeps a small buffer
+// across Release, and gives a piece's (large) one back to the pool.
+func TestRunBufferReleasesLargeBuffers(t *testing.T) {
+	// (grow takes any pooled buffer large enough: a small one is made
+	// here.)
+	rb := RunBuffer{b: make([]byte, 10, 100)}
+	rb.Release()
+	if cap(rb.b) != 100 {
+		t.Errorf("a 100-byte buffer was let go of")
+	}
+	rb.grow(keepRunBytes + 1)
+	rb.Release()
+	if rb.b != nil {
+		t.Errorf("a %d-byte buffer was kept after Release", cap(rb.b))
+	}
+}
+
 // TestSnapshotRowsEncodeAsData: rows of SnapshotRows, which read their
 // update in place, and of SnapshotColumns, which read their row of a
 // part's columns in place, encode to the bytes of the same rows built by

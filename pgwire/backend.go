@@ -158,9 +158,10 @@ type ReadyResult interface {
 	// Ready returns nil when Next would not wait long (a batch is ready,
 	// or the end, an error, or a short wait such as a snapshot read's),
 	// else a channel that is closed once it would not. pgwire calls it
-	// between Nexts, and calls Next once the channel is closed or the
-	// statement's context is done; a channel closed early only makes Next
-	// wait as it would have.
+	// between Nexts, once the last batch's bytes are written (they may be
+	// reused from then on, as after the next Next), and calls Next once
+	// the channel is closed or the statement's context is done; a channel
+	// closed early only makes Next wait as it would have.
 	Ready() <-chan struct{}
 }
 

@@ -27,7 +27,7 @@ import (
 // the network: one subscriber reads a 1,000,000-row snapshot of (bigint,
 // 64-byte text) through a shared tail, and every row is encoded as COPY
 // text the way a COPY (SUBSCRIBE ... WITH (PROGRESS)) TO STDOUT session
-// writes it (formatter.Runs). ns/op and B/op are per whole snapshot: the
+// writes it (formatter.StreamRuns). ns/op and B/op are per whole snapshot: the
 // server's CPU and allocations of one read, less the socket writes.
 //
 //	go test -run '^$' -bench SnapshotCopy1M -benchtime 5x -benchmem ./tail/
@@ -45,7 +45,7 @@ func BenchmarkSnapshotCopy1M(b *testing.B) {
 			b.Fatal(err)
 		}
 		enc := formatter.NewCopyEncoder(opts, formatter.CopyText)
-		var buf []byte
+		var buf formatter.RunBuffer
 		rows := 0
 		bytes = 0
 		for rows < n+2 { // the data rows and the progress rows around them
@@ -57,10 +57,11 @@ func BenchmarkSnapshotCopy1M(b *testing.B) {
 				b.Fatal(err)
 			}
 			rows += len(out)
-			for _, r := range formatter.Runs(enc, out, &buf) {
+			for _, r := range formatter.StreamRuns(enc, out, &buf) {
 				bytes += len(r)
 			}
 		}
+		buf.Release()
 		s.Close()
 		if rows != n+2 {
 			b.Fatalf("got %d rows, want %d", rows, n+2)

@@ -33,7 +33,13 @@
 //     cursor passed through as columns (persist.Cursor.NextChunk), to its
 //     rows of the part's columns (formatter.Options.SnapshotColumns): its
 //     updates are decoded only for what needs datums (a shape's MFP, an
-//     output that waits for the whole snapshot). A FETCH 10 on a new
+//     output that waits for the whole snapshot). Once a share can no
+//     longer be joined (it dropped its first piece) and has one
+//     subscriber, that subscriber encodes its pieces itself, into a
+//     buffer pooled between sessions (formatter.WithSolo, StreamRuns),
+//     instead of into new memory kept with each piece for nobody else:
+//     one client's COPY of a large snapshot reuses its memory from piece
+//     to piece. A FETCH 10 on a new
 //     cursor returns after the first piece, reading nothing more, and a
 //     large snapshot is never held whole. The snapshot reader's since stays at or below
 //     the AS OF of every subscriber that still needs its snapshot (until its

@@ -1,6 +1,7 @@
 package tail
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -365,5 +366,99 @@ func TestBudgetCountsSnapshotEncodings(t *testing.T) {
 	budget.Enforce() // forgets the finished share kept for late joiners
 	if got := snap.Bytes(); got != 0 {
 		t.Errorf("snapshot holder %d bytes once the share let go of its pieces, want 0", got)
+	}
+}
+
+// TestSnapshotAloneEncodesItself: a subscriber alone on a share that can
+// no longer be joined (its first piece dropped) encodes its pieces into its
+// own run buffer (formatter.StreamRuns), charged to the snapshot holder
+// while held and uncharged at Release; with a second subscriber on the
+// share every piece is written from the share's cached encoding. Either
+// way the bytes are the rows' COPY text, and the holder is back to 0 once
+// the shares let go.
+func TestSnapshotAloneEncodesItself(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		readers int
+		own     bool // some pieces encoded into the run buffer
+	}{
+		{"Alone", 1, true},
+		{"Shared", 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			budget := membudget.New(0)
+			snap := budget.Holder(membudget.HolderSnapshot)
+			// Pieces are dropped once taken: the share is not kept for
+			// late joiners.
+			f := newFixture(t, Config{Budget: budget, ShareRetainBytes: 1})
+			var ups []row.Update
+			for i := range 20_000 {
+				ups = append(ups, ins(int64(i), fmt.Sprintf("v%d\t\\", i)))
+			}
+			f.write(ups...)
+			asOf := f.upper - 1
+			subs := make([]*Subscriber, tc.readers)
+			for i := range subs {
+				subs[i] = f.subscribe(asOf, true, 0, nil)
+			}
+			s := subs[0]
+			enc := formatter.NewCopyEncoder(s.req.Output, formatter.CopyText)
+			ref := formatter.NewCopyEncoder(s.req.Output, formatter.CopyText)
+			var rb formatter.RunBuffer
+			var got, want, refBuf []byte
+			owned, rows := 0, 0
+			for done := false; !done; {
+				out, err := s.Next(f.ctx, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Up to the progress row that completes the snapshot.
+				last := out[len(out)-1]
+				done = last.Progressed && last.Time > asOf
+				for _, other := range subs[1:] {
+					// The other subscriber keeps up, so that the share
+					// drops pieces as they are taken.
+					takeRows(t, f, other, len(out))
+				}
+				rows += len(out)
+				for _, r := range formatter.StreamRuns(enc, out, &rb) {
+					got = append(got, r...)
+				}
+				// The same rows as rows of their own, encoded from their
+				// datums: what the wire must carry.
+				plain := make([]formatter.Row, len(out))
+				for i, r := range out {
+					plain[i] = formatter.Row{Time: r.Time, Progressed: r.Progressed, Tail: r.Columns()}
+				}
+				for _, r := range formatter.Runs(ref, plain, &refBuf) {
+					want = append(want, r...)
+				}
+				held := snap.Bytes()
+				rb.Release()
+				if snap.Bytes() < held {
+					owned++
+				}
+			}
+			if rows != len(ups)+2 {
+				t.Fatalf("got %d rows, want the %d of the snapshot and two progress rows", rows, len(ups))
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("COPY bytes differ from the rows' (%d vs %d bytes)", len(got), len(want))
+			}
+			if tc.own && owned == 0 {
+				t.Error("no piece was encoded into the subscriber's own buffer")
+			}
+			if !tc.own && owned > 0 {
+				t.Errorf("%d batches were encoded into the subscriber's own buffer with a second subscriber on the share", owned)
+			}
+			for _, s := range subs {
+				s.Close()
+			}
+			budget.SetLimit(1)
+			budget.Enforce() // forgets finished shares kept for late joiners
+			if got := snap.Bytes(); got != 0 {
+				t.Errorf("snapshot holder %d bytes once the shares let go, want 0", got)
+			}
+		})
 	}
 }

@@ -47,8 +47,20 @@ type share struct {
 	// opened is closed once cur (or err) is set: subscribers that find
 	// the share while its cursor opens wait for it.
 	opened chan struct{}
+	// solo lets a subscriber alone on the share encode its pieces into a
+	// buffer of its own (formatter.WithSolo) rather than into new memory
+	// kept with each piece: one COPY of a large snapshot reuses one
+	// buffer. Set once the share is made.
+	solo formatter.Solo
 	// finals is the snapshot per shape, consolidated whole.
 	finals shapeCache[*shapeSnapshot]
+}
+
+// newShare returns a share of t's snapshot at asOf, its cursor not open.
+func newShare(t *SharedTail, asOf uint64) *share {
+	sh := &share{t: t, asOf: asOf, readers: map[*Subscriber]int{}, ready: make(chan struct{}), opened: make(chan struct{})}
+	sh.solo = formatter.Solo{Alone: sh.alone, Hold: t.m.memSnapshot.Add}
+	return sh
 }
 
 // piece is one chunk of a snapshot: final rows at AS OF. A chunk the
@@ -83,7 +95,7 @@ func (p *piece) rows(opts *formatter.Options, asOf uint64) []formatter.Row {
 			rows = opts.SnapshotRowsCharged(asOf, p.updates, p.charge)
 		}
 		made = formattedSize([]formatter.TimeRows{{Rows: rows}})
-		return rows
+		return formatter.WithSolo(rows, &p.sh.solo)
 	})
 	if made > 0 {
 		// Outside the cache's lock, as encodings are charged.
@@ -135,6 +147,18 @@ func (sh *share) final(shape *subscribe.Shape, parts [][]row.Update) *shapeSnaps
 		}
 		return &shapeSnapshot{updates: row.Consolidate(all)}
 	})
+}
+
+// alone reports whether one subscriber at most reads the share and no
+// other can join it (it has dropped its first piece, see join): the
+// pieces it hands out from then on are for that subscriber only. While
+// the share may still be joined, pieces keep their encodings for the
+// subscribers that join later at the same AS OF (a storm's), who would
+// otherwise encode them again.
+func (sh *share) alone() bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return len(sh.readers) <= 1 && sh.base > 0
 }
 
 // join registers s with the share. It fails (false) when the share already

@@ -282,7 +282,7 @@ func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (
 		t.mu.Lock()
 		sh := t.shares[asOf]
 		if sh == nil {
-			sh = &share{t: t, asOf: asOf, readers: map[*Subscriber]int{}, ready: make(chan struct{}), opened: make(chan struct{})}
+			sh = newShare(t, asOf)
 			t.shares[asOf] = sh
 			t.mu.Unlock()
 			return t.openShare(ctx, sh, s)

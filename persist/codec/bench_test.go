@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -119,4 +120,52 @@ func BenchmarkDecodeSmallPart(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPartReaderColumns decodes the same part batch by batch as
+// columns (NextColumns), as a snapshot passed through does (issue 19's big
+// read): decompression and the checks, no datum per value.
+func BenchmarkPartReaderColumns(b *testing.B) {
+	// bench (b)'s rows (bench's payload): ascending ids, 64 pseudo-random
+	// hex digits, one time.
+	us := make([]row.Update, benchRows)
+	const hexdigits = "0123456789abcdef"
+	var p [64]byte
+	for i := range us {
+		x := uint64(i)*0x9E3779B97F4A7C15 + 1
+		for j := range p {
+			if j%16 == 0 && j > 0 {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+			p[j] = hexdigits[(x>>(4*(j%16)))&15]
+		}
+		us[i] = row.Update{Row: row.Row{int64(i), string(p[:])}, T: 1, Diff: 1}
+	}
+	data, _, err := EncodePart(benchSchema, us)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		r, err := NewPartReader(benchSchema, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for {
+			c, err := r.NextColumns()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += c.Len
+		}
+		if n != benchRows {
+			b.Fatalf("got %d rows", n)
+		}
+	}
+	b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
