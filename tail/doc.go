@@ -147,7 +147,10 @@
 // shrink (every window to its newest batch; every share to the pieces a
 // subscriber of it has yet to take; finished shares kept for late joiners
 // forgotten) and, if that is not enough, detachLargest (attached
-// subscribers, largest queue first, until the total fits). The catch-ups'
+// subscribers, largest queue first, until the total is down to a quarter
+// of the budget, so that the heap keeps room below the runtime's soft
+// limit and the collector does not run continuously at the readers'
+// expense). The catch-ups'
 // chunks (tail_catchup) count in the total but are not shed: the slots
 // bound them. Detached
 // subscribers resume like any other, so the budget costs a stalled client

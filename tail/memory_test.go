@@ -39,8 +39,9 @@ func queueArrays(subs ...*Subscriber) int64 {
 }
 
 // TestBudgetPolicyOrder: over budget, the windows shrink first, and only
-// if that is not enough the largest queue is detached, and no more than
-// needed.
+// if that is not enough are queues detached, largest first, until the
+// total is down to a quarter of the budget (detachTarget): not just
+// under it.
 func TestBudgetPolicyOrder(t *testing.T) {
 	budget := membudget.New(0) // unlimited while the queues fill
 	// The fixture's times are small numbers, far older than any age bound.
@@ -54,11 +55,11 @@ func TestBudgetPolicyOrder(t *testing.T) {
 		drain(t, f.ctx, s, f.upper) // attached
 	}
 	big := strings.Repeat("x", 500)
-	for i := range 3 {
+	for i := range 2 {
 		f.write(ins(int64(i), big))
 	}
-	drain(t, f.ctx, newer, f.upper) // newer stalls 3 batches after oldest
-	for i := range 3 {
+	drain(t, f.ctx, newer, f.upper) // newer stalls 2 batches after oldest
+	for i := range 4 {
 		f.write(ins(int64(10+i), big))
 	}
 	drain(t, f.ctx, reader, f.upper) // every batch published
@@ -71,28 +72,37 @@ func TestBudgetPolicyOrder(t *testing.T) {
 	}
 	total := budget.Total()
 
-	// 1. Over by more than the window alone holds (the queues pin all
-	// but its empty first batches): after the shrink the largest queue
-	// goes, which frees the 3 batches only it holds; the other stays.
+	// 1. Over by less than a batch, and by more than the window alone
+	// holds (the queues pin all but its empty first batches): after the
+	// shrink the largest queue goes, freeing the 2 batches only it holds,
+	// which brings the total under the budget but not down to a quarter
+	// of it (the other queue pins the 4 newest): that queue goes too. The
+	// reader, which took everything, stays.
 	budget.SetLimit(total - 300)
 	f.m.enforce()
 	if got := testutil.ToFloat64(f.m.Metrics().budgetShrinks); got != 1 {
 		t.Errorf("window shrinks = %v, want 1", got)
 	}
-	if got, want := [2]bool{isDetached(oldest), isDetached(newer)}, [2]bool{true, false}; got != want {
-		t.Fatalf("detached (oldest, newer) = %v, want %v", got, want)
+	if got, want := [3]bool{isDetached(oldest), isDetached(newer), isDetached(reader)}, [3]bool{true, true, false}; got != want {
+		t.Fatalf("detached (oldest, newer, reader) = %v, want %v", got, want)
 	}
-	if got := budget.Total(); got > budget.Limit() {
-		t.Fatalf("total %d after enforcement, over the budget %d", got, budget.Limit())
+	if got := budget.Total(); got > detachTarget(budget.Limit()) {
+		t.Fatalf("total %d after enforcement, over a quarter of the budget %d", got, budget.Limit())
+	}
+	if got := testutil.ToFloat64(f.m.Metrics().budgetDetaches); got != 2 {
+		t.Errorf("budget detaches = %v, want 2", got)
 	}
 
 	// 2. Over by what only the window holds: shrinking it is enough, no
 	// queue is detached.
-	drain(t, f.ctx, newer, f.upper)
+	for _, s := range []*Subscriber{oldest, newer} {
+		drain(t, f.ctx, s, f.upper) // resumed
+	}
 	for i := range 2 {
 		f.write(ins(int64(20+i), big))
 	}
 	drain(t, f.ctx, reader, f.upper)
+	drain(t, f.ctx, oldest, f.upper)
 	budget.WaitEnforce()
 	budget.SetLimit(budget.Total() - 1)
 	f.m.enforce()
@@ -105,8 +115,8 @@ func TestBudgetPolicyOrder(t *testing.T) {
 	if got := budget.Total(); got > budget.Limit() {
 		t.Fatalf("total %d after enforcement, over the budget %d", got, budget.Limit())
 	}
-	if got := testutil.ToFloat64(f.m.Metrics().budgetDetaches); got != 1 {
-		t.Errorf("budget detaches = %v, want 1", got)
+	if got := testutil.ToFloat64(f.m.Metrics().budgetDetaches); got != 2 {
+		t.Errorf("budget detaches = %v, want 2", got)
 	}
 }
 
