@@ -100,6 +100,24 @@ type Config struct {
 	// process needs. 0 means no limit.
 	MaxConnections int
 
+	// NotSentLowWater, when positive, bounds the bytes each client
+	// connection's socket holds that the kernel has not sent yet
+	// (TCP_NOTSENT_LOWAT; Linux only): a write past it waits until the
+	// client has taken some, and the rest of a large result stays in the
+	// process, where a snapshot's encoding is shared by all its
+	// subscribers. Without it the kernel grows each socket's send buffer up
+	// to net.ipv4.tcp_wmem's maximum (4 MiB by default) and a storm of
+	// clients taking a snapshot at once copies up to that much per client
+	// into kernel memory at once; past net.ipv4.tcp_mem's pressure
+	// threshold the host's TCP shrinks every socket's buffers and drops
+	// and retransmits segments, for every connection of the host. The cost
+	// is more, smaller writes (a wakeup per NotSentLowWater/2 or so bytes),
+	// and in a storm every client progresses at once instead of the first
+	// ones finishing early. Bytes sent but not yet acknowledged are not
+	// counted: the congestion window bounds those. 0 leaves the kernel's
+	// setting (net.ipv4.tcp_notsent_lowat, unlimited by default).
+	NotSentLowWater int
+
 	// AuthThrottle slows password guessing from one address; see its doc.
 	AuthThrottle AuthThrottle
 	// Throttle, when set, is the process's throttle of password logins,
@@ -141,6 +159,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("pgwire config: MaxConnections: %d is negative", c.MaxConnections)
+	}
+	if c.NotSentLowWater < 0 {
+		return fmt.Errorf("pgwire config: NotSentLowWater: %d is negative", c.NotSentLowWater)
 	}
 	if c.AuthTimeout < 0 {
 		return fmt.Errorf("pgwire config: AuthTimeout: %v is negative", c.AuthTimeout)

@@ -225,6 +225,9 @@ func (s *Server) serveConn(c *conn) {
 // (awaitReady), and the fewer bytes of stack above it, the smaller the
 // runtime can shrink its goroutine's stack.
 func (c *conn) serve() error {
+	if err := setNotSentLowWater(c.raw, c.srv.cfg.NotSentLowWater); err != nil {
+		c.logger().Debug("pgwire: TCP_NOTSENT_LOWAT not set", "err", err)
+	}
 	if ok, err := c.open(); !ok {
 		return err
 	}

@@ -134,6 +134,12 @@
 // KiB or more is written directly, without a copy. Responses to Parse, Bind,
 // Describe and Close wait for the next of these, as in Postgres.
 //
+// A write blocks (its goroutine parked in the netpoller) while the socket is
+// full. How much the kernel takes first is its send buffer, autotuned up to
+// net.ipv4.tcp_wmem's maximum, unless Config.NotSentLowWater bounds the
+// bytes not yet sent (TCP_NOTSENT_LOWAT): then the rest of a large result
+// waits in the process, shared, at the cost of more and smaller writes.
+//
 // # Errors
 //
 // Any error whose chain has a SQLState() string method is sent with that
