@@ -190,8 +190,18 @@ func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
 // a snapshot piece as one stream of bytes writes it from the shared
 // encoding, without copying it per subscriber.
 func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
-	return appendRuns(w, rows, buf, nil, func(b []byte, _ *rowGroup) []byte { return b })
+	return AppendRuns(nil, w, rows, buf)
 }
+
+// AppendRuns is Runs, appending the runs to out: a caller that keeps out
+// between calls (an idle subscriber's progress row, a tick at a time)
+// allocates no list.
+func AppendRuns(out [][]byte, w Wire, rows []Row, buf *[]byte) [][]byte {
+	return appendRuns(w, rows, buf, out, runBytes)
+}
+
+// runBytes is a run of Runs: its bytes.
+func runBytes(b []byte, _ *rowGroup) []byte { return b }
 
 // A Piece is one run of Pieces: Bytes are messages back to back, as a run
 // of Runs. A Piece that is every row of one Shared group (a snapshot
