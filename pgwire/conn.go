@@ -34,8 +34,10 @@ const (
 // goroutine has finished.
 var errConnDone = errors.New("pgwire: connection closed")
 
-// conn is one client connection. Its goroutine (serveConn) owns every field
-// except those under mu; an input pipe's goroutine only reads the socket.
+// conn is one client connection. The goroutine that runs it (serveConn, or
+// after it parked the resumer that continues it: park.go) owns every field
+// except those under mu, sleep, and nextWoken (the resumers'); an input
+// pipe's goroutine only reads the socket.
 type conn struct {
 	srv *Server
 	// logPID adds the backend pid to the connection's log lines once it
