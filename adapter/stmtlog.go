@@ -164,9 +164,9 @@ func (r *loggedResult) Next(ctx context.Context) ([][]byte, error) {
 	return msgs, err
 }
 
-// Ready implements pgwire.ReadyResult for a result that has a Ready
-// channel (see readyOf); for any other it is nil, and Next waits as usual.
-func (r *loggedResult) Ready() <-chan struct{} { return readyOf(r.Result) }
+// Ready implements pgwire.ReadyResult for a result that has Ready (see
+// readyOf); for any other it is true, and Next waits as usual.
+func (r *loggedResult) Ready(wake func()) bool { return readyOf(r.Result, wake) }
 
 func (r *loggedResult) Close() {
 	r.Result.Close()

@@ -438,21 +438,21 @@ func (r *subscribeResult) Next(ctx context.Context) ([][]byte, error) {
 }
 
 // Ready implements pgwire.ReadyResult.
-func (r *subscribeResult) Ready() <-chan struct{} {
+func (r *subscribeResult) Ready(wake func()) bool {
 	if r.pre != nil {
-		return nil
+		return true
 	}
-	return readyOf(r.sub)
+	return readyOf(r.sub, wake)
 }
 
-// readyOf returns the Ready channel of a subscription or result that has
-// one (pgwire.ReadyResult: the fast path's subscriber, the results over
-// it), else nil: its Next then waits as usual.
-func readyOf(x any) <-chan struct{} {
-	if r, ok := x.(interface{ Ready() <-chan struct{} }); ok {
-		return r.Ready()
+// readyOf is Ready(wake) of a subscription or result that has it
+// (pgwire.ReadyResult: the fast path's subscriber, the results over it),
+// else true: its Next then waits as usual.
+func readyOf(x any, wake func()) bool {
+	if r, ok := x.(interface{ Ready(func()) bool }); ok {
+		return r.Ready(wake)
 	}
-	return nil
+	return true
 }
 
 func (r *subscribeResult) Tag() string { return fmt.Sprintf("SELECT %d", r.n) }
@@ -485,6 +485,9 @@ type copySubscribeResult struct {
 	// buf holds the runs the last Next encoded itself (formatter.StreamRuns):
 	// pgwire has written them by the next call of Next or Ready.
 	buf formatter.RunBuffer
+	// runs is the list of the last batch, reused by the next: pgwire
+	// keeps neither past the next Next.
+	runs [][]byte
 }
 
 func (r *copySubscribeResult) Describe() pgwire.Description {
@@ -522,7 +525,9 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 	// Runs, not Messages: COPY has no row limit, so a snapshot piece goes
 	// to pgwire as the one span of its shared encoding, written to the
 	// socket without a copy or a slice header per row.
-	runs := formatter.StreamRuns(r.enc, rows, &r.buf)
+	clear(r.runs) // let go of the last batch's bytes
+	r.runs = formatter.AppendStreamRuns(r.runs[:0], r.enc, rows, &r.buf)
+	runs := r.runs
 	if !r.header && len(runs) > 0 {
 		// Binary COPY's signature (or HEADER's line of names) travels
 		// with the first row, as PostgreSQL sends it.
@@ -543,14 +548,14 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 }
 
 // Ready implements pgwire.ReadyResult.
-func (r *copySubscribeResult) Ready() <-chan struct{} {
+func (r *copySubscribeResult) Ready(wake func()) bool {
 	// The last batch is written (pgwire calls Ready between Nexts): a
 	// session about to wait holds no piece's encoding meanwhile.
 	r.buf.Release()
 	if r.done {
-		return nil
+		return true
 	}
-	return readyOf(r.sub)
+	return readyOf(r.sub, wake)
 }
 
 func (r *copySubscribeResult) Tag() string { return fmt.Sprintf("COPY %d", r.n) }

@@ -51,7 +51,7 @@ func (t *trackedSubscription) Next(ctx context.Context, max int) ([]formatter.Ro
 }
 
 // Ready is the subscription's, when it has one (see readyOf).
-func (t *trackedSubscription) Ready() <-chan struct{} { return readyOf(t.Subscription) }
+func (t *trackedSubscription) Ready(wake func()) bool { return readyOf(t.Subscription, wake) }
 
 func (t *trackedSubscription) Close() {
 	if t.e != nil {

@@ -195,11 +195,21 @@ func Messages(w Wire, rows []Row, buf *[]byte) [][]byte {
 // a snapshot piece as one stream of bytes writes it from the shared
 // encoding, without copying it per subscriber.
 func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
+	return AppendRuns(nil, w, rows, buf)
+}
+
+// AppendRuns is Runs, appending the runs to out: a caller that keeps out
+// between calls (an idle subscriber's progress row, a tick at a time)
+// allocates no list.
+func AppendRuns(out [][]byte, w Wire, rows []Row, buf *[]byte) [][]byte {
 	rb := RunBuffer{b: *buf}
-	out := appendRuns(w, rows, &rb, nil, false, func(b []byte, _ *rowGroup) []byte { return b })
+	out = appendRuns(w, rows, &rb, out, false, runBytes)
 	*buf = rb.b
 	return out
 }
+
+// runBytes is a run of Runs: its bytes.
+func runBytes(b []byte, _ *rowGroup) []byte { return b }
 
 // StreamRuns is Runs for a caller that writes the runs out before it asks
 // for more (a COPY): a run of a Shared group whose reader is alone on it
@@ -208,8 +218,14 @@ func Runs(w Wire, rows []Row, buf *[]byte) [][]byte {
 // reused from call to call and between callers (a pool); the caller must
 // Release it once it has written the runs, and before it waits for long.
 func StreamRuns(w Wire, rows []Row, buf *RunBuffer) [][]byte {
+	return AppendStreamRuns(nil, w, rows, buf)
+}
+
+// AppendStreamRuns is StreamRuns, appending the runs to out (see
+// AppendRuns).
+func AppendStreamRuns(out [][]byte, w Wire, rows []Row, buf *RunBuffer) [][]byte {
 	buf.Release()
-	return appendRuns(w, rows, buf, nil, true, func(b []byte, _ *rowGroup) []byte { return b })
+	return appendRuns(w, rows, buf, out, true, runBytes)
 }
 
 // Solo lets the one reader of a group of Shared rows encode them into a

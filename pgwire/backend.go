@@ -122,10 +122,9 @@ type Session interface {
 // query a statement at a time, pulled, rather than as Query's sequence,
 // which holds the session's frames on the connection's stack for as long as
 // a statement's result runs. With it pgwire can leave a result that waits
-// for its next batch (see ReadyResult) and wait at the top of its
-// connection loop: the goroutine of an idle subscriber then holds a shallow
-// stack, which the runtime shrinks. The statements run, and fail, exactly
-// as Query's would.
+// for its next batch (see ReadyResult) and park the connection: its
+// goroutine ends, and a new one continues the query once the result is
+// ready. The statements run, and fail, exactly as Query's would.
 type QueryStepper interface {
 	// QuerySteps starts the query of Query(ctx, sql).
 	QuerySteps(ctx context.Context, sql string) QuerySteps
@@ -150,19 +149,22 @@ type QuerySteps interface {
 
 // ReadyResult is implemented by a Result whose Next may wait long for its
 // next batch, as a SUBSCRIBE waits for changes. Instead of blocking in
-// Next, deep in the statement, pgwire then waits at the top of its
-// connection loop (see QueryStepper).
+// Next, deep in the statement, pgwire then parks the connection: no
+// goroutine waits for it (see QueryStepper).
 type ReadyResult interface {
 	Result
 
-	// Ready returns nil when Next would not wait long (a batch is ready,
-	// or the end, an error, or a short wait such as a snapshot read's),
-	// else a channel that is closed once it would not. pgwire calls it
-	// between Nexts, once the last batch's bytes are written (they may be
-	// reused from then on, as after the next Next), and calls Next once
-	// the channel is closed or the statement's context is done; a channel
-	// closed early only makes Next wait as it would have.
-	Ready() <-chan struct{}
+	// Ready reports whether Next would not wait long (a batch is ready,
+	// or the end, an error, or a short wait such as a snapshot read's).
+	// When it would, Ready returns false and calls wake once it would
+	// not: once, from any goroutine, perhaps holding the producer's
+	// locks (wake never blocks: it only schedules the connection), and
+	// never after Close. pgwire calls Ready between Nexts, once the last
+	// batch's bytes are written (they may be reused from then on, as
+	// after the next Next), and calls Next once woken or once the
+	// statement's context is done; a wake early only makes Next wait as
+	// it would have.
+	Ready(wake func()) bool
 }
 
 // Statement is a prepared statement (Parse). pgwire keeps the named and the
@@ -251,7 +253,8 @@ type Result interface {
 	// count them against): a run of a shared encoding, which pgwire writes
 	// to the socket as it is, without copying it when it is large. pgwire
 	// copies the bytes to the client before the next call and neither
-	// modifies nor keeps them. pgwire flushes after every batch, so a
+	// modifies nor keeps them, nor the batch's list: a result may reuse
+	// both. pgwire flushes after every batch, so a
 	// long-running result (SUBSCRIBE) streams as fast as its batches
 	// arrive. Next must return promptly once ctx is
 	// canceled; the error is then reported as the cancellation (57014) or

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgproto3/v2"
@@ -33,8 +34,10 @@ const (
 // goroutine has finished.
 var errConnDone = errors.New("pgwire: connection closed")
 
-// conn is one client connection. Its goroutine (serveConn) owns every field
-// except those under mu; an input pipe's goroutine only reads the socket.
+// conn is one client connection. The goroutine that runs it (serveConn, or
+// after it parked the resumer that continues it: park.go) owns every field
+// except those under mu, sleep, and nextWoken (the resumers'); an input
+// pipe's goroutine only reads the socket.
 type conn struct {
 	srv *Server
 	// logPID adds the backend pid to the connection's log lines once it
@@ -83,13 +86,20 @@ type conn struct {
 	stmtCancel context.CancelCauseFunc // mu: cancels the running statement; nil between statements
 
 	// query is the simple query being run statement by statement, and
-	// exec the Execute being run; nil between messages. ready, when set,
-	// is the Ready channel of the result of one of them, which waits for
-	// its next batch: run waits for it (awaitReady) before it continues
-	// the message (continueQuery, continueExecute).
-	query *queryRun
-	exec  *executeRun
-	ready <-chan struct{}
+	// exec the Execute being run; nil between messages. parking is set
+	// when the result of one of them waits for its next batch: run then
+	// parks the connection (park.go) and continues the message once the
+	// result's wake, or the end of the statement, resumes it
+	// (continueQuery, continueExecute).
+	query   *queryRun
+	exec    *executeRun
+	parking bool
+	// sleep is awake, asleep or wokenEarly (park.go); wakeFn is wake, as
+	// a parked result keeps it; nextWoken links the connections waiting
+	// in the server's resumers.
+	sleep     atomic.Int32
+	wakeFn    func()
+	nextWoken *conn
 
 	stmts          map[string]*prepared // nil until the first Parse: most connections never send one
 	portals        map[string]*portal   // nil until the first Bind
@@ -186,10 +196,20 @@ func (c *conn) abort(cause error) {
 // other.
 func (c *conn) cancelAll(cause error) {
 	c.cancel(cause)
+	c.cancelRunning(cause)
+}
+
+// cancelRunning cancels the running statement, if any, with cause, and
+// wakes the connection should it be parked in it (park.go).
+func (c *conn) cancelRunning(cause error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stmtCancel != nil {
+	running := c.stmtCancel != nil
+	if running {
 		c.stmtCancel(cause)
+	}
+	c.mu.Unlock()
+	if running {
+		c.wake()
 	}
 }
 
@@ -200,12 +220,22 @@ func (c *conn) armDeadlines() {
 	c.raw.SetWriteDeadline(time.Now().Add(closeGrace))
 }
 
-// serveConn is the goroutine of a connection.
-func (s *Server) serveConn(c *conn) {
-	defer s.wg.Done()
-	defer s.forget(c)
-	defer c.close()
+// serveConn is the goroutine of a new connection.
+func (s *Server) serveConn(c *conn) { s.runConn(c, false) }
+
+// runConn runs a connection on the calling goroutine, from its start
+// (serve) or, resumed after it parked, from the top of its loop (run),
+// until it ends or parks again. A connection that ends is closed; one
+// that parked is left alone: it may already run on another goroutine.
+func (s *Server) runConn(c *conn, resumed bool) {
+	ended := true
 	defer func() {
+		if !ended {
+			return
+		}
+		defer s.wg.Done()
+		defer s.forget(c)
+		defer c.close()
 		// A panic anywhere in the connection (ours or the session's) ends
 		// only this connection.
 		if r := recover(); r != nil {
@@ -214,16 +244,23 @@ func (s *Server) serveConn(c *conn) {
 			c.fatal(Errorf("XX000", "internal error"))
 		}
 	}()
-	if err := c.serve(); err != nil {
+	var err error
+	if resumed {
+		err = c.run()
+	} else {
+		err = c.serve()
+	}
+	if err == errParked {
+		ended = false
+		return
+	}
+	if err != nil {
 		c.logger().Debug("pgwire: connection ended", "err", err)
 	}
 }
 
 // serve runs the connection: startup, authentication, then the message
-// loop. The loop is called from here rather than from open, whose frame
-// is large: a subscriber waits for changes at the top of the loop
-// (awaitReady), and the fewer bytes of stack above it, the smaller the
-// runtime can shrink its goroutine's stack.
+// loop.
 func (c *conn) serve() error {
 	if err := setNotSentLowWater(c.raw, c.srv.cfg.NotSentLowWater); err != nil {
 		c.logger().Debug("pgwire: TCP_NOTSENT_LOWAT not set", "err", err)
@@ -300,21 +337,24 @@ func (c *conn) failStartup(err error) error {
 // run is the message loop of an authenticated connection. A canceled
 // connection still handles the messages already buffered (their statements
 // see the canceled context and end at once); receive then reports the
-// cancellation.
+// cancellation. It returns errParked when the connection went to sleep
+// (park.go); run called again continues it.
 func (c *conn) run() error {
 	for {
 		// A statement's result parked: nothing else runs until its
 		// message is done.
-		if c.query != nil {
-			c.park()
-			c.awaitReady(c.query.ctx)
-			c.continueQuery()
-			continue
-		}
-		if c.exec != nil {
-			c.park()
-			c.awaitReady(c.exec.ctx)
-			c.continueExecute()
+		if c.query != nil || c.exec != nil {
+			if c.parking {
+				c.parking = false
+				if c.trySleep() {
+					return errParked
+				}
+			}
+			if c.query != nil {
+				c.continueQuery()
+			} else {
+				c.continueExecute()
+			}
 			continue
 		}
 		if c.werr != nil {
@@ -504,13 +544,7 @@ func (c *conn) beginStatement() (context.Context, func()) {
 
 // cancelStatement cancels the running statement, if any (CancelRequest). It is
 // called from the canceling connection's goroutine.
-func (c *conn) cancelStatement() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stmtCancel != nil {
-		c.stmtCancel(ErrQueryCanceled)
-	}
-}
+func (c *conn) cancelStatement() { c.cancelRunning(ErrQueryCanceled) }
 
 // sendBufs holds send buffers between flushes: a connection takes one for
 // the messages it is about to write and gives it back once they are written,

@@ -32,7 +32,9 @@
 //
 // A Backend is shared by all connections and must be safe for concurrent
 // use. Everything below it belongs to one connection, and pgwire calls it
-// from that connection's goroutine only, never concurrently.
+// from that connection's goroutine only, never concurrently (from one
+// goroutine at a time: a parked connection is continued by another, see
+// "Parked connections").
 //
 // Session.Query runs a simple-protocol string: it yields one Result per
 // statement, lazily. Session.Prepare parses one statement for the extended
@@ -70,6 +72,9 @@
 //	}
 //	for {
 //		flush()                              // after each batch, before blocking for the next
+//		if rr, ok := res.(ReadyResult); ok && !rr.Ready(wake) {
+//			park()                           // no goroutine until wake or ctx's end; then on
+//		}
 //		batch, err := res.Next(ctx)
 //		if err == io.EOF {
 //			break
@@ -100,10 +105,25 @@
 //		return formatter.Messages(r.enc, rows, &r.buf), nil
 //	}
 //
+// # Parked connections
+//
+// A Result that may wait long for its next batch (a SUBSCRIBE waiting for
+// changes) can be a ReadyResult: between batches pgwire asks Ready(wake),
+// and when the result has nothing, the connection parks: its goroutine
+// ends, and no goroutine, stack or channel waits for it. wake (the
+// result's producer calls it when a batch is ready) or the end of the
+// statement's context (a CancelRequest, a hangup, Server.Close) resumes
+// it: a few resumer goroutines take the woken connections in turn, each
+// starting a successor before it runs one, so that a tick waking 10,000
+// idle subscribers at once is served by a handful of goroutines and a
+// connection that blocks (a client that does not read) holds up no other.
+// An idle subscriber therefore costs its session's and its connection's
+// state, not a goroutine.
+//
 // # Threading and contexts
 //
 // Each connection has one goroutine, which runs the protocol and every call
-// into its session, and reads the socket itself (into pooled buffers of 512
+// into its session (but none while parked), and reads the socket itself (into pooled buffers of 512
 // bytes to 128 KiB, sized to what the client sends, none while it sends
 // nothing). So that a client that disconnects while its goroutine is busy
 // streaming, or blocked in Result.Next, is noticed at once, the server

@@ -199,7 +199,7 @@ func (c *conn) execute(m *pgproto3.Execute) {
 }
 
 // executeRun is an Execute being run: the state that lets the connection
-// leave it while its result waits for its next batch (c.ready) and
+// leave it while its result waits for its next batch (c.parking) and
 // continue it from the top of its loop, as a simple query's (queryRun).
 type executeRun struct {
 	name    string
@@ -211,14 +211,14 @@ type executeRun struct {
 
 // continueExecute runs c.exec until its result completes, fails or is
 // suspended at maxRows, or until the result waits for its next batch:
-// c.ready is then set, and the connection's loop waits for it and calls
-// continueExecute again. Only an Execute without a row limit parks (the
+// c.parking is then set, and the connection's loop parks and calls
+// continueExecute again once woken. Only an Execute without a row limit parks (the
 // limit counts the rows of one Execute, which runResult keeps on its
 // stack).
 func (c *conn) continueExecute() {
 	x := c.exec
 	_, err := c.runResult(x.ctx, x.p.ex, x.maxRows, false, x.maxRows == 0)
-	if err == nil && c.ready != nil {
+	if err == nil && c.parking {
 		return // parked
 	}
 	c.exec = nil

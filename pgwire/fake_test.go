@@ -46,10 +46,14 @@ type fakeBackend struct {
 	running chan string   // receives the command when a long-running result starts
 	ticks   int           // mu: ticks so far
 	ticked  chan struct{} // mu: closed by the next tick
+	// wakes are the parked tick results' wakes, called by the next tick.
+	wakes map[*tickResult]func() // mu
+	// stepping makes sessions QuerySteppers (steppingSession).
+	stepping bool // mu
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{running: make(chan string, 64), ticked: make(chan struct{})}
+	return &fakeBackend{running: make(chan string, 64), ticked: make(chan struct{}), wakes: map[*tickResult]func(){}}
 }
 
 // tick gives every "tick" result its next row.
@@ -59,6 +63,10 @@ func (b *fakeBackend) tick() {
 	b.ticks++
 	close(b.ticked)
 	b.ticked = make(chan struct{})
+	for r, wake := range b.wakes {
+		delete(b.wakes, r)
+		wake()
+	}
 }
 
 // tickState returns the ticks so far and the channel the next one closes.
@@ -85,9 +93,36 @@ func (b *fakeBackend) OpenSession(ctx context.Context, info ConnInfo) (Session, 
 	}
 	b.mu.Lock()
 	b.open++
+	stepping := b.stepping
 	b.mu.Unlock()
-	return &fakeSession{b: b, info: info, tx: TxIdle}, nil
+	s := &fakeSession{b: b, info: info, tx: TxIdle}
+	if stepping {
+		return steppingSession{s}, nil
+	}
+	return s, nil
 }
+
+// steppingSession is a fakeSession that is a QueryStepper, as the
+// adapter's session is: its simple queries' results can park.
+type steppingSession struct{ *fakeSession }
+
+func (s steppingSession) QuerySteps(ctx context.Context, sql string) QuerySteps {
+	next, stop := iter.Pull2(s.Query(ctx, sql))
+	return &fakeSteps{next: next, stop: stop}
+}
+
+// fakeSteps runs a fakeSession's Query a statement at a time.
+type fakeSteps struct {
+	next func() (Result, error, bool)
+	stop func()
+}
+
+func (q *fakeSteps) Next(ctx context.Context) (Result, error) {
+	res, err, _ := q.next()
+	return res, err
+}
+
+func (q *fakeSteps) Stop() { q.stop() }
 
 // started signals that a long-running result began, without ever blocking.
 func (b *fakeBackend) started(cmd string) {
@@ -387,6 +422,8 @@ func (r *sleepResult) Close() {
 
 // tickResult is an idle subscriber's result: a row for each tick after it
 // started, waiting (parked, as a ReadyResult) in between.
+var _ ReadyResult = (*tickResult)(nil)
+
 type tickResult struct {
 	b      *fakeBackend
 	binary bool
@@ -398,11 +435,14 @@ func (r *tickResult) Describe() Description {
 	return Description{Kind: ResultRows, Fields: []Field{int8Field}}
 }
 
-func (r *tickResult) Ready() <-chan struct{} {
-	if n, ch := r.b.tickState(); n == r.seen {
-		return ch
+func (r *tickResult) Ready(wake func()) bool {
+	r.b.mu.Lock()
+	defer r.b.mu.Unlock()
+	if r.b.ticks > r.seen {
+		return true
 	}
-	return nil
+	r.b.wakes[r] = wake
+	return false
 }
 
 func (r *tickResult) Next(ctx context.Context) ([][]byte, error) {
@@ -426,6 +466,7 @@ func (r *tickResult) Tag() string { return fmt.Sprintf("SELECT %d", r.sent) }
 func (r *tickResult) Close() {
 	r.b.mu.Lock()
 	r.b.ended++
+	delete(r.b.wakes, r)
 	r.b.mu.Unlock()
 }
 

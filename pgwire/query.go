@@ -52,7 +52,7 @@ func (c *conn) simpleQuery(sql string) {
 
 // queryRun is a simple query run statement by statement (QueryStepper):
 // the state that lets the connection leave it while a result waits for its
-// next batch (c.ready) and continue it from the top of its loop.
+// next batch (c.parking) and continue it from the top of its loop.
 type queryRun struct {
 	steps       QuerySteps
 	ctx         context.Context // the query's, from beginStatement
@@ -62,9 +62,9 @@ type queryRun struct {
 }
 
 // continueQuery runs the statements of c.query until the query is over, or
-// until a result waits for its next batch: c.ready is then set, and the
-// connection's loop waits for it (awaitReady) and calls continueQuery
-// again.
+// until a result waits for its next batch: c.parking is then set, and the
+// connection's loop parks (park.go) and calls continueQuery again once
+// woken.
 func (c *conn) continueQuery() {
 	q := c.query
 	for {
@@ -82,8 +82,8 @@ func (c *conn) continueQuery() {
 			q.ex = &execution{res: res}
 		}
 		_, err := c.runResult(q.ctx, q.ex, 0, true, true)
-		if err == nil && c.ready != nil {
-			return // parked: run waits for the result
+		if err == nil && c.parking {
+			return // parked: run sleeps until the result wakes it
 		}
 		q.ex.close()
 		q.ex = nil
@@ -99,19 +99,6 @@ func (c *conn) continueQuery() {
 	c.query = nil
 	q.steps.Stop()
 	c.endQuery(q.ran, q.failed, q.end)
-}
-
-// awaitReady waits for a parked result (of c.query or c.exec) to have its
-// next batch, or for its statement's context, ctx, to end. It runs at the top of the connection's
-// loop, so that the goroutine of a subscriber waiting for changes, perhaps
-// for hours, holds only the few frames above it: the runtime shrinks the
-// stack of a goroutine that uses under a quarter of it.
-func (c *conn) awaitReady(ctx context.Context) {
-	select {
-	case <-c.ready:
-	case <-ctx.Done():
-	}
-	c.ready = nil
 }
 
 // endQuery completes a simple query: EmptyQueryResponse when it had no

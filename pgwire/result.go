@@ -38,8 +38,8 @@ func (ex *execution) close() {
 // starts with RowDescription; in the extended one the client used Describe.
 // A returned error is the statement's, to report; write failures are recorded
 // in c.werr instead. With park, a ReadyResult that would wait for its next
-// batch is left instead (c.ready is set, nothing returned): the caller
-// resumes it with another runResult once c.ready is closed.
+// batch is left instead (c.parking is set, nothing returned): the caller
+// parks the connection and resumes it with another runResult once woken.
 func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple, park bool) (suspended bool, err error) {
 	if ex.done {
 		// Executing a completed portal again repeats its completion, as
@@ -97,17 +97,18 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 		if c.flush() != nil {
 			return false, nil
 		}
+		rr, parks := ex.res.(ReadyResult)
+		if parks = parks && park; parks {
+			c.prepareSleep() // before the check of ctx: see prepareSleep
+		}
 		// Stop a canceled statement here too, in case its producer only
 		// watches ctx while it blocks.
 		if ctx.Err() != nil {
 			return false, context.Cause(ctx)
 		}
-		if park {
-			if rr, ok := ex.res.(ReadyResult); ok {
-				if c.ready = rr.Ready(); c.ready != nil {
-					return false, nil
-				}
-			}
+		if parks && !rr.Ready(c.wakeFn) {
+			c.parking = true
+			return false, nil
 		}
 		batch, err := ex.res.Next(ctx)
 		if err == io.EOF {

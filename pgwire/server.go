@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,9 +17,11 @@ import (
 )
 
 // Server serves the Postgres wire protocol for a Backend. It owns one
-// goroutine per connection and one that watches their sockets for hangups
-// (on Linux; elsewhere each connection has a second goroutine reading its
-// socket), and Close cancels and waits for all of them.
+// goroutine per connection, except for a connection parked while its
+// result waits for its next batch, which has none until it is woken
+// (park.go), and one that watches their sockets for hangups (on Linux;
+// elsewhere each connection has a second goroutine reading its socket).
+// Close cancels and waits for all of them.
 type Server struct {
 	backend Backend
 	cfg     Config
@@ -43,7 +46,10 @@ type Server struct {
 	refusals  refusalLog                // mu
 	byPID     map[uint32]*conn          // mu: connections that have sent BackendKeyData
 
-	wg sync.WaitGroup // connection goroutines
+	wg sync.WaitGroup // connections (parked ones too) and resumer goroutines
+
+	// resumers continue parked connections once woken (park.go).
+	resumers resumers
 
 	// hangups watches authenticated connections' sockets; started by the
 	// first one (hangupWatcher), stopped by Close after the connections.
@@ -86,6 +92,7 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 	if s.throttle == nil {
 		s.throttle = NewThrottle(cfg.AuthThrottle, cfg.Logger)
 	}
+	s.resumers = resumers{srv: s, run: s.resume, maxStarting: runtime.GOMAXPROCS(0)}
 	if cfg.Registerer != nil {
 		if err := s.registerMetrics(cfg.Registerer); err != nil {
 			return nil, err

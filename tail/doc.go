@@ -100,6 +100,13 @@
 //     rows for it before the last adds no progress row (the next one's
 //     supersedes it, as if storage had merged the batches).
 //
+// Instead of blocking in Next, a session may ask Ready(wake) whether Next
+// has rows; when it has not, the next push, detach or failure calls wake,
+// and no goroutine waits meanwhile (pgwire parks the connection of an idle
+// subscriber: see pgwire.ReadyResult). An idle tick — a batch with no
+// updates, pushed, its progress row taken and Ready asked again —
+// allocates nothing per subscriber.
+//
 // # Detach and resume
 //
 // A subscriber's queue is charged with the bytes of the batches it
@@ -159,8 +166,9 @@
 //
 // # The caller's duties
 //
-//  1. Call a Subscriber's Next from one goroutine (the session's). Frontier
-//     and QueuedBytes may be called from any goroutine.
+//  1. Call a Subscriber's Next and Ready from one goroutine at a time (the
+//     session's; pgwire hands a parked session to another goroutine, in
+//     order). Frontier and QueuedBytes may be called from any goroutine.
 //  2. Close every Subscriber exactly once, after its last Next.
 //  3. Close every Subscriber before Manager.Close; do not call Subscribe
 //     during or after Close (it fails with ErrClosed).

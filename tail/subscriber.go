@@ -102,12 +102,16 @@ type Subscriber struct {
 	// handed: a routed subscriber skipped the batches before it that held
 	// nothing for it, so it resumes there rather than at its batcher's
 	// frontier.
-	next  uint64
-	ready chan struct{}
-	// waiting is set while Next waits on ready: only then does wake close
-	// it, so a push to a busy subscriber (one behind, taking batches as
-	// fast as it can) costs no channel.
+	next uint64
+	// waiting is set while Next waits on ready, or Ready's caller for
+	// notify: only then does wake close the one and call the other, so a
+	// push to a busy subscriber (one behind, taking batches as fast as it
+	// can) costs nothing. ready is made for a Next that waits, and
+	// notify set by Ready; an idle subscriber parked by pgwire has no
+	// channel (nor a goroutine receiving from one).
 	waiting bool
+	ready   chan struct{}
+	notify  func()
 	// resumeAt is next, taken by the session goroutine at a resume.
 	resumeAt uint64
 }
@@ -136,7 +140,7 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	t.mu.Lock()
 	req.AsOf = req.StartAt(max(t.snapFloor, t.snapReader.Since()))
 	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), outKey: outputKey(req.Shape, req.Output),
-		progKey: progressKey(req.Output), ready: make(chan struct{})}
+		progKey: progressKey(req.Output)}
 	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
 	// Holding from here: the snapshot reader's since stays at or below
@@ -241,14 +245,20 @@ func (s *Subscriber) setHeld(n int64) {
 	s.t.m.memOrdered.Add(n - s.held.Swap(n))
 }
 
-// wake signals a waiting Next. qmu must be held.
+// wake signals a waiting Next, or Ready's caller. qmu must be held.
 func (s *Subscriber) wake() {
 	if !s.waiting {
-		return // Next looks at the queue under qmu before it waits
+		return // Next and Ready look at the queue under qmu before they wait
 	}
 	s.waiting = false
-	close(s.ready)
-	s.ready = make(chan struct{})
+	if s.ready != nil {
+		close(s.ready)
+		s.ready = nil
+	}
+	if notify := s.notify; notify != nil {
+		s.notify = nil
+		notify()
+	}
 }
 
 // pos is the next time the subscriber needs: every update below it was
@@ -275,7 +285,14 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 				s.out = s.out[:0]
 				return rows, nil
 			}
-			s.out = s.out[1:]
+			if len(s.out) == 1 {
+				// Keep the array: an idle subscriber emits a progress
+				// row a tick, and would otherwise allocate one each.
+				s.out[0] = nil
+				s.out = s.out[:0]
+			} else {
+				s.out = s.out[1:]
+			}
 			return rows, nil
 		}
 		if s.fatal != nil {
@@ -293,15 +310,16 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 	}
 }
 
-// Ready returns nil when Next has something to return, else a channel
-// that the next push, detach or failure of the tail closes: the session
-// can then wait for it outside Next (pgwire.ReadyResult). It takes the
-// steps Next would take before it waits — joining the live stream after
-// the snapshot, taking queued batches that hold nothing for the
-// subscriber — and returns nil, leaving the rest to Next, in a phase that
-// only waits for a read (the snapshot, a private catch-up) or on an error.
-// Call it from Next's goroutine.
-func (s *Subscriber) Ready() <-chan struct{} {
+// Ready reports whether Next has something to return; if not, the next
+// push, detach or failure of the tail calls wake, once (under the tail's
+// locks), unless Close comes first: the session can then wait outside
+// Next (pgwire.ReadyResult). It takes the steps Next would take before
+// it waits — joining the live stream after the snapshot, taking queued
+// batches that hold nothing for the subscriber — and reports true,
+// leaving the rest to Next, in a phase that only waits for a read (the
+// snapshot, a private catch-up) or on an error. Call it from Next's
+// goroutine (or the one that took over from it).
+func (s *Subscriber) Ready(wake func()) bool {
 	defer func() {
 		s.frontier.Store(s.b.Frontier())
 		s.setHeld(s.b.Buffered())
@@ -310,21 +328,21 @@ func (s *Subscriber) Ready() <-chan struct{} {
 		switch s.phase {
 		case phaseJoin:
 			if joined, err := s.joinWindow(); !joined || err != nil {
-				return nil // Next catches up privately, or reports err
+				return true // Next catches up privately, or reports err
 			}
 		case phaseLive:
-			ready, err := s.live()
+			_, wait, err := s.live(wake)
 			if err != nil {
-				return nil // Next reports it: the tail's error stays
+				return true // Next reports it: the tail's error stays
 			}
-			if ready != nil {
-				return ready
+			if wait {
+				return false
 			}
 		default:
-			return nil
+			return true
 		}
 	}
-	return nil
+	return true
 }
 
 // emit queues rows for the session.
@@ -396,11 +414,11 @@ func (s *Subscriber) step(ctx context.Context) error {
 	case phaseCatchUp:
 		return s.catchUp(ctx)
 	case phaseLive:
-		ready, err := s.live()
+		ready, wait, err := s.live(nil)
 		if err != nil {
 			return s.mapErr(err)
 		}
-		if ready == nil {
+		if !wait {
 			return nil
 		}
 		select {
@@ -415,9 +433,9 @@ func (s *Subscriber) step(ctx context.Context) error {
 // live is a step of the live phase that does not wait: it resumes a
 // detached subscriber (back to the join phase), delivers the next queued
 // batch, or reports the tail's error (unmapped); with nothing to do it
-// returns the channel that the next push, detach or failure of the tail
-// closes.
-func (s *Subscriber) live() (ready <-chan struct{}, err error) {
+// reports wait, and the next push, detach or failure of the tail calls
+// notify when it is set (Ready), else closes the channel ready.
+func (s *Subscriber) live(notify func()) (ready <-chan struct{}, wait bool, err error) {
 	s.qmu.Lock()
 	if s.detached {
 		s.detached = false
@@ -426,7 +444,7 @@ func (s *Subscriber) live() (ready <-chan struct{}, err error) {
 		s.t.m.metrics.resumes.Inc()
 		s.resumes.Add(1)
 		s.phase = phaseJoin
-		return nil, nil
+		return nil, false, nil
 	}
 	if len(s.queue) > 0 {
 		// Every batch ready, up to catchUpBytes: a subscriber that fell
@@ -442,7 +460,13 @@ func (s *Subscriber) live() (ready <-chan struct{}, err error) {
 		}
 		s.taken = append(s.taken[:0], s.queue[:n]...)
 		clear(s.queue[:n])
-		s.queue = s.queue[n:]
+		if n == len(s.queue) {
+			// Emptied: keep the array for the next push (a tick's
+			// batch to an idle subscriber would allocate one each).
+			s.queue = s.queue[:0]
+		} else {
+			s.queue = s.queue[n:]
+		}
 		s.chargeQueue()
 		s.queued -= taken
 		s.t.m.metrics.queueBytes.Sub(float64(taken))
@@ -452,7 +476,7 @@ func (s *Subscriber) live() (ready <-chan struct{}, err error) {
 		}
 		s.deliver(s.taken)
 		clear(s.taken) // the rows delivered refer to what they need
-		return nil, nil
+		return nil, false, nil
 	}
 	if s.t.failing.Load() {
 		// fail set t.err before it woke the subscribers.
@@ -460,12 +484,19 @@ func (s *Subscriber) live() (ready <-chan struct{}, err error) {
 		s.t.mu.Lock()
 		err := s.t.err
 		s.t.mu.Unlock()
-		return nil, err
+		return nil, false, err
 	}
 	s.waiting = true
-	ready = s.ready
+	if notify != nil {
+		s.notify = notify
+	} else {
+		if s.ready == nil {
+			s.ready = make(chan struct{})
+		}
+		ready = s.ready
+	}
 	s.qmu.Unlock()
-	return ready, nil
+	return ready, true, nil
 }
 
 // deliver emits the rows of published batches, mapped through the
@@ -681,6 +712,9 @@ func (s *Subscriber) Close() {
 	}
 	s.leaveCatchUp()
 	s.setHeld(0)
+	s.qmu.Lock()
+	s.notify = nil // Ready's contract: no wake after Close
+	s.qmu.Unlock()
 	t := s.t
 	t.mu.Lock()
 	if _, ok := t.subs[s]; ok {
