@@ -176,20 +176,46 @@ func (s *stream) run(ctx context.Context) {
 			}
 			s.rows(s.wire, st.rows)
 		}
+		// The batch is in buf and out now: its rows (a resume's
+		// thousands, a slice of the subscriber's own) are not held while
+		// the client takes the write, nor while the stream idles.
+		clear(steps)
 		if (len(s.buf) > 0 || len(s.out) > 0) && !s.write() {
 			return
 		}
 	}
 }
 
-// directWrite is the size from which a run of row objects is written to
-// the connection from where it lies (for rows the fast path shares, the
-// bytes every subscriber of the shape gets) rather than copied into buf:
-// a snapshot piece is not copied per subscriber. Smaller runs are copied:
-// a copy of up to 64 KiB costs less than the write system call it saves
-// through a ResponseWriter, and than an iovec's share of a writev (a
-// resume storm's batches are mostly such runs).
+// directWrite is the size from which a run of row objects is written
+// through a ResponseWriter from where it lies (for rows the fast path
+// shares, the bytes every subscriber of the shape gets) rather than copied
+// into buf: a snapshot piece is not copied per subscriber. Smaller runs
+// are copied: a copy of up to 64 KiB costs less than the write system
+// call it saves.
 const directWrite = 64 << 10
+
+// connDirectWrite is directWrite on a connection the stream took over,
+// where a batch is one writev whatever its pieces: a run from 1 KiB up is
+// one more iovec rather than a copy. Copied, a resume storm's runs (a
+// batch of each changed time) grew every stream's buffer to its whole
+// catch-up, 280 KiB held by each of 2,048 streams while its client read:
+// the fresh heap cost more in page faults and garbage collection than
+// the rest of the stream's work. Shorter runs (a live batch's few rows)
+// are cheaper copied than described.
+const connDirectWrite = 1 << 10
+
+// copied reports whether a run of n bytes is copied into the batch's
+// buffer, rather than written from where it lies: a ?live=false answer,
+// held whole, copies every run.
+func (s *stream) copied(n int) bool {
+	switch {
+	case s.whole:
+		return true
+	case s.conn != nil:
+		return n < connDirectWrite
+	}
+	return n < directWrite
+}
 
 // keptBuffer is the most of enc's capacity an idle stream keeps (the rest
 // is released when it sends a heartbeat).
@@ -320,9 +346,10 @@ func (s *stream) snapshotRows(wire *jsonWire, rows []formatter.Row) {
 
 // piece adds a run of row objects to the batch, without its last
 // separator when trim. Compressed, a shared run goes in as the bytes
-// compressed once for every stream of its shape (sharedPiece); else it is
-// written from where it lies when it is long (directWrite), copied when
-// it is short.
+// compressed once for every stream of its shape (sharedPiece); either is
+// written from where it lies when it is long (copied), copied when it is
+// short. A run of rows this stream alone has is compressed with the
+// stream's own bytes.
 func (s *stream) piece(p formatter.Piece, trim bool) {
 	r := p.Bytes
 	if len(r) == 0 {
@@ -332,7 +359,7 @@ func (s *stream) piece(p formatter.Piece, trim bool) {
 		z := sharedPiece(p)
 		s.compress()
 		s.gz.add(z)
-		if len(z.deflate) < directWrite || s.whole {
+		if s.copied(len(z.deflate)) {
 			s.zbuf = append(s.zbuf, z.deflate...)
 		} else {
 			s.queue(z.deflate)
@@ -345,7 +372,7 @@ func (s *stream) piece(p formatter.Piece, trim bool) {
 	if trim {
 		r = r[:len(r)-1]
 	}
-	if s.gz != nil || s.whole || len(r) < directWrite {
+	if s.gz != nil || s.copied(len(r)) {
 		s.buf = append(s.buf, r...)
 		return
 	}

@@ -275,6 +275,11 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 				s.out = s.out[:0]
 				return rows, nil
 			}
+			// The slot let go: the array's first slots still hold what
+			// they held, and would keep every batch handed out alive
+			// until the array is dropped (a resume's thousands of rows,
+			// for as long as its client takes them).
+			s.out[0] = nil
 			s.out = s.out[1:]
 			return rows, nil
 		}
