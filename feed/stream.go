@@ -47,19 +47,20 @@ type step struct {
 }
 
 // split cuts a batch of output rows into runs of data rows and the
-// progress events to announce, applying the position's rules.
+// progress events to announce, applying the position's rules. It looks
+// at every row of a snapshot's thousands, for every stream: rows are
+// read in place (a Row is 56 bytes) and the run's start kept in a
+// register, not captured by a closure.
 func (p *position) split(rows []formatter.Row, out []step) []step {
 	start := -1 // first data row of the current run
-	flush := func(end int) {
-		if start >= 0 {
-			out = append(out, step{rows: rows[start:end]})
-			start = -1
-		}
-	}
-	for i, r := range rows {
+	for i := range rows {
+		r := &rows[i]
 		switch {
 		case r.Progressed:
-			flush(i)
+			if start >= 0 {
+				out = append(out, step{rows: rows[start:i]})
+				start = -1
+			}
 			if !p.known {
 				// The first progress row is at AS OF.
 				p.closed, p.known = r.Time, true
@@ -70,12 +71,17 @@ func (p *position) split(rows []formatter.Row, out []step) []step {
 				out = append(out, step{progress: r.Time})
 			}
 		case r.Time < p.minRow:
-			flush(i)
+			if start >= 0 {
+				out = append(out, step{rows: rows[start:i]})
+				start = -1
+			}
 		case start < 0:
 			start = i
 		}
 	}
-	flush(len(rows))
+	if start >= 0 {
+		out = append(out, step{rows: rows[start:]})
+	}
 	return out
 }
 
@@ -91,9 +97,17 @@ type stream struct {
 	pos  position
 	upTo uint64 // UP TO, when the subscribe has one
 	// conn is the connection a live HTTP/1.1 stream took over (hijack);
-	// nil while it writes through w.
-	conn net.Conn
-	buf  []byte // framed bytes not yet written
+	// nil while it writes through w. cancel ends the stream's context;
+	// watch is the goroutine that watches conn once watching
+	// (startWatch).
+	conn     net.Conn
+	cancel   context.CancelFunc
+	watch    sync.WaitGroup
+	watching bool
+	// waited is set once run found its subscription would wait: the head
+	// went out then, and the connection is watched.
+	waited bool
+	buf    []byte // framed bytes not yet written
 	// gz is the response's gzip member when it is compressed (gzip.go);
 	// then buf holds the framed bytes not yet compressed, and zbuf the
 	// compressed ones not yet written.
@@ -127,13 +141,21 @@ type stream struct {
 func (s *stream) run(ctx context.Context) {
 	defer s.charge(true)
 	s.startBody()
-	if !s.write() {
-		return
-	}
 	var steps []step
 	idle := newIdleWait(ctx, s.h.cfg.Heartbeat)
 	defer idle.stop()
 	for {
+		// The head goes out with the first batch when one is ready (a
+		// resume's, a snapshot's), one write instead of two; before the
+		// stream first waits for one otherwise, so that the client
+		// knows it is connected. The heartbeat sends it at the latest.
+		if !s.waited && s.sub.WouldWait() {
+			s.waited = true
+			s.startWatch()
+			if (len(s.buf) > 0 || len(*s.output()) > 0) && !s.write() {
+				return
+			}
+		}
 		rows, err := s.sub.Next(idle.ctx, 0)
 		switch {
 		case err == nil:
