@@ -82,6 +82,19 @@ func (f *Subscription) Next(ctx context.Context, max int) ([]formatter.Row, erro
 	return rows, nil
 }
 
+// WouldWait reports whether Next would wait for new data rather than
+// return what is ready (or read it from storage): true when the
+// subscription cannot tell (the dataflow path's). Like Next, it is the
+// caller's goroutine's to call, before Next.
+func (f *Subscription) WouldWait() bool {
+	var x any = f.sub
+	if t, ok := x.(*trackedSubscription); ok {
+		x = t.Subscription
+	}
+	r, ok := x.(interface{ Ready() <-chan struct{} })
+	return !ok || r.Ready() != nil
+}
+
 // Close ends the subscription and its session.
 func (f *Subscription) Close() {
 	f.sub.Close()

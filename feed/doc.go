@@ -124,11 +124,19 @@
 //
 // # Backpressure and memory
 //
-// A stream writes each batch and flushes it, in one write system call
-// when its runs are under 64 KiB: over HTTP/1.1 a stream's body runs to
-// the connection's close rather than in chunks (whose framing net/http
-// writes around each write), and its write buffer is pooled between
-// batches. A slow client blocks only its own handler, while the subscription's own budget (detach and resume on
+// A stream writes each batch and flushes it, in one write system call:
+// over HTTP/1.1 a stream takes its connection from net/http (Hijack) and
+// its body runs to the connection's close rather than in chunks (whose
+// framing net/http writes around each write); a batch is one writev of
+// its framing and its runs of shared rows from where they lie (from 1
+// KiB; shorter runs are copied), and the response's head goes out with
+// the first batch when one is ready at once. Its write buffer is pooled
+// between batches, and neither it nor the batch's rows are held once the
+// batch is written. A goroutine watches the connection for the client
+// leaving from when the stream first waits for its subscription (a
+// resume or snapshot that ends at UP TO never does). Through a
+// ResponseWriter (HTTP/2), runs from 64 KiB are written where they lie.
+// A slow client blocks only its own stream, while the subscription's own budget (detach and resume on
 // the fast path, 53200 on the dataflow path, event: reset when history is
 // lost) applies unchanged. A write that takes longer than
 // Config.WriteTimeout closes the connection. The streams' buffers are the

@@ -312,8 +312,9 @@ func (c cleanups) run() {
 // response's buffer, the request, the goroutine that watches the
 // connection) is not held for the stream's life, and a batch is one
 // writev of its pieces, shared rows included, where net/http's buffers
-// made a large run three writes. The goroutine then runs what the
-// request's end undoes (undo, which it empties); stopReq detaches ctx
+// made a large run three writes. The stream watches the connection for
+// its client leaving itself (startWatch). The goroutine then runs what
+// the request's end undoes (undo, which it empties); stopReq detaches ctx
 // from the request's context, which ends with the handler. Elsewhere
 // (HTTP/2, a ResponseWriter that cannot hijack) the stream runs in the
 // handler through w.
@@ -330,70 +331,99 @@ func (s *stream) live(w http.ResponseWriter, r *http.Request, ctx context.Contex
 		return
 	}
 	stopReq()
+	s.cancel = cancel
 	done := *undo
 	*undo = nil
 	s.h.wg.Add(1) // the handler's own count is still held: wg is not at zero
 	go func() {
 		defer s.h.wg.Done()
 		defer done.run()
-		// The client sends nothing after its request: a read that ends
-		// means it left (or the connection was closed below).
-		var watch sync.WaitGroup
-		watch.Go(func() {
-			var b [1]byte
-			for {
-				if _, err := conn.Read(b[:]); err != nil {
-					cancel()
-					return
-				}
-			}
-		})
 		run(ctx)
-		s.closeConn(conn, &watch)
+		s.closeConn()
 	}()
 }
 
-// closeConn ends a stream's connection, whose reader is watch. It first
-// sends the end of the response after its bytes (CloseWrite) and waits,
-// up to Config.WriteTimeout, for the client to close its side: a closed
+// startWatch starts, once, the goroutine that watches a connection the
+// stream took over for its client leaving, which ends the stream's
+// context: the client sends nothing after its request, so a read that
+// ends means it left (or closeConn closed the connection). A stream
+// starts it before it first waits for its subscription (run: WouldWait),
+// and not at all when it never does, as a resume or snapshot that ends
+// at UP TO: meanwhile a client that left shows in the next write, which
+// fails. A no-op through w (net/http watches the connection then).
+func (s *stream) startWatch() {
+	if s.conn == nil || s.watching {
+		return
+	}
+	s.watching = true
+	conn, cancel := s.conn, s.cancel
+	s.watch.Go(func() {
+		var b [1]byte
+		for {
+			if _, err := conn.Read(b[:]); err != nil {
+				cancel()
+				return
+			}
+		}
+	})
+}
+
+// closeConn ends the connection the stream took over. It first sends the
+// end of the response after its bytes (CloseWrite) and waits, up to
+// Config.WriteTimeout, for the client to close its side (the watching
+// goroutine's read ends; without one, the stream reads itself): a closed
 // socket whose bytes the client has not read yet is the kernel's to
 // finish sending, and under memory pressure it resets them (a storm's
 // thousands of streams end with megabytes each in flight), where the
 // client would have read them to the end. net/http closes so too
 // (closeWriteAndWait). When the handler closes, it closes at once.
-func (s *stream) closeConn(conn net.Conn, watch *sync.WaitGroup) {
+func (s *stream) closeConn() {
+	conn := s.conn
 	if cw, ok := conn.(interface{ CloseWrite() error }); ok && s.h.ctx.Err() == nil && cw.CloseWrite() == nil {
 		_ = conn.SetReadDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
 		stop := context.AfterFunc(s.h.ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
-		watch.Wait()
+		if s.watching {
+			s.watch.Wait()
+		} else {
+			var b [64]byte
+			for {
+				if _, err := conn.Read(b[:]); err != nil {
+					break
+				}
+			}
+		}
 		stop()
 	}
 	conn.Close()
-	watch.Wait()
+	s.watch.Wait()
 }
+
+// headOwn are the headers hijack writes itself (Connection, Date) or
+// leaves out (Transfer-Encoding): the body runs to the connection's close.
+var headOwn = map[string]bool{"Transfer-Encoding": true, "Connection": true, "Date": true}
 
 // hijack takes an HTTP/1.1 connection from net/http for a stream and puts
 // the response's head in buf, to go out with the stream's first bytes; nil
-// when it cannot (HTTP/2, or w does not support it).
+// when it cannot (HTTP/2, or w does not support it). The head is written
+// from w's header map before the Hijack, after which w is not used.
 func (s *stream) hijack(w http.ResponseWriter, r *http.Request) net.Conn {
 	if r.ProtoMajor != 1 {
 		return nil
 	}
-	head := w.Header().Clone()
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return nil
-	}
-	// The body runs to the connection's close.
-	head.Del("Transfer-Encoding")
-	head.Set("Connection", "close")
-	head.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	out := s.output()
+	mark := len(*out)
 	b := bytes.NewBuffer(*out)
 	b.WriteString("HTTP/1.1 200 OK\r\n")
-	_ = head.Write(b) // a bytes.Buffer takes every write
-	b.WriteString("\r\n")
+	_ = w.Header().WriteSubset(b, headOwn) // a bytes.Buffer takes every write
+	b.WriteString("Connection: close\r\nDate: ")
+	b.Write(time.Now().UTC().AppendFormat(b.AvailableBuffer(), http.TimeFormat))
+	b.WriteString("\r\n\r\n")
 	*out = b.Bytes()
+	conn, _, err := s.rc.Hijack()
+	if err != nil {
+		*out = (*out)[:mark]
+		return nil
+	}
 	s.conn = conn
 	return conn
 }

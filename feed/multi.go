@@ -115,6 +115,8 @@ func (s *stream) closeSources() {
 // before the response.
 func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 	defer s.charge(true)
+	// Watched from the start: its readers wait for their collections.
+	s.startWatch()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: the readers return

@@ -47,19 +47,20 @@ type step struct {
 }
 
 // split cuts a batch of output rows into runs of data rows and the
-// progress events to announce, applying the position's rules.
+// progress events to announce, applying the position's rules. It looks
+// at every row of a snapshot's thousands, for every stream: rows are
+// read in place (a Row is 56 bytes) and the run's start kept in a
+// register, not captured by a closure.
 func (p *position) split(rows []formatter.Row, out []step) []step {
 	start := -1 // first data row of the current run
-	flush := func(end int) {
-		if start >= 0 {
-			out = append(out, step{rows: rows[start:end]})
-			start = -1
-		}
-	}
-	for i, r := range rows {
+	for i := range rows {
+		r := &rows[i]
 		switch {
 		case r.Progressed:
-			flush(i)
+			if start >= 0 {
+				out = append(out, step{rows: rows[start:i]})
+				start = -1
+			}
 			if !p.known {
 				// The first progress row is at AS OF.
 				p.closed, p.known = r.Time, true
@@ -70,12 +71,17 @@ func (p *position) split(rows []formatter.Row, out []step) []step {
 				out = append(out, step{progress: r.Time})
 			}
 		case r.Time < p.minRow:
-			flush(i)
+			if start >= 0 {
+				out = append(out, step{rows: rows[start:i]})
+				start = -1
+			}
 		case start < 0:
 			start = i
 		}
 	}
-	flush(len(rows))
+	if start >= 0 {
+		out = append(out, step{rows: rows[start:]})
+	}
 	return out
 }
 
@@ -91,9 +97,17 @@ type stream struct {
 	pos  position
 	upTo uint64 // UP TO, when the subscribe has one
 	// conn is the connection a live HTTP/1.1 stream took over (hijack);
-	// nil while it writes through w.
-	conn net.Conn
-	buf  []byte // framed bytes not yet written
+	// nil while it writes through w. cancel ends the stream's context;
+	// watch is the goroutine that watches conn once watching
+	// (startWatch).
+	conn     net.Conn
+	cancel   context.CancelFunc
+	watch    sync.WaitGroup
+	watching bool
+	// waited is set once run found its subscription would wait: the head
+	// went out then, and the connection is watched.
+	waited bool
+	buf    []byte // framed bytes not yet written
 	// gz is the response's gzip member when it is compressed (gzip.go);
 	// then buf holds the framed bytes not yet compressed, and zbuf the
 	// compressed ones not yet written.
@@ -127,13 +141,21 @@ type stream struct {
 func (s *stream) run(ctx context.Context) {
 	defer s.charge(true)
 	s.startBody()
-	if !s.write() {
-		return
-	}
 	var steps []step
 	idle := newIdleWait(ctx, s.h.cfg.Heartbeat)
 	defer idle.stop()
 	for {
+		// The head goes out with the first batch when one is ready (a
+		// resume's, a snapshot's), one write instead of two; before the
+		// stream first waits for one otherwise, so that the client
+		// knows it is connected. The heartbeat sends it at the latest.
+		if !s.waited && s.sub.WouldWait() {
+			s.waited = true
+			s.startWatch()
+			if (len(s.buf) > 0 || len(*s.output()) > 0) && !s.write() {
+				return
+			}
+		}
 		rows, err := s.sub.Next(idle.ctx, 0)
 		switch {
 		case err == nil:
@@ -176,20 +198,46 @@ func (s *stream) run(ctx context.Context) {
 			}
 			s.rows(s.wire, st.rows)
 		}
+		// The batch is in buf and out now: its rows (a resume's
+		// thousands, a slice of the subscriber's own) are not held while
+		// the client takes the write, nor while the stream idles.
+		clear(steps)
 		if (len(s.buf) > 0 || len(s.out) > 0) && !s.write() {
 			return
 		}
 	}
 }
 
-// directWrite is the size from which a run of row objects is written to
-// the connection from where it lies (for rows the fast path shares, the
-// bytes every subscriber of the shape gets) rather than copied into buf:
-// a snapshot piece is not copied per subscriber. Smaller runs are copied:
-// a copy of up to 64 KiB costs less than the write system call it saves
-// through a ResponseWriter, and than an iovec's share of a writev (a
-// resume storm's batches are mostly such runs).
+// directWrite is the size from which a run of row objects is written
+// through a ResponseWriter from where it lies (for rows the fast path
+// shares, the bytes every subscriber of the shape gets) rather than copied
+// into buf: a snapshot piece is not copied per subscriber. Smaller runs
+// are copied: a copy of up to 64 KiB costs less than the write system
+// call it saves.
 const directWrite = 64 << 10
+
+// connDirectWrite is directWrite on a connection the stream took over,
+// where a batch is one writev whatever its pieces: a run from 1 KiB up is
+// one more iovec rather than a copy. Copied, a resume storm's runs (a
+// batch of each changed time) grew every stream's buffer to its whole
+// catch-up, 280 KiB held by each of 2,048 streams while its client read:
+// the fresh heap cost more in page faults and garbage collection than
+// the rest of the stream's work. Shorter runs (a live batch's few rows)
+// are cheaper copied than described.
+const connDirectWrite = 1 << 10
+
+// copied reports whether a run of n bytes is copied into the batch's
+// buffer, rather than written from where it lies: a ?live=false answer,
+// held whole, copies every run.
+func (s *stream) copied(n int) bool {
+	switch {
+	case s.whole:
+		return true
+	case s.conn != nil:
+		return n < connDirectWrite
+	}
+	return n < directWrite
+}
 
 // keptBuffer is the most of enc's capacity an idle stream keeps (the rest
 // is released when it sends a heartbeat).
@@ -320,9 +368,10 @@ func (s *stream) snapshotRows(wire *jsonWire, rows []formatter.Row) {
 
 // piece adds a run of row objects to the batch, without its last
 // separator when trim. Compressed, a shared run goes in as the bytes
-// compressed once for every stream of its shape (sharedPiece); else it is
-// written from where it lies when it is long (directWrite), copied when
-// it is short.
+// compressed once for every stream of its shape (sharedPiece); either is
+// written from where it lies when it is long (copied), copied when it is
+// short. A run of rows this stream alone has is compressed with the
+// stream's own bytes.
 func (s *stream) piece(p formatter.Piece, trim bool) {
 	r := p.Bytes
 	if len(r) == 0 {
@@ -332,7 +381,7 @@ func (s *stream) piece(p formatter.Piece, trim bool) {
 		z := sharedPiece(p)
 		s.compress()
 		s.gz.add(z)
-		if len(z.deflate) < directWrite || s.whole {
+		if s.copied(len(z.deflate)) {
 			s.zbuf = append(s.zbuf, z.deflate...)
 		} else {
 			s.queue(z.deflate)
@@ -345,7 +394,7 @@ func (s *stream) piece(p formatter.Piece, trim bool) {
 	if trim {
 		r = r[:len(r)-1]
 	}
-	if s.gz != nil || s.whole || len(r) < directWrite {
+	if s.gz != nil || s.copied(len(r)) {
 		s.buf = append(s.buf, r...)
 		return
 	}

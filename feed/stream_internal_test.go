@@ -19,20 +19,29 @@ import (
 )
 
 // TestBatchIsOneWrite: on a connection a stream took over, a batch of a
-// rows event around a large shared run and a progress event is one write
-// system call (writev), the run written from the shape's shared bytes,
-// and the client reads the event whole. (Through net/http's buffers it was
-// three: 4 KiB of the run, the rest, the event's end.)
+// rows event around a shared run and a progress event is one write system
+// call (writev), the run written from the shape's shared bytes, not
+// copied into the stream's buffer, and the client reads the event whole.
+// (Through net/http's buffers it was three: 4 KiB of the run, the rest,
+// the event's end.) A run shorter than directWrite (which bounds the
+// copies through a ResponseWriter) is not copied either: a resume's runs
+// are such, and copied they grew every stream's buffer to its whole
+// catch-up.
 //
 // Compressed (gzip), the batch is one write too, of the run compressed
 // once for the shape (the bytes formatter.Derived keeps with the rows),
 // and the client decompresses the same events.
 func TestBatchIsOneWrite(t *testing.T) {
-	t.Run("Identity", func(t *testing.T) { testBatchIsOneWrite(t, false) })
-	t.Run("Gzip", func(t *testing.T) { testBatchIsOneWrite(t, true) })
+	// Some 100 KiB of JSON, over directWrite (and, random, over it
+	// compressed too); some 6 KiB, under it and over connDirectWrite
+	// (compressed too).
+	for _, rows := range []int{8000, 500} {
+		t.Run(fmt.Sprintf("Identity/%dRows", rows), func(t *testing.T) { testBatchIsOneWrite(t, false, rows) })
+		t.Run(fmt.Sprintf("Gzip/%dRows", rows), func(t *testing.T) { testBatchIsOneWrite(t, true, rows) })
+	}
 }
 
-func testBatchIsOneWrite(t *testing.T, compressed bool) {
+func testBatchIsOneWrite(t *testing.T, compressed bool, rows int) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	noErr(t, err)
 	defer ln.Close()
@@ -57,9 +66,6 @@ func testBatchIsOneWrite(t *testing.T, compressed bool) {
 	// by a full socket.
 	noErr(t, conn.(*net.TCPConn).SetWriteBuffer(4<<20))
 
-	// Some 100 KiB of JSON: over directWrite; and (random) over it
-	// compressed too.
-	const rows = 8000
 	opts := &formatter.Options{Progress: true, Relation: row.Schema{Columns: []row.Column{{Name: "a", Type: row.TypeText}}}}
 	var updates []row.Update
 	rnd := rand.New(rand.NewPCG(1, 2))
@@ -69,15 +75,15 @@ func testBatchIsOneWrite(t *testing.T, compressed bool) {
 	piece := formatter.Shared(opts.Data(7, updates))
 	s := &stream{h: &Handler{cfg: Config{}.withDefaults()}, conn: conn, f: sseFraming{}, wire: newJSONWire(opts.Columns(), "", ',')}
 	pieces := formatter.Pieces(s.wire, piece, &s.enc, nil)
-	if len(pieces) != 1 || len(pieces[0].Bytes) < directWrite || !pieces[0].Shared() {
-		t.Fatalf("got %d pieces, want one shared of at least %d bytes", len(pieces), directWrite)
+	if len(pieces) != 1 || len(pieces[0].Bytes) < connDirectWrite || !pieces[0].Shared() {
+		t.Fatalf("got %d pieces, want one shared of at least %d bytes", len(pieces), connDirectWrite)
 	}
 	run := pieces[0].Bytes
 	if compressed {
 		s.gz = &gzipStream{}
 		s.zbuf = s.gz.header(s.zbuf)
-		if z := sharedPiece(pieces[0]); len(z.deflate) < directWrite {
-			t.Fatalf("the compressed run is %d bytes, want at least %d", len(z.deflate), directWrite)
+		if z := sharedPiece(pieces[0]); len(z.deflate) < connDirectWrite {
+			t.Fatalf("the compressed run is %d bytes, want at least %d", len(z.deflate), connDirectWrite)
 		} else {
 			run = z.deflate
 		}
@@ -99,6 +105,9 @@ func testBatchIsOneWrite(t *testing.T, compressed bool) {
 		s.buf = s.f.progress(s.buf, 8)
 		if len(s.out) != 2 || unsafe.SliceData(s.out[1]) != unsafe.SliceData(run) {
 			t.Fatalf("the batch's pieces before the write are %d, want the event's start and the shared run itself", len(s.out))
+		}
+		if n := len(s.buf) + len(s.zbuf); n >= connDirectWrite {
+			t.Fatalf("the stream's buffers hold %d bytes besides the run of %d, want only the events' framing", n, len(run))
 		}
 		runtime.LockOSThread() // the write's system calls are this thread's
 		before := threadWrites(t)

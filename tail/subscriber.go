@@ -285,10 +285,14 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 				s.out = s.out[:0]
 				return rows, nil
 			}
+			// The slot let go: the array's first slots would otherwise
+			// keep every batch handed out alive until the array is
+			// dropped (a resume's thousands of rows, for as long as its
+			// client takes them).
+			s.out[0] = nil
 			if len(s.out) == 1 {
 				// Keep the array: an idle subscriber emits a progress
 				// row a tick, and would otherwise allocate one each.
-				s.out[0] = nil
 				s.out = s.out[:0]
 			} else {
 				s.out = s.out[1:]

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -779,6 +781,40 @@ func TestNextReturnsBacklogAtOnce(t *testing.T) {
 	if last := rows[len(rows)-1]; !last.Progressed || last.Time != f.upper {
 		t.Errorf("the last row is %+v; want the progress to %d", last, f.upper)
 	}
+}
+
+// TestNextLetsGoOfRows: the rows one Next returned for a backlog (a
+// slice of the subscriber's own) are the caller's alone: once it drops
+// them, they are garbage while the subscriber stays open. (Its queue's
+// array kept the first slot's batch: a resume storm's streams each held
+// their catch-up's thousands of rows while their clients read, twice the
+// heap pgwire's storm needed.)
+func TestNextLetsGoOfRows(t *testing.T) {
+	f := newFixture(t, Config{})
+	s := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(100, "warm-up"))
+	drain(t, f.ctx, s, f.upper)
+	for i := range 5 {
+		f.write(ins(int64(i), "v"))
+		waitPublished(t, f.ctx, s, f.upper)
+	}
+	rows, err := s.Next(f.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) < 2 {
+		t.Fatalf("Next returned %d rows, want the backlog's", len(rows))
+	}
+	first := weak.Make(&rows[0])
+	rows = nil
+	// A finalizer's queue or a background mark may hold it for a cycle.
+	for range 3 {
+		runtime.GC()
+	}
+	if first.Value() != nil {
+		t.Error("the backlog's rows are still reachable after the caller dropped them")
+	}
+	runtime.KeepAlive(s)
 }
 
 // TestCatchUpKeepsEveryProgress: a backlog taken at once by one Next is
