@@ -91,9 +91,13 @@ func (f *Subscription) WouldWait() bool {
 	if t, ok := x.(*trackedSubscription); ok {
 		x = t.Subscription
 	}
-	r, ok := x.(interface{ Ready() <-chan struct{} })
-	return !ok || r.Ready() != nil
+	r, ok := x.(interface{ Ready(wake func()) bool })
+	return !ok || !r.Ready(noWake)
 }
+
+// noWake is the wake WouldWait gives Ready: Next, which the caller runs
+// next, waits by itself.
+func noWake() {}
 
 // Close ends the subscription and its session.
 func (f *Subscription) Close() {
