@@ -490,6 +490,10 @@ type copySubscribeResult struct {
 	runs [][]byte
 }
 
+// maxKeptRuns is the longest run list a COPY subscribe keeps between
+// batches: enough for a tick's progress row and a few batches.
+const maxKeptRuns = 64
+
 func (r *copySubscribeResult) Describe() pgwire.Description {
 	fields := r.p.fields(nil)
 	f := pgwire.FormatText
@@ -526,6 +530,9 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 	// to pgwire as the one span of its shared encoding, written to the
 	// socket without a copy or a slice header per row.
 	clear(r.runs) // let go of the last batch's bytes
+	if cap(r.runs) > maxKeptRuns {
+		r.runs = nil // a catch-up's long list is not kept for the ticks after it
+	}
 	r.runs = formatter.AppendStreamRuns(r.runs[:0], r.enc, rows, &r.buf)
 	runs := r.runs
 	if !r.header && len(runs) > 0 {
