@@ -370,7 +370,7 @@ func (s *stream) snapshotRows(wire *jsonWire, rows []formatter.Row) {
 // separator when trim. Compressed, a shared run goes in as the bytes
 // compressed once for every stream of its shape (sharedPiece); either is
 // written from where it lies when it is long (copied), copied when it is
-// short. A run of rows this stream alone has is compressed with the
+// short; an unshared run is always copied. A run of rows this stream alone has is compressed with the
 // stream's own bytes.
 func (s *stream) piece(p formatter.Piece, trim bool) {
 	r := p.Bytes
@@ -394,7 +394,10 @@ func (s *stream) piece(p formatter.Piece, trim bool) {
 	if trim {
 		r = r[:len(r)-1]
 	}
-	if s.gz != nil || s.copied(len(r)) {
+	// Only a shared run's bytes stay where they are until the write: an
+	// unshared run lies in enc, which the batch's next rows event encodes
+	// over (formatter.Pieces starts it again).
+	if s.gz != nil || !p.Shared() || s.copied(len(r)) {
 		s.buf = append(s.buf, r...)
 		return
 	}

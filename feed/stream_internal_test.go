@@ -170,3 +170,38 @@ func noErr(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnsharedRunsOfOneBatch: two rows events of one batch whose rows no
+// other stream has (the dataflow path's; a batch that spans two times)
+// each reach the client, though both were encoded into the stream's one
+// encoding buffer before the batch's write.
+func TestUnsharedRunsOfOneBatch(t *testing.T) {
+	server, client := net.Pipe()
+	defer client.Close()
+	opts := &formatter.Options{Relation: row.Schema{Columns: []row.Column{{Name: "a", Type: row.TypeText}}}}
+	event := func(ts uint64, v string) []formatter.Row {
+		var updates []row.Update
+		for i := range 100 { // some 2 KiB: over connDirectWrite
+			updates = append(updates, row.Update{Row: row.Row{fmt.Sprintf("%s%03d", v, i)}, Diff: 1})
+		}
+		return opts.Data(ts, updates)
+	}
+	s := &stream{h: &Handler{cfg: Config{}.withDefaults()}, conn: server, f: sseFraming{}, wire: newJSONWire(opts.Columns(), "", ',')}
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(client)
+		read <- b
+	}()
+	s.rows(s.wire, event(7, "AAAA"))
+	s.rows(s.wire, event(8, "BBBB"))
+	if !s.write() {
+		t.Fatal("write failed")
+	}
+	server.Close()
+	got := string(<-read)
+	for _, v := range []string{"AAAA", "BBBB"} {
+		if n := strings.Count(got, v); n != 100 {
+			t.Errorf("%s: %d rows reached the client, want 100", v, n)
+		}
+	}
+}
