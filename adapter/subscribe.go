@@ -510,6 +510,10 @@ func (r *copySubscribeResult) Next(ctx context.Context) ([][]byte, error) {
 	if r.done {
 		return nil, io.EOF
 	}
+	// pgwire has written the last batch: a Next that waits (pgwire did
+	// not park: an Execute with a row limit) holds none of its bytes.
+	r.buf.Release()
+	clear(r.runs)
 	rows, err := r.sub.Next(ctx, 0)
 	if errors.Is(err, io.EOF) {
 		r.done = true

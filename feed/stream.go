@@ -49,7 +49,7 @@ type step struct {
 // split cuts a batch of output rows into runs of data rows and the
 // progress events to announce, applying the position's rules. It looks
 // at every row of a snapshot's thousands, for every stream: rows are
-// read in place (a Row is 56 bytes) and the run's start kept in a
+// read in place (a Row is 48 bytes) and the run's start kept in a
 // register, not captured by a closure.
 func (p *position) split(rows []formatter.Row, out []step) []step {
 	start := -1 // first data row of the current run

@@ -167,7 +167,11 @@ func (m *Manager) detachLargest() {
 		t.mu.Unlock()
 	}
 	sort.Slice(qs, func(i, j int) bool { return qs[i].bytes > qs[j].bytes })
-	target := detachTarget(b.Limit())
+	var queuedBytes int64
+	for _, q := range qs {
+		queuedBytes += q.bytes
+	}
+	target := detachTarget(b.Limit(), b.Total(), queuedBytes)
 	for _, q := range qs {
 		if b.Total() <= target {
 			return
@@ -199,7 +203,16 @@ func (m *Manager) detachLargest() {
 // stalled subscriber detached sooner loses nothing (it resumes from the
 // shard, as it would have a few batches later), and the largest queues go
 // first, so that subscribers keeping up are reached last.
-func detachTarget(limit int64) int64 {
+//
+// Only when the queues over the floor (queued of total) could bring the
+// total down to a quarter: when the rest (pgwire's buffers, snapshot
+// pieces, the dataflow path) holds more, detaching to a quarter would
+// detach every large queue at each overshoot for little, and the target
+// is the budget itself, as before.
+func detachTarget(limit, total, queued int64) int64 {
+	if total-queued > limit/4 {
+		return limit
+	}
 	return limit / 4
 }
 

@@ -86,7 +86,7 @@ func TestBudgetPolicyOrder(t *testing.T) {
 	if got, want := [3]bool{isDetached(oldest), isDetached(newer), isDetached(reader)}, [3]bool{true, true, false}; got != want {
 		t.Fatalf("detached (oldest, newer, reader) = %v, want %v", got, want)
 	}
-	if got := budget.Total(); got > detachTarget(budget.Limit()) {
+	if got := budget.Total(); got > budget.Limit()/4 {
 		t.Fatalf("total %d after enforcement, over a quarter of the budget %d", got, budget.Limit())
 	}
 	if got := testutil.ToFloat64(f.m.Metrics().budgetDetaches); got != 2 {
@@ -470,5 +470,21 @@ func TestSnapshotAloneEncodesItself(t *testing.T) {
 				t.Errorf("snapshot holder %d bytes once the shares let go, want 0", got)
 			}
 		})
+	}
+}
+
+// TestDetachTarget: the policy detaches queues down to a quarter of the
+// budget only when the queues it may detach could get it there; when the
+// rest (memory the tail cannot shed) holds more, down to the budget.
+func TestDetachTarget(t *testing.T) {
+	const limit = 1000
+	for _, tc := range []struct{ total, queued, want int64 }{
+		{1100, 900, 250},  // the rest, 200, is under a quarter
+		{1100, 850, 250},  // exactly a quarter
+		{1100, 500, 1000}, // the rest, 600: every queue would go for nothing
+	} {
+		if got := detachTarget(limit, tc.total, tc.queued); got != tc.want {
+			t.Errorf("detachTarget(%d, total %d, queued %d) = %d, want %d", limit, tc.total, tc.queued, got, tc.want)
+		}
 	}
 }
