@@ -91,6 +91,10 @@ type FeedStorm struct {
 	// connection (HTTP head and body as sent, compressed or not; pgwire's
 	// messages) over the storm, on average; 0 in reports from before it.
 	BytesPerClient float64 `json:"bytes_per_client,omitempty"`
+	// ClientCPU is the load generator's CPU seconds over the same span as
+	// ServerCPU (every client of the storm: reading, and for an sse
+	// client inflating gzip); 0 in reports from before it.
+	ClientCPU float64 `json:"client_cpu_seconds,omitempty"`
 }
 
 // runs returns every run of storm name (the one in Storms for a report
@@ -126,6 +130,15 @@ func (s *FeedStorm) CPUPerClientMS() float64 {
 		return -1
 	}
 	return max(s.ServerCPU-s.BaselineCPU, 0) * 1000 / float64(s.Clients)
+}
+
+// ClientCPUPerClientMS is the load generator's CPU per client in ms (-1:
+// not measured).
+func (s *FeedStorm) ClientCPUPerClientMS() float64 {
+	if s == nil || s.ClientCPU <= 0 || s.Clients == 0 {
+		return -1
+	}
+	return s.ClientCPU * 1000 / float64(s.Clients)
 }
 
 // feedBaseline is how long (i) measures the server's CPU rate before a
@@ -332,11 +345,12 @@ type feedStormRun struct {
 	cpuKnown bool
 	baseline float64 // CPU seconds the server spends per second without the storm
 	bytes    int64   // read by the clients that completed, over their runs
+	self     float64 // the load generator's CPU seconds over the runs
 }
 
 func (r *feedStormRun) result() *FeedStorm {
 	s := &FeedStorm{Clients: r.clients, Completed: len(r.lats), Errors: r.errs.total(), ErrorSamples: r.errs.samples(),
-		Latency: NewDist(r.lats), StormSeconds: r.storm, ServerCPU: -1}
+		Latency: NewDist(r.lats), StormSeconds: r.storm, ServerCPU: -1, ClientCPU: r.self}
 	if len(r.lats) > 0 {
 		s.BytesPerClient = float64(r.bytes) / float64(len(r.lats))
 	}
@@ -404,6 +418,7 @@ func barrierStorm(ctx context.Context, cpu CPUProbe, n int, read []atomic.Int64,
 		}
 	}
 	cpu0, cpuErr := cpu.Read(ctx)
+	self0 := SelfCPU()
 	start := time.Now()
 	for i := range n {
 		if !ok[i] {
@@ -432,6 +447,7 @@ func barrierStorm(ctx context.Context, cpu CPUProbe, n int, read []atomic.Int64,
 	}
 	close(barrier)
 	wg.Wait()
+	res.self = SelfCPU() - self0
 	if cpu1, err := cpu.Read(ctx); err == nil && cpuErr == nil {
 		res.cpu, res.cpuKnown = cpu1-cpu0, true
 	}
@@ -603,9 +619,9 @@ func feedIdle(ctx context.Context, cfg *SuiteConfig, srv *Server, base string, f
 
 // feedStormLine summarises a storm of (i) for the log.
 func feedStormLine(name string, s *FeedStorm) string {
-	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client (%.3f s, baseline %.3f s taken out), %s read per client",
+	return fmt.Sprintf("%s: %d/%d ended, p50 %s, p95 %s, storm %s, server CPU %s/client (%.3f s, baseline %.3f s taken out), client CPU %s/client, %s read per client",
 		name, s.Completed, s.Clients, secs(s.Latency.P50), secs(s.Latency.P95), secs(s.StormSeconds), strings.TrimSpace(msRaw(s.CPUPerClientMS())),
-		s.ServerCPU, s.BaselineCPU, bytesText(s.BytesPerClient))
+		s.ServerCPU, s.BaselineCPU, strings.TrimSpace(msRaw(s.ClientCPUPerClientMS())), bytesText(s.BytesPerClient))
 }
 
 // writeFeedSection writes (i), the HTTP change feed next to pgwire, when
@@ -642,7 +658,7 @@ func writeFeedSection(w io.Writer, v *reportView) {
 		"runs `COPY (...) TO STDOUT`. *resume* reconnects after F0 (`Last-Event-ID: F0`; pgwire `SUBSCRIBE %s WITH (SNAPSHOT = false, PROGRESS) "+
 		"AS OF F0-1 UP TO F1`), *snapshot* takes the whole view (`as_of=F1-1&up_to=F1`; pgwire `AS OF F1-1 UP TO F1`); each reads to the "+
 		"stream's end (`event: end`; the COPY's end). Times are from the start to a client's end; server CPU is over the storm, connects "+
-		"excluded; bytes per client are what a client read from its connection over the storm (the HTTP head and the body as sent; pgwire's messages).\n\n", commas(cfg.FeedChanges), tableSmall, feedWriteBatch, viewSmall, viewSmall)
+		"excluded; client CPU is the load generator's (all its clients: reading, and inflating gzip) over the same span; bytes per client are what a client read from its connection over the storm (the HTTP head and the body as sent; pgwire's messages).\n\n", commas(cfg.FeedChanges), tableSmall, feedWriteBatch, viewSmall, viewSmall)
 	for _, pr := range prs {
 		f := pr.Feed
 		fmt.Fprintf(w, "**%s path**: %s clients per storm on %s rows; a resuming client receives %s rows.\n\n",
@@ -651,7 +667,7 @@ func writeFeedSection(w io.Writer, v *reportView) {
 			fmt.Fprintf(w, "Each storm ran %d times, taking turns (run i of each storm after run i of the one before); each figure is the median with min–max, "+
 				"and the ratio the median of the runs' ratios (an SSE storm over the pgwire storm that followed it).\n\n", n)
 		}
-		fmt.Fprintf(w, "| storm | ended | errors | p50 | p95 | storm | server CPU per client | bytes per client | SSE ÷ pgwire CPU per client |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		fmt.Fprintf(w, "| storm | ended | errors | p50 | p95 | storm | server CPU per client | client CPU per client | bytes per client | SSE ÷ pgwire CPU per client |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, name := range FeedStorms {
 			runs := f.runs(name)
 			if len(runs) == 0 {
@@ -671,10 +687,14 @@ func writeFeedSection(w io.Writer, v *reportView) {
 			if runs[0].BytesPerClient == 0 {
 				bytesCol = "–"
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+			clientCol := col((*FeedStorm).ClientCPUPerClientMS, ms)
+			if runs[0].ClientCPU == 0 {
+				clientCol = "–"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
 				col(func(s *FeedStorm) float64 { return float64(s.Completed) }, count), col(func(s *FeedStorm) float64 { return float64(s.Errors) }, count),
 				col(func(s *FeedStorm) float64 { return s.Latency.P50 }, secs), col(func(s *FeedStorm) float64 { return s.Latency.P95 }, secs),
-				col(func(s *FeedStorm) float64 { return s.StormSeconds }, secs), col((*FeedStorm).CPUPerClientMS, ms), bytesCol, ratio)
+				col(func(s *FeedStorm) float64 { return s.StormSeconds }, secs), col((*FeedStorm).CPUPerClientMS, ms), clientCol, bytesCol, ratio)
 		}
 		fmt.Fprintln(w)
 		var errs []string
