@@ -153,13 +153,13 @@ const feedCatchUp = 2 * time.Minute
 
 // runFeed measures (i) on srv (started with ServerOptions.Feed), whose
 // viewSmall holds cfg.SmallRows rows: it opens the idle subscribers, then
-// updates cfg.FeedChanges rows of tableSmall and runs the four storms of
-// cfg.FeedClients clients.
-func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, idle int, label string) (*FeedResult, error) {
+// updates cfg.FeedChanges rows of tableSmall and runs the storms of
+// clients clients each.
+func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, clients, idle int, label string) (*FeedResult, error) {
 	if srv.FeedAddr == "" {
 		return nil, fmt.Errorf("%w: the server has no feed", ErrConfig)
 	}
-	fr := &FeedResult{Clients: cfg.FeedClients, Rows: cfg.SmallRows, Changes: cfg.FeedChanges, IdleClients: idle, Storms: map[string]*FeedStorm{}}
+	fr := &FeedResult{Clients: clients, Rows: cfg.SmallRows, Changes: cfg.FeedChanges, IdleClients: idle, Storms: map[string]*FeedStorm{}}
 	base := "http://" + srv.FeedAddr
 	// The idle streams first, on the fresh server: after the storms, the
 	// heap they grew is returned to the system while the idle streams
@@ -213,29 +213,29 @@ func runFeed(ctx context.Context, cfg *SuiteConfig, srv *Server, idle int, label
 	}
 	storms := map[string]func(context.Context) *feedStormRun{
 		"resume/sse": func(ctx context.Context) *feedStormRun {
-			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, resume, true)
+			return sseStorm(ctx, srv.CPU(), clients, resume, true)
 		},
 		"resume/sse-identity": func(ctx context.Context) *feedStormRun {
-			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, resume, false)
+			return sseStorm(ctx, srv.CPU(), clients, resume, false)
 		},
 		"resume/pgwire": func(ctx context.Context) *feedStormRun {
-			return pgwireStorm(ctx, srv.CPU(), srv.URL, cfg.FeedClients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (SNAPSHOT = false, PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, before-1, end))
+			return pgwireStorm(ctx, srv.CPU(), srv.URL, clients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (SNAPSHOT = false, PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, before-1, end))
 		},
 		"snapshot/sse": func(ctx context.Context) *feedStormRun {
-			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, snapshot, true)
+			return sseStorm(ctx, srv.CPU(), clients, snapshot, true)
 		},
 		"snapshot/sse-identity": func(ctx context.Context) *feedStormRun {
-			return sseStorm(ctx, srv.CPU(), cfg.FeedClients, snapshot, false)
+			return sseStorm(ctx, srv.CPU(), clients, snapshot, false)
 		},
 		"snapshot/pgwire": func(ctx context.Context) *feedStormRun {
-			return pgwireStorm(ctx, srv.CPU(), srv.URL, cfg.FeedClients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, end-1, end))
+			return pgwireStorm(ctx, srv.CPU(), srv.URL, clients, fmt.Sprintf("COPY (SUBSCRIBE %s WITH (PROGRESS) AS OF %d UP TO %d) TO STDOUT", viewSmall, end-1, end))
 		},
 	}
 	fr.StormRuns = map[string][]*FeedStorm{}
 	for run := range cfg.Runs {
 		for _, name := range FeedStorms {
 			quiesce(ctx, srv.CPU(), cfg.Status, label+": waiting for the server to idle")
-			cfg.Status.Set(fmt.Sprintf("%s: %s storm, %d clients%s", label, name, cfg.FeedClients, runLabel(run, cfg.Runs)), nil)
+			cfg.Status.Set(fmt.Sprintf("%s: %s storm, %d clients%s", label, name, clients, runLabel(run, cfg.Runs)), nil)
 			sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 			r := storms[name](sctx).result()
 			cancel()

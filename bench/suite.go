@@ -961,7 +961,7 @@ func runPath(ctx context.Context, cfg *SuiteConfig, fast bool, pr *PathResults) 
 			// As (a)'s storms: each dataflow stream has a reader of its
 			// own, and at 6,000 of them a new stream waited minutes.
 			idle := cfg.capClients(pr.Path, cfg.FeedIdleClients)
-			fr, err := runFeed(ctx, cfg, srv, idle, label("(i) the HTTP feed"))
+			fr, err := runFeed(ctx, cfg, srv, cfg.capClients(pr.Path, cfg.FeedClients), idle, label("(i) the HTTP feed"))
 			pr.Feed = fr
 			return err
 		})
