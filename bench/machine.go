@@ -26,6 +26,9 @@ type Machine struct {
 	// FileLimit is the RLIMIT_NOFILE the bench raised itself to, which
 	// the servers it starts inherit (0: not recorded).
 	FileLimit uint64 `json:"rlimit_nofile,omitempty"`
+	// TCPMemPressure is net.ipv4.tcp_mem's pressure threshold in bytes
+	// (0: not recorded), against which (a)'s HostTCPPeak is read.
+	TCPMemPressure int64 `json:"tcp_mem_pressure_bytes,omitempty"`
 }
 
 // LoadAverage returns the 1, 5 and 15 minute load averages.
@@ -73,6 +76,7 @@ func DescribeMachine() Machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
+	m.TCPMemPressure, _ = TCPMemPressure()
 	return m
 }
 

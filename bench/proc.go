@@ -50,6 +50,28 @@ func RaiseFileLimit(want uint64) (uint64, error) {
 // used, including its reaped children: PostgreSQL's backends are children
 // of the postmaster and their time lands there once they exit.
 func ProcCPU(pid int) (float64, error) {
+	return procStatCPU(pid, statUtime, statStime, statCutime, statCstime)
+}
+
+// ProcSysCPU returns what of ProcCPU process pid spent in the kernel
+// (system time): on loopback that includes the receiving side's TCP
+// processing of what it sends.
+func ProcSysCPU(pid int) (float64, error) {
+	return procStatCPU(pid, statStime, statCstime)
+}
+
+// The CPU times of /proc/<pid>/stat (fields 14-17), as indexes into the
+// fields after the command name (f[0] is field 3, state).
+const (
+	statUtime  = 11
+	statStime  = 12
+	statCutime = 13
+	statCstime = 14
+)
+
+// procStatCPU returns the sum of the given CPU-time fields of
+// /proc/<pid>/stat, in seconds.
+func procStatCPU(pid int, fields ...int) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -61,19 +83,65 @@ func ProcCPU(pid int) (float64, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime, stime, cutime, cstime are fields 14-17.
-	if len(f) < 15 {
+	if len(f) <= statCstime {
 		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
 	}
 	var ticks int64
-	for _, s := range f[11:15] {
-		v, err := strconv.ParseInt(s, 10, 64)
+	for _, k := range fields {
+		v, err := strconv.ParseInt(f[k], 10, 64)
 		if err != nil {
 			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 		}
 		ticks += v
 	}
 	return float64(ticks) / clockTicks, nil
+}
+
+// HostTCPMemory returns what every TCP socket on the host holds in the
+// kernel (send and receive queues), in bytes: the "mem" pages of
+// /proc/net/sockstat's TCP line. On one machine it counts the load
+// generator's sockets as well as the server's.
+func HostTCPMemory() (int64, error) {
+	b, err := os.ReadFile("/proc/net/sockstat")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, "TCP:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		for i := 0; i+1 < len(f); i += 2 {
+			if f[i] == "mem" {
+				pages, err := strconv.ParseInt(f[i+1], 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("/proc/net/sockstat: %w", err)
+				}
+				return pages * int64(os.Getpagesize()), nil
+			}
+		}
+	}
+	return 0, errors.New("/proc/net/sockstat: no TCP mem")
+}
+
+// TCPMemPressure returns the host's TCP memory pressure threshold in
+// bytes, the middle value of net.ipv4.tcp_mem: above it the kernel
+// shrinks socket buffers and may drop segments, for every socket.
+func TCPMemPressure() (int64, error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_mem")
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return 0, fmt.Errorf("tcp_mem: %q", b)
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("tcp_mem: %w", err)
+	}
+	return pages * int64(os.Getpagesize()), nil
 }
 
 // ProcTreeCPU returns the CPU seconds of process pid and of its live

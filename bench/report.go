@@ -139,6 +139,9 @@ func writeMachine(w io.Writer, v *reportView) {
 	if r.Machine.FileLimit > 0 {
 		fmt.Fprintf(w, "| RLIMIT_NOFILE (the bench, and the servers it starts) | %s |\n", commas(int(r.Machine.FileLimit)))
 	}
+	if r.Machine.TCPMemPressure > 0 {
+		fmt.Fprintf(w, "| TCP memory pressure threshold (net.ipv4.tcp_mem, all sockets of the host) | %s |\n", mib(float64(r.Machine.TCPMemPressure)))
+	}
 	fmt.Fprintf(w, "| Go | %s |\n| shardtail | %s", r.Versions.Go, r.Versions.Shardtail)
 	if r.Versions.Commit != "" {
 		fmt.Fprintf(w, " (commit %s)", r.Versions.Commit)
@@ -215,6 +218,7 @@ func writeStormSection(w io.Writer, v *reportView) {
 	}
 	writeStormErrors(w, res)
 	writeStormScaling(w, res, cfg)
+	writeHostTCP(w, res, cfg.Clients, v.r.Machine.TCPMemPressure)
 	writeConnCost(w, res, cfg.Clients)
 	writeStormCounters(w, res, cfg.Clients)
 	writePerSubscribeCost(w, res, cfg.Clients)

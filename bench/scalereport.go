@@ -43,6 +43,15 @@ func clientCPUPerClientMS(r *StormResult) float64 {
 	return r.ClientCPU * 1000 / float64(r.Connected)
 }
 
+// serverSysCPUPerClientMS is what of the server's CPU per connected client
+// was spent in the kernel, in ms (-1: not measured).
+func serverSysCPUPerClientMS(r *StormResult) float64 {
+	if r.Connected == 0 || r.ServerSysCPU <= 0 {
+		return -1
+	}
+	return r.ServerSysCPU * 1000 / float64(r.Connected)
+}
+
 // writeStormScaling writes (a)'s CPU per client against N for each path,
 // server and client, with max ÷ min over N.
 func writeStormScaling(w io.Writer, res *Results, cfg SuiteConfig) {
@@ -75,9 +84,13 @@ func writeStormScaling(w io.Writer, res *Results, cfg SuiteConfig) {
 			f    func(*StormResult) float64
 		}{
 			{"server", func(s *StormResult) float64 { return s.ServerCPUPerClientMS() }},
+			{"server, of it in the kernel", serverSysCPUPerClientMS},
 			{"client (load generator)", clientCPUPerClientMS},
 		} {
 			each, ratio := perClientOverN(pr, ns, side.f)
+			if !slices.ContainsFunc(each, func(sp spread) bool { return sp.n > 0 }) {
+				continue // not measured (a report from before, or a tail's /metrics)
+			}
 			fmt.Fprintf(w, "| %s | %s |", name, side.name)
 			for _, sp := range each {
 				fmt.Fprintf(w, " %s |", sp.text(ms))
@@ -93,6 +106,45 @@ func writeStormScaling(w io.Writer, res *Results, cfg SuiteConfig) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// writeHostTCP writes the most the host's TCP sockets held during (a)'s
+// storms at each N, against the kernel's pressure threshold: on one
+// machine the clients' receive queues count too, and past the threshold
+// every socket's sends are throttled.
+func writeHostTCP(w io.Writer, res *Results, ns []int, pressure int64) {
+	var lines []string
+	for _, name := range reportPaths {
+		pr := res.Paths[name]
+		if pr == nil || len(pr.Storms) == 0 {
+			continue
+		}
+		var each []string
+		for _, n := range ns {
+			sp := stormSpread(pr, n, func(s *StormResult) float64 {
+				if s.HostTCPPeak <= 0 {
+					return -1
+				}
+				return float64(s.HostTCPPeak)
+			})
+			if sp.n > 0 {
+				each = append(each, fmt.Sprintf("N=%s %s", commas(n), sp.text(mib)))
+			}
+		}
+		if len(each) > 0 {
+			lines = append(lines, fmt.Sprintf("- %s: %s", name, strings.Join(each, "; ")))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	threshold := ""
+	if pressure > 0 {
+		threshold = fmt.Sprintf(" The kernel's pressure threshold (net.ipv4.tcp_mem) is %s: above it every socket's buffers shrink and segments may be dropped, "+
+			"which costs the server retransmissions and more, smaller writes.", mib(float64(pressure)))
+	}
+	fmt.Fprintf(w, "Peak TCP memory of the host during the storms (/proc/net/sockstat, every socket: the server's send queues and the clients' receive queues, "+
+		"which share the machine).%s\n\n%s\n\n", threshold, strings.Join(lines, "\n"))
 }
 
 // writeConnCost writes what one connection holding its subscribe cost the

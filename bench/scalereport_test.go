@@ -89,6 +89,48 @@ func TestReportStormScaling(t *testing.T) {
 	}
 }
 
+// TestReportStormKernel: with the server's system time and the host's TCP
+// memory measured, (a) shows the kernel's share of the server's CPU per
+// client at each N and the TCP peaks against the pressure threshold; a
+// report without them shows neither.
+func TestReportStormKernel(t *testing.T) {
+	r := scaleReport([2]float64{0.5, 0.6}, [2]float64{1, 1})
+	if md := markdownOf(t, r); strings.Contains(md, "in the kernel") || strings.Contains(md, "Peak TCP memory") {
+		t.Errorf("kernel rows without the measurements:\n%s", md)
+	}
+	fast := r.Results.Paths[PathFast]
+	for i, n := range []int{256, 1024} {
+		s := fast.StormRuns[n][0]
+		s.ServerSysCPU = [2]float64{0.1, 0.2}[i] * float64(n) / 1000
+		s.HostTCPPeak = [2]int64{100 << 20, 1500 << 20}[i]
+	}
+	r.Machine.TCPMemPressure = 1 << 30
+	md := markdownOf(t, r)
+	for _, want := range []string{
+		"| fast | server, of it in the kernel | 0.10 ms | 0.20 ms | 2.00 | no |",
+		"The kernel's pressure threshold (net.ipv4.tcp_mem) is 1024 MiB",
+		"- fast: N=256 100 MiB; N=1,024 1500 MiB",
+		"| TCP memory pressure threshold (net.ipv4.tcp_mem, all sockets of the host) | 1024 MiB |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| dataflow | server, of it in the kernel") {
+		t.Errorf("a kernel row for the dataflow path, which did not measure it:\n%s", md)
+	}
+}
+
+// TestHostTCP reads this host's TCP memory and pressure threshold (Linux).
+func TestHostTCP(t *testing.T) {
+	if _, err := HostTCPMemory(); err != nil {
+		t.Error(err)
+	}
+	if p, err := TCPMemPressure(); err != nil || p <= 0 {
+		t.Errorf("TCPMemPressure() = %d, %v", p, err)
+	}
+}
+
 // TestReportLiveSizes: (c) has a table per size, with the rows missing,
 // the CPU and syscalls per delivery; the goals hold every size to every
 // row delivered and p99 under 100 ms.

@@ -222,6 +222,12 @@ type StormResult struct {
 	// ServerPeakRSS is the server's largest RSS sampled (every 100 ms)
 	// over the same window, when its pid is known; else 0.
 	ServerPeakRSS int64 `json:"server_peak_rss_bytes,omitempty"`
+	// ServerSysCPU is what of ServerCPU the server spent in the kernel,
+	// when its pid is known (0: not measured). HostTCPPeak is the most
+	// the host's TCP sockets held in the kernel (HostTCPMemory), sampled
+	// with the RSS: the server's and the clients' on one machine.
+	ServerSysCPU float64 `json:"server_sys_cpu_seconds,omitempty"`
+	HostTCPPeak  int64   `json:"host_tcp_peak_bytes,omitempty"`
 
 	// Live phase: rows received after the snapshots by the clients that
 	// kept reading, and their write-to-client latencies (ms).
@@ -325,6 +331,8 @@ type stormProbes struct {
 	cfg     *StormConfig
 	cpu0    float64
 	cpuErr  error
+	sys0    float64
+	sysErr  error
 	self0   float64
 	stopRSS func() // idempotent
 }
@@ -333,14 +341,20 @@ type stormProbes struct {
 // the server (and of cfg.GuardPIDs), calling abort when one passes
 // cfg.MaxServerRSS.
 func startProbes(ctx context.Context, cfg *StormConfig, res *StormResult, abort context.CancelCauseFunc) *stormProbes {
-	p := &stormProbes{cfg: cfg, cpuErr: errors.New("no probe")}
+	p := &stormProbes{cfg: cfg, cpuErr: errors.New("no probe"), sysErr: errors.New("no pid")}
 	if cfg.Server.Enabled() {
 		p.cpu0, p.cpuErr = cfg.Server.Read(ctx)
+	}
+	if cfg.Server.PID > 0 && !cfg.Server.Tree {
+		p.sys0, p.sysErr = ProcSysCPU(cfg.Server.PID)
 	}
 	p.self0 = SelfCPU()
 	stopRSS := sampleRSS(cfg.Server.PID, &res.ServerPeakRSS, cfg.MaxServerRSS, func() {
 		abort(fmt.Errorf("%w: over %s", errRSS, mib(float64(cfg.MaxServerRSS))))
 	})
+	stopServerRSS := stopRSS
+	stopTCP := samplePeak(HostTCPMemory, &res.HostTCPPeak, 0, nil)
+	stopRSS = func() { stopServerRSS(); stopTCP() }
 	for _, pid := range cfg.GuardPIDs {
 		var peak int64
 		stopGuard := sampleRSS(pid, &peak, cfg.MaxServerRSS, func() {
@@ -360,6 +374,11 @@ func (p *stormProbes) finish(parent context.Context, res *StormResult) {
 	if p.cpuErr == nil {
 		if cpu1, err := p.cfg.Server.Read(parent); err == nil {
 			res.ServerCPU = cpu1 - p.cpu0
+		}
+	}
+	if p.sysErr == nil {
+		if sys1, err := ProcSysCPU(p.cfg.Server.PID); err == nil {
+			res.ServerSysCPU = sys1 - p.sys0
 		}
 	}
 	res.ClientCPU = SelfCPU() - p.self0
@@ -607,15 +626,22 @@ func sampleRSS(pid int, peak *int64, limit int64, over func()) (stop func()) {
 	if pid <= 0 {
 		return func() {}
 	}
+	return samplePeak(func() (int64, error) { return ProcRSS(pid) }, peak, limit, over)
+}
+
+// samplePeak keeps the largest value of read in *peak, sampling every
+// rssEvery until stop, and calls over once the first time one passes limit
+// (0: none).
+func samplePeak(read func() (int64, error), peak *int64, limit int64, over func()) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
 		t := time.NewTicker(rssEvery)
 		defer t.Stop()
 		for {
-			if rss, err := ProcRSS(pid); err == nil && rss > *peak {
-				*peak = rss
-				if limit > 0 && rss > limit && over != nil {
+			if v, err := read(); err == nil && v > *peak {
+				*peak = v
+				if limit > 0 && v > limit && over != nil {
 					over()
 					over = nil
 				}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -99,5 +100,18 @@ func TestProcTreeCPU(t *testing.T) {
 	must(t, err)
 	if tree < self {
 		t.Errorf("ProcTreeCPU %v below ProcCPU %v", tree, self)
+	}
+	// System time is a part of the whole; a process that makes system
+	// calls for a while (ticks are 10 ms) has some.
+	var sys float64
+	for i := 0; sys == 0 && i < 1000; i++ {
+		for range 100000 {
+			syscall.Getppid()
+		}
+		sys, err = ProcSysCPU(os.Getpid())
+		must(t, err)
+	}
+	if all, _ := ProcCPU(os.Getpid()); sys <= 0 || sys > all {
+		t.Errorf("ProcSysCPU %v, ProcCPU %v: want 0 < system ≤ all", sys, all)
 	}
 }
