@@ -27,7 +27,9 @@ const (
 
 // Config tunes a Manager. Zero fields take their defaults.
 type Config struct {
-	// WindowBytes bounds the retained window of each shared tail.
+	// WindowBytes bounds the retained window of each shared tail. With a
+	// Budget the windows together also hold at most a quarter of it
+	// (windowCap).
 	WindowBytes int64
 	// WindowAge bounds how far back (in time) the window reaches.
 	WindowAge time.Duration
@@ -119,6 +121,8 @@ type Manager struct {
 	memWindow, memQueues, memSnapshot, memOrdered, memCatchUp *membudget.Holder
 	// removeStages unregisters the manager's stages of the budget's policy.
 	removeStages []func()
+	// relieving is held by the relieveQueues running, if any.
+	relieving sync.Mutex
 }
 
 // tailStart is a shared tail being created: closed done publishes t or err.

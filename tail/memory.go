@@ -146,34 +146,46 @@ func (m *Manager) shrink() {
 	m.metrics.budgetShrinks.Inc()
 }
 
-// detachLargest is the policy's second stage: the largest queues.
+// detachLargest is the policy's second stage: the largest queues, until
+// the total is down to detachTarget.
 func (m *Manager) detachLargest() {
 	b := m.cfg.Budget
-	type queued struct {
-		s     *Subscriber
-		bytes int64
-	}
-	var qs []queued
-	floor := detachFloor(b.Limit())
+	qs, queuedBytes := m.largeQueues(false)
+	target := detachTarget(b.Limit(), b.Total(), queuedBytes)
+	m.detachWhile(qs, func() bool { return b.Total() > target })
+}
+
+// queued is an attached subscriber's queue and its bytes when measured.
+type queued struct {
+	s     *Subscriber
+	bytes int64
+}
+
+// largeQueues returns the attached subscribers whose queues hold more than
+// detachFloor, largest first, and their bytes together; behind, only those
+// whose oldest queued batch the window let go of (behind the window).
+func (m *Manager) largeQueues(behind bool) (qs []queued, bytes int64) {
+	floor := detachFloor(m.cfg.Budget.Limit())
 	for _, t := range m.running() {
 		t.mu.Lock()
 		for s := range t.subs {
 			s.qmu.Lock()
-			if s.attached && s.queued > floor {
+			if s.attached && s.queued > floor && (!behind || len(s.queue) > 0 && !s.queue[0].inWindow) {
 				qs = append(qs, queued{s, s.queued})
+				bytes += s.queued
 			}
 			s.qmu.Unlock()
 		}
 		t.mu.Unlock()
 	}
 	sort.Slice(qs, func(i, j int) bool { return qs[i].bytes > qs[j].bytes })
-	var queuedBytes int64
+	return qs, bytes
+}
+
+// detachWhile detaches the subscribers of qs in order while over() holds.
+func (m *Manager) detachWhile(qs []queued, over func() bool) {
 	for _, q := range qs {
-		queuedBytes += q.bytes
-	}
-	target := detachTarget(b.Limit(), b.Total(), queuedBytes)
-	for _, q := range qs {
-		if b.Total() <= target {
+		if !over() {
 			return
 		}
 		t := q.s.t
@@ -187,6 +199,44 @@ func (m *Manager) detachLargest() {
 		t.mu.Unlock()
 	}
 }
+
+// windowCap is what the windows of every tail may hold together under a
+// budget of limit bytes (0: no cap but Config.WindowBytes): a quarter.
+// The windows are kept for subscribers that join or fall behind later;
+// left to the budget's shrink alone they grew into whatever room the
+// budget had, after every shrink again, and the heap then sat near the Go
+// runtime's soft limit (the budget + 96 MiB) for as long as they took to
+// fill: the collector ran several times a second at the readers' expense,
+// with stalled clients or without.
+func windowCap(limit int64) int64 { return limit / 4 }
+
+// relieveQueues detaches, whether or not the process is over its budget,
+// every subscriber behind the window (the oldest batch it has queued is no
+// longer in the window) whose queue holds more than detachFloor, once the
+// batches only queues hold (tail_queues) pin more than queuesMark of the
+// budget. Such subscribers would catch up from the shard if they were
+// detached, as every subscriber that falls behind the window does; left
+// attached until the process was over its budget, their queues took the
+// total there, where the collector runs continuously (see windowCap), and
+// at each detach, which went only as far as the budget's policy needed,
+// the rest filled again. Subscribers keeping up are in the window and
+// stay. The listen loop calls it after each publish; one runs at a time.
+func (m *Manager) relieveQueues() {
+	limit := m.cfg.Budget.Limit()
+	if limit <= 0 || m.memQueues.Bytes() <= queuesMark(limit) || !m.relieving.TryLock() {
+		return
+	}
+	defer m.relieving.Unlock()
+	qs, _ := m.largeQueues(true)
+	m.detachWhile(qs, func() bool { return true })
+}
+
+// queuesMark is what the batches only queues hold may pin before
+// relieveQueues runs: an eighth of the budget. With the windows' quarter
+// (windowCap), the tail's holders stay well under half the budget, and
+// the heap well below the runtime's soft limit, however many subscribers
+// stall.
+func queuesMark(limit int64) int64 { return limit / 8 }
 
 // detachTarget is the total detachLargest detaches down to once the
 // process is over its budget: a quarter of the budget, not just under it.

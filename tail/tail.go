@@ -125,6 +125,7 @@ func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
 		t.m.metrics.decodedBatches.Inc()
 		t.publish(updates, frontier)
 		t.m.enforce()
+		t.m.relieveQueues()
 		// Let the shard compact what the tail has passed; the window and
 		// private catch-ups cover the rest. Rate-limited: a downgrade is a
 		// CAS.
@@ -218,10 +219,13 @@ func (t *SharedTail) trimWindowTo(limit int64) {
 	if now := uint64(time.Now().UnixMilli()); t.m.cfg.WindowAge > 0 && now > uint64(t.m.cfg.WindowAge.Milliseconds()) {
 		cutoff = now - uint64(t.m.cfg.WindowAge.Milliseconds())
 	}
+	// The windows together hold at most windowCap of the budget: each
+	// tail gives up its oldest batches while they hold more.
+	together := windowCap(t.m.cfg.Budget.Limit())
 	drop := 0
 	for drop < len(t.window)-1 {
 		b := t.window[drop]
-		if t.windowBytes.Load() <= limit && b.upper >= cutoff {
+		if t.windowBytes.Load() <= limit && b.upper >= cutoff && (together <= 0 || t.m.memWindow.Bytes() <= together) {
 			break
 		}
 		t.setInWindow(b, false)

@@ -322,7 +322,27 @@ func (e *batchEncoder) column(ci int, t row.Type, us []row.Update) {
 	}
 
 	offsets := grow(b[1], 4*(n+1))
+	// The data's size first, so that it is allocated once at its size:
+	// appended from empty, a batch's few MiB of text went through every
+	// growth step of append (about 5x its size allocated, since large
+	// slices grow by a quarter), half of what a compaction allocated.
+	size := 0
+	for _, u := range us {
+		switch v := u.Row[ci].(type) {
+		case string:
+			size += len(v)
+		case row.Numeric:
+			size += len(v)
+		case row.JSON:
+			size += len(v)
+		case []byte:
+			size += len(v)
+		}
+	}
 	data := b[2][:0]
+	if cap(data) < size {
+		data = make([]byte, 0, size)
+	}
 	for i, u := range us {
 		switch v := u.Row[ci].(type) {
 		case string:
