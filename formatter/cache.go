@@ -3,6 +3,7 @@ package formatter
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardtail/shardtail/row"
 )
@@ -24,8 +25,16 @@ type rowGroup struct {
 	cols       *row.Columns
 	decode     func() []row.Update
 	decodeOnce sync.Once
-	mu         sync.Mutex
-	entries    []*groupEntry // mu; usually one or two
+	// mu serializes the encodings' computation (encode, messages) and
+	// guards derived.
+	mu sync.Mutex
+	// entries are the group's encodings, usually one or two, read without
+	// mu and replaced whole (never modified) under it. Every subscriber
+	// of a live batch looks its encoding up here as the batch is fanned
+	// out: under a lock, thousands of sessions woken at once by the batch
+	// queued on it (starving the mutex, each handoff a goroutine switch),
+	// and each of them blocked made pgwire start another resumer.
+	entries atomic.Pointer[[]*groupEntry]
 	// derived are encodings derived from an entry's messages (Derived),
 	// such as a transport's compressed form of them.
 	derived []*derivedEntry // mu
@@ -45,33 +54,52 @@ type groupEntry struct {
 	buf  []byte
 	ends []int
 	// msgs are the messages one slice each, made on the first call of
-	// messages: a COPY writes the group as spans of buf and never needs
-	// them, and a slice header per row is a pointer per row for the
-	// collector to scan for as long as the group lives.
-	msgs [][]byte
+	// messages (under the group's mu, read without it): a COPY writes the
+	// group as spans of buf and never needs them, and a slice header per
+	// row is a pointer per row for the collector to scan for as long as
+	// the group lives.
+	msgs atomic.Pointer[[][]byte]
 }
 
 // messages returns the group's messages in wire format w.
 func (g *rowGroup) messages(w Wire) [][]byte {
 	e := g.entry(w)
+	if msgs := e.msgs.Load(); msgs != nil {
+		return *msgs
+	}
 	g.mu.Lock()
 	var made int64
-	if e.msgs == nil {
-		e.msgs = make([][]byte, len(e.ends))
+	msgs := e.msgs.Load()
+	if msgs == nil {
+		m := make([][]byte, len(e.ends))
 		start := 0
 		for i, end := range e.ends {
-			e.msgs[i] = e.buf[start:end:end]
+			m[i] = e.buf[start:end:end]
 			start = end
 		}
 		const sliceHeader = 24
-		made = sliceHeader * int64(cap(e.msgs))
+		made = sliceHeader * int64(cap(m))
+		msgs = &m
+		e.msgs.Store(msgs)
 	}
-	msgs := e.msgs
 	g.mu.Unlock()
 	if made > 0 && g.charge != nil {
 		g.charge(made) // outside g.mu, as in entry
 	}
-	return msgs
+	return *msgs
+}
+
+// cached returns the group's encoding with key, or nil if it has none
+// yet. It takes no lock.
+func (g *rowGroup) cached(key string) *groupEntry {
+	if entries := g.entries.Load(); entries != nil {
+		for _, e := range *entries {
+			if e.key == key {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // span returns the messages of rows i to j-1 back to back: one slice of
@@ -97,15 +125,18 @@ func (g *rowGroup) entry(w Wire) *groupEntry {
 }
 
 // encode returns the group's encoding in wire format w, and the bytes it
-// allocated if it encoded it now (0 if it was cached).
+// allocated if it encoded it now (0 if it was cached). A cached encoding
+// is found without a lock; only the first caller in a format encodes it,
+// under g.mu, while callers in the same format wait for it.
 func (g *rowGroup) encode(w Wire) (*groupEntry, int64) {
 	key := w.Key()
+	if e := g.cached(key); e != nil {
+		return e, 0
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, e := range g.entries {
-		if e.key == key {
-			return e, 0
-		}
+	if e := g.cached(key); e != nil {
+		return e, 0
 	}
 	var buf []byte
 	ends := make([]int, len(g.rows))
@@ -119,7 +150,12 @@ func (g *rowGroup) encode(w Wire) (*groupEntry, int64) {
 		}
 	}
 	e := &groupEntry{key: key, buf: buf, ends: ends}
-	g.entries = append(g.entries, e)
+	var entries []*groupEntry
+	if old := g.entries.Load(); old != nil {
+		entries = slices.Clip(*old) // append copies: readers keep the old list
+	}
+	entries = append(entries, e)
+	g.entries.Store(&entries)
 	const intSize = 8
 	return e, int64(cap(buf)) + intSize*int64(cap(ends))
 }
@@ -333,15 +369,9 @@ func (g *rowGroup) alone(w Wire) bool {
 	if g.solo == nil {
 		return false
 	}
-	key := w.Key()
-	g.mu.Lock()
-	for _, e := range g.entries {
-		if e.key == key {
-			g.mu.Unlock()
-			return false
-		}
+	if g.cached(w.Key()) != nil {
+		return false
 	}
-	g.mu.Unlock()
 	return g.solo.Alone() // not under g.mu: Alone takes its owner's lock
 }
 

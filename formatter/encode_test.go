@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shardtail/shardtail/persist/codec"
@@ -130,6 +131,62 @@ func TestSharedMessages(t *testing.T) {
 	}
 }
 
+// TestCachedEncodingWhileEncoding: a shared group's cached encoding is
+// found without waiting for the group's lock, which a reader encoding the
+// group in another format holds: every subscriber of a batch looks its
+// bytes up as the batch is fanned out, and must not queue behind the
+// others. A lookup that waited would deadlock here: the encoding waits
+// for it.
+func TestCachedEncodingWhileEncoding(t *testing.T) {
+	opts := &Options{Relation: allTypes}
+	rows := Shared(allTypesRows()[1:])
+	text := NewEncoder(opts, nil)
+	var b []byte
+	want := Messages(text, rows, &b)
+	encoding, release := make(chan struct{}), make(chan struct{})
+	slow := &blockingWire{Wire: NewEncoder(opts, []int16{1}), started: encoding, release: release}
+	done := make(chan [][]byte)
+	go func() {
+		var b []byte
+		done <- Messages(slow, rows, &b)
+	}()
+	<-encoding
+	got := Messages(text, rows, &b)
+	runs := Runs(text, rows, &b)
+	close(release)
+	for i := range want {
+		if &got[i][0] != &want[i][0] {
+			t.Errorf("row %d: not the cached bytes while another format encodes", i)
+		}
+	}
+	if len(runs) != 1 || !bytes.Equal(runs[0], bytes.Join(want, nil)) {
+		t.Errorf("runs while another format encodes: got %q, want the cached messages", runs)
+	}
+	bin := <-done
+	if bytes.Equal(bin[0], want[0]) {
+		t.Error("the binary format got the text encoding")
+	}
+	if again := Messages(slow, rows, &b); &again[0][0] != &bin[0][0] {
+		t.Error("the binary format encoded twice")
+	}
+}
+
+// blockingWire is a Wire whose first AppendMessage closes started and
+// waits for release.
+type blockingWire struct {
+	Wire
+	started, release chan struct{}
+	once             sync.Once
+}
+
+func (w *blockingWire) AppendMessage(buf []byte, r Row) []byte {
+	w.once.Do(func() {
+		close(w.started)
+		<-w.release
+	})
+	return w.Wire.AppendMessage(buf, r)
+}
+
 // TestRuns: Runs returns what Messages does, back to back in runs: a run
 // of one shared group is a slice of its cached bytes, and the unshared
 // rows between are encoded together.
@@ -197,7 +254,7 @@ func TestStreamRuns(t *testing.T) {
 					t.Fatalf("wire %q: StreamRuns joined\n got %q\nwant %q", w.Key(), got, want)
 				}
 				e := g[0].group
-				cached := len(e.entries) > 0
+				cached := e.entries.Load() != nil
 				if cached == tc.own {
 					t.Errorf("wire %q: the group's cache has an encoding: %v, want %v", w.Key(), cached, !tc.own)
 				}

@@ -156,12 +156,21 @@ func (b *batch) rows(sh *subscribe.Shape, opts *formatter.Options, key string, m
 
 // list returns the rows of the batch for a subscriber that takes it whole
 // (formatter.Batcher.Whole): rows is b.rows's for the same key, listed
-// with their progress rows once per output key.
+// with their progress rows once per output key, every row shared
+// (formatter.Shared).
 func (b *batch) list(key string, opts *formatter.Options, rows []formatter.TimeRows) []formatter.Row {
 	var listed int64
 	l := b.lists.get(key, func() []formatter.Row {
 		l := opts.BatchRows(rows, b.upper)
 		listed = int64(unsafe.Sizeof(formatter.Row{})) * int64(cap(l))
+		// Its progress rows are shared too, as the rows are: encoded once
+		// per wire format, not once per subscriber (a text progress row's
+		// timestamp formatted, a string allocated, for each).
+		for i := range l {
+			if l[i].Progressed {
+				formatter.SharedCharged(l[i:i+1:i+1], b.grow)
+			}
+		}
 		return l
 	})
 	if listed > 0 {

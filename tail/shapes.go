@@ -15,9 +15,17 @@ import (
 // (subscribe.Shape.Key), or formatted into output rows once per shape and
 // output shape (outputKey): subscribers with the same key share the work
 // and its result. The zero value is empty and ready.
+//
+// A value computed is found without a lock: every subscriber of a batch
+// looks it up as the batch is fanned out, and under one mutex the
+// thousands of sessions a batch wakes at once queued on it (a starved
+// mutex hands itself over with a goroutine switch each time) and, blocked,
+// each had pgwire start another goroutine for the connections behind it:
+// a convoy of a goroutine per subscriber that the writer's session waited
+// behind.
 type shapeCache[T any] struct {
-	mu     sync.Mutex
-	shapes map[string]T // mu
+	mu     sync.Mutex // serializes compute
+	shapes sync.Map   // key -> T; stored under mu, loaded without it
 }
 
 // get returns the value for key, computing it with compute on first use.
@@ -26,16 +34,16 @@ type shapeCache[T any] struct {
 // marked formatter.Shared: their encodings are then computed once too, and
 // no subscriber may modify them.
 func (c *shapeCache[T]) get(key string, compute func() T) T {
+	if v, ok := c.shapes.Load(key); ok {
+		return v.(T)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v, ok := c.shapes[key]; ok {
-		return v
-	}
-	if c.shapes == nil {
-		c.shapes = map[string]T{}
+	if v, ok := c.shapes.Load(key); ok {
+		return v.(T)
 	}
 	v := compute()
-	c.shapes[key] = v
+	c.shapes.Store(key, v)
 	return v
 }
 

@@ -52,6 +52,36 @@ func TestShapeCache(t *testing.T) {
 	}
 }
 
+// TestShapeCacheLookupWhileComputing: a value computed is found without
+// waiting for the cache's lock, which a subscriber computing another
+// shape holds: every subscriber of a batch looks its rows up as the batch
+// is fanned out, and must not queue behind the others (see shapeCache). A
+// lookup that waited would deadlock here: compute waits for it.
+func TestShapeCacheLookupWhileComputing(t *testing.T) {
+	var c shapeCache[int]
+	c.get("a", func() int { return 1 })
+	computing, release := make(chan struct{}), make(chan struct{})
+	done := make(chan int)
+	go func() {
+		done <- c.get("b", func() int {
+			close(computing)
+			<-release
+			return 2
+		})
+	}()
+	<-computing
+	if got := c.get("a", func() int { t.Error("a computed again"); return -1 }); got != 1 {
+		t.Errorf("a while b computes: got %d, want 1", got)
+	}
+	close(release)
+	if got := <-done; got != 2 {
+		t.Errorf("b: got %d, want 2", got)
+	}
+	if got := c.get("b", func() int { t.Error("b computed again"); return -1 }); got != 2 {
+		t.Errorf("b after: got %d, want 2", got)
+	}
+}
+
 // keepForever is a Config.WindowAge that keeps the fixture's batches
 // (their times are small numbers, not milliseconds since 1970).
 const keepForever = 200 * 365 * 24 * time.Hour

@@ -551,8 +551,20 @@ func (s *Subscriber) deliver(batches []*batch) bool {
 		}
 	}
 	out := make([]formatter.Row, 0, size)
-	for _, d := range s.groups {
-		out = s.b.AppendGroups(out, d.rows, d.upper)
+	for i, d := range s.groups {
+		// Each batch as a single delivery takes it, from what every
+		// subscriber at that point shares: a subscriber behind takes
+		// several batches at once (at 10,000 subscribers, most do), and
+		// progress rows of its own would be encoded for it alone.
+		b := batches[i]
+		switch {
+		case len(d.rows) == 0 && s.progKey != "":
+			out = append(out, s.b.Progress(d.upper, b.progressRow(s.progKey, s.req.Output))...)
+		case len(d.rows) > 0 && s.b.Whole(d.rows, d.upper):
+			out = append(out, b.list(s.outKey, s.req.Output, d.rows)...)
+		default:
+			out = s.b.AppendGroups(out, d.rows, d.upper)
+		}
 	}
 	clear(s.groups)
 	s.emit(out)

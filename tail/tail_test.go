@@ -907,3 +907,44 @@ func TestLiveListShared(t *testing.T) {
 		t.Errorf("each subscriber got a list of its own")
 	}
 }
+
+// TestBacklogRowsShared: subscribers that take a backlog of batches at
+// once (as most of 10,000 subscribers do under a steady writer) get rows
+// every subscriber at that point shares, progress rows included: each
+// row's encoding is computed once, not once per subscriber.
+func TestBacklogRowsShared(t *testing.T) {
+	f := newFixture(t, Config{})
+	s1 := f.subscribe(f.upper-1, true, 0, nil)
+	s2 := f.subscribe(f.upper-1, true, 0, nil)
+	f.write(ins(100, "warm-up"))
+	drain(t, f.ctx, s1, f.upper)
+	drain(t, f.ctx, s2, f.upper)
+	for i, data := range []bool{true, false, true} {
+		if data {
+			f.write(ins(int64(i), "v"))
+		} else {
+			f.write()
+		}
+		waitPublished(t, f.ctx, s1, f.upper) // each write its own batch
+	}
+	var lists [2][]formatter.Row
+	for i, s := range []*Subscriber{s1, s2} {
+		rows, err := s.Next(f.ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lists[i] = rows
+	}
+	if got, want := canon(lists[0]), canon(lists[1]); !slices.Equal(got, want) || len(got) != 5 {
+		t.Fatalf("backlogs differ or are not the 3 batches' 5 rows:\n%v\n%v", got, want)
+	}
+	enc := formatter.NewCopyEncoder(s1.req.Output, formatter.CopyText)
+	var b1, b2 []byte
+	for i := range lists[0] {
+		m1 := formatter.Messages(enc, lists[0][i:i+1], &b1)
+		m2 := formatter.Messages(enc, lists[1][i:i+1], &b2)
+		if &m1[0][0] != &m2[0][0] {
+			t.Errorf("row %d (%s) encoded for each subscriber", i, canon(lists[0][i:i+1]))
+		}
+	}
+}
