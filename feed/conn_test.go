@@ -3,17 +3,25 @@ package feed_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shardtail/shardtail/feed"
+	"github.com/shardtail/shardtail/internal/testsupport/testcert"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	"github.com/shardtail/shardtail/persist"
+	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
+	"github.com/shardtail/shardtail/pgwire"
 )
 
 // TestLiveStreamOwnsConnection: over HTTP/1.1 a live stream writes its
@@ -143,4 +151,156 @@ func gauge(t *testing.T, srv *testserver.Server, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestClientLeavingDuringStorageRead: a stream whose Next is blocked in
+// storage (its snapshot, another stream reading the piece it waits for)
+// ends when its client leaves, while the read still waits: it does not
+// hold its share of the snapshot until its next write, a heartbeat an
+// hour away here. (The connection was watched only once the stream first
+// waited for new data, which a snapshot read is not.)
+func TestClientLeavingDuringStorageRead(t *testing.T) {
+	blob := &gatedBlob{Blob: blobmem.New()}
+	srv := start(t, testserver.Options{Blob: blob, Tick: time.Hour, Feed: feed.Config{Heartbeat: time.Hour}})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1), (2)")
+	blob.shut()
+	t.Cleanup(blob.open) // before the server stops (cleanups run last first)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitUntil := func(what string, done func() bool) {
+		t.Helper()
+		for !done() {
+			if ctx.Err() != nil {
+				t.Fatal(what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	request := func() net.Conn {
+		t.Helper()
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", srv.FeedAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := conn.Write([]byte("GET /v1/subscribe/t HTTP/1.1\r\nHost: feed\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	// The first stream reads the snapshot's piece itself and waits in the
+	// part's Get; the second, at the same time (no tick in between),
+	// shares it and waits for that read.
+	request()
+	waitUntil("the first stream never read a part", func() bool {
+		return blob.held.Load() > 0 && gauge(t, srv, "shardtail_feed_streams/sse") == 1
+	})
+	leaving := request()
+	waitUntil("the second stream never opened", func() bool { return gauge(t, srv, "shardtail_feed_streams/sse") == 2 })
+	leaving.Close()
+	waitUntil("the stream whose client left while it waited for storage is still open", func() bool {
+		return gauge(t, srv, "shardtail_feed_streams/sse") == 1
+	})
+}
+
+// gatedBlob is a blob whose Gets of parts wait while it is shut, until
+// it opens or their context ends. It hides the inner blob's Lend, so that
+// every part read is a Get.
+type gatedBlob struct {
+	persist.Blob
+	held atomic.Int64 // Gets that waited
+
+	mu   sync.Mutex
+	gate chan struct{} // mu; nil while open
+}
+
+func (g *gatedBlob) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gate == nil {
+		g.gate = make(chan struct{})
+	}
+}
+
+func (g *gatedBlob) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gate != nil {
+		close(g.gate)
+		g.gate = nil
+	}
+}
+
+func (g *gatedBlob) Get(ctx context.Context, key string) ([]byte, error) {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	// Parts are <shard>/p<uuid>; rollups <shard>/<seqno>/r<uuid>.
+	if gate != nil && strings.HasPrefix(path.Base(key), "p") {
+		g.held.Add(1)
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Blob.Get(ctx, key)
+}
+
+// TestStreamHeadersAtOnce: a stream through a ResponseWriter (HTTP/2)
+// sends its response's head before it first waits for its subscription,
+// whatever its framing: an uncompressed NDJSON stream resuming at the
+// latest frontier has nothing to send then (SSE has its retry hint, gzip
+// its header), and sent its head only with its first batch or heartbeat,
+// an hour away here (no tick either).
+func TestStreamHeadersAtOnce(t *testing.T) {
+	cfg, pool := testcert.SelfSigned(t)
+	srv := start(t, testserver.Options{Tick: time.Hour, PGWire: pgwire.Config{TLSConfig: cfg}, Feed: feed.Config{Heartbeat: time.Hour}})
+	execAll(t, connect(t, srv), "CREATE TABLE t (a int)")
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:    &tls.Config{RootCAs: pool},
+		ForceAttemptHTTP2:  true,
+		DisableCompression: true,
+	}}
+	defer client.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+srv.FeedAddr+"/v1/subscribe/t?live=false", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	frontier := resp.Header.Get(feed.FrontierHeader)
+	for _, tc := range []struct{ name, accept, encoding, contentType string }{
+		{"NDJSON", "application/x-ndjson", "", "application/x-ndjson"},
+		{"NDJSONGzip", "application/x-ndjson", "gzip", "application/x-ndjson"},
+		{"SSE", "text/event-stream", "", "text/event-stream; charset=utf-8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+srv.FeedAddr+"/v1/subscribe/t?after="+frontier, nil)
+			req.Header.Set("Accept", tc.accept)
+			if tc.encoding != "" {
+				req.Header.Set("Accept-Encoding", tc.encoding)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("no response head: %v", err)
+			}
+			defer resp.Body.Close()
+			if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s %d, want HTTP/2 200", resp.Proto, resp.StatusCode)
+			}
+			if got := resp.Header.Get("Content-Type"); got != tc.contentType {
+				t.Errorf("Content-Type %q, want %q", got, tc.contentType)
+			}
+			if got := resp.Header.Get("Content-Encoding"); got != tc.encoding {
+				t.Errorf("Content-Encoding %q, want %q", got, tc.encoding)
+			}
+		})
+	}
 }

@@ -104,8 +104,9 @@
 // flate.StatelessDeflate's when long. Every batch ends with a sync
 // marker, so a client decodes it whole once it is written; the CRC-32 of
 // the whole is combined from the pieces' (no piece is read per stream),
-// and a stream that ends cleanly (UP TO, reset, error) ends the member
-// with its trailer. A ?live=false answer is held compressed.
+// and a stream that ends cleanly (UP TO, reset, error, the server's
+// shutdown) ends the member with its trailer. A ?live=false answer is
+// held compressed.
 //
 // # Authentication and limits
 //
@@ -133,14 +134,23 @@
 // the first batch when one is ready at once. Its write buffer is pooled
 // between batches, and neither it nor the batch's rows are held once the
 // batch is written. A goroutine watches the connection for the client
-// leaving from when the stream first waits for its subscription (a
-// resume or snapshot that ends at UP TO never does). Through a
+// leaving from when the stream first waits for its subscription, or a
+// Next of it takes over 50 ms (a snapshot or catch-up read from storage,
+// whose share and slot a client that left would hold until the next
+// write); a resume or snapshot ready at once that ends at UP TO is never
+// watched. A stream through a ResponseWriter sends its head before it
+// first waits, as one that took its connection over does. Through a
 // ResponseWriter (HTTP/2), runs from 64 KiB are written where they lie.
 // A slow client blocks only its own stream, while the subscription's own budget (detach and resume on
 // the fast path, 53200 on the dataflow path, event: reset when history is
 // lost) applies unchanged. A write that takes longer than
 // Config.WriteTimeout closes the connection. The streams' buffers are the
 // memory budget's holder "feed".
+//
+// Server.Close (Handler.Close) ends every stream, with the end of its
+// body (the gzip trailer, an HTTP/2 stream's end) on its connection still
+// open, within a second for a client that reads (as pgwire's last
+// error); the connections still open after two are closed.
 //
 // The canonical use, from package server:
 //

@@ -45,7 +45,15 @@ type Handler struct {
 	mu     sync.Mutex
 	closed bool // mu
 	wg     sync.WaitGroup
+	// closeBy is when the streams' last writes end once Close began
+	// (UnixNano; 0 before): set before ctx ends.
+	closeBy atomic.Int64
 }
+
+// closeGrace is how long a stream may still write once the handler
+// closes, to end its body cleanly (a gzip member's trailer) for a client
+// that reads: as pgwire's closeGrace for a connection's last error.
+const closeGrace = time.Second
 
 // NewHandler returns the feed of coord's collections.
 func NewHandler(coord *adapter.Coordinator, cfg Config) (*Handler, error) {
@@ -82,16 +90,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// Close ends every stream and waits for their handlers to return. The
-// coordinator must be closed after it, so that no subscription outlives
-// its coordinator.
+// Close ends every stream and waits for their handlers to return. A
+// stream ends its body cleanly (a gzip member with its trailer), with
+// closeGrace for its last write. The coordinator must be closed after it,
+// so that no subscription outlives its coordinator.
 func (h *Handler) Close() {
 	h.mu.Lock()
-	h.closed = true
+	if !h.closed {
+		h.closed = true
+		h.closeBy.Store(time.Now().Add(closeGrace).UnixNano())
+	}
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
 }
+
+// writeDeadline is the deadline of a stream's write starting now:
+// Config.WriteTimeout, or the handler's closing deadline once it closes.
+func (h *Handler) writeDeadline() time.Time {
+	d := time.Now().Add(h.cfg.WriteTimeout)
+	if by := h.closeBy.Load(); by != 0 && by < d.UnixNano() {
+		d = time.Unix(0, by)
+	}
+	return d
+}
+
+// closing reports whether Close began.
+func (h *Handler) closing() bool { return h.closeBy.Load() != 0 }
 
 // enter counts a request in, unless the handler is closed.
 func (h *Handler) enter() bool {
@@ -232,18 +257,20 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 	// request's while the handler serves it (net/http ends that when the
 	// client leaves); a stream that took the connection over watches it
 	// itself.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	undo.add(cancel)
-	stopClose := context.AfterFunc(h.ctx, cancel)
-	undo.add(func() { stopClose() })
-	stopReq := context.AfterFunc(r.Context(), cancel)
-	undo.add(func() { stopReq() })
-
 	var f framing = sseFraming{retry: h.cfg.Retry}
 	if tr == transportNDJSON {
 		f = ndjsonFraming{}
 	}
 	s := &stream{h: h, w: w, rc: http.NewResponseController(w), f: f, pos: newPosition(req.after)}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	undo.add(cancel)
+	stopClose := context.AfterFunc(h.ctx, func() {
+		cancel()
+		s.interrupt()
+	})
+	undo.add(func() { stopClose() })
+	stopReq := context.AfterFunc(r.Context(), cancel)
+	undo.add(func() { stopReq() })
 	if h.cfg.Compression != CompressionNone {
 		// The answer depends on the request's Accept-Encoding, whatever
 		// it is: a cache must not give one client's to another.
@@ -348,11 +375,15 @@ func (s *stream) live(w http.ResponseWriter, r *http.Request, ctx context.Contex
 // context: the client sends nothing after its request, so a read that
 // ends means it left (or closeConn closed the connection). A stream
 // starts it before it first waits for its subscription (run: WouldWait),
-// and not at all when it never does, as a resume or snapshot that ends
-// at UP TO: meanwhile a client that left shows in the next write, which
-// fails. A no-op through w (net/http watches the connection then).
+// or when a Next takes longer than watchDelay (a read from storage: next,
+// from the timer's goroutine), and not at all when neither happens, as a
+// resume or snapshot ready at once that ends at UP TO: meanwhile a client
+// that left shows in the next write, which fails. A no-op through w
+// (net/http watches the connection then), and once closeConn began.
 func (s *stream) startWatch() {
-	if s.conn == nil || s.watching {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.conn == nil || s.watching || s.unwatched {
 		return
 	}
 	s.watching = true
@@ -379,10 +410,14 @@ func (s *stream) startWatch() {
 // (closeWriteAndWait). When the handler closes, it closes at once.
 func (s *stream) closeConn() {
 	conn := s.conn
+	s.watchMu.Lock()
+	s.unwatched = true // a late watch timer starts none
+	watching := s.watching
+	s.watchMu.Unlock()
 	if cw, ok := conn.(interface{ CloseWrite() error }); ok && s.h.ctx.Err() == nil && cw.CloseWrite() == nil {
 		_ = conn.SetReadDeadline(time.Now().Add(s.h.cfg.WriteTimeout))
 		stop := context.AfterFunc(s.h.ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
-		if s.watching {
+		if watching {
 			s.watch.Wait()
 		} else {
 			var b [64]byte
@@ -424,7 +459,9 @@ func (s *stream) hijack(w http.ResponseWriter, r *http.Request) net.Conn {
 		*out = (*out)[:mark]
 		return nil
 	}
+	s.watchMu.Lock()
 	s.conn = conn
+	s.watchMu.Unlock()
 	return conn
 }
 

@@ -168,6 +168,9 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 		}
 		select {
 		case <-ctx.Done():
+			if !snapshot {
+				s.stopped()
+			}
 			return ctx.Err()
 		case <-heartbeat.C:
 			if !snapshot {
@@ -186,6 +189,9 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 			case errors.Is(b.err, io.EOF):
 				b.src.done, b.src.frontier, b.src.ahead = true, s.upTo, nil
 			case ctx.Err() != nil:
+				if !snapshot {
+					s.stopped()
+				}
 				return ctx.Err()
 			case snapshot:
 				return b.err

@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -42,13 +43,27 @@ func Serve(h *Handler, ln net.Listener) *Server {
 func (s *Server) Addr() net.Addr { return s.addr }
 
 // Close stops listening, ends every stream (the handler's subscriptions
-// closed) and closes the connections.
+// closed) and closes the connections. A stream ends its body cleanly
+// before its connection closes (a gzip member with its trailer, an
+// HTTP/2 stream with its end), for a client that reads within closeGrace;
+// after twice that, the connections still open are closed.
 func (s *Server) Close() error {
-	err := s.srv.Close()
+	// Shutdown stops listening and waits for the connections to go idle
+	// (an HTTP/2 one gets GOAWAY, and ends once its streams did) while
+	// the handler's Close ends the streams, which write their ends on
+	// connections still open (Close would cut them first).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*closeGrace)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- s.srv.Shutdown(ctx) }()
 	s.h.Close()
-	<-s.done
-	if errors.Is(err, http.ErrServerClosed) {
+	err := <-shut
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Past the grace: the rest are cut. (Its error would be the
+		// listener's, closed twice.)
+		_ = s.srv.Close()
 		err = nil
 	}
+	<-s.done
 	return err
 }

@@ -99,11 +99,20 @@ type stream struct {
 	// conn is the connection a live HTTP/1.1 stream took over (hijack);
 	// nil while it writes through w. cancel ends the stream's context;
 	// watch is the goroutine that watches conn once watching
-	// (startWatch).
-	conn     net.Conn
-	cancel   context.CancelFunc
-	watch    sync.WaitGroup
-	watching bool
+	// (startWatch), which watchTimer starts when a Next takes longer
+	// than watchDelay (next). conn is set, and watching and unwatched
+	// changed, under watchMu: the timer's goroutine starts the watch, and
+	// the handler's Close interrupts conn's write (interrupt).
+	conn       net.Conn
+	cancel     context.CancelFunc
+	watch      sync.WaitGroup
+	watchMu    sync.Mutex
+	watching   bool // watchMu
+	unwatched  bool // watchMu: closeConn began, no watch starts
+	watchTimer *time.Timer
+	// watched is set, on run's goroutine, once the watch is started or
+	// about to be: next arms no timer then.
+	watched bool
 	// waited is set once run found its subscription would wait: the head
 	// went out then, and the connection is watched.
 	waited bool
@@ -150,18 +159,21 @@ func (s *stream) run(ctx context.Context) {
 		// stream first waits for one otherwise, so that the client
 		// knows it is connected. The heartbeat sends it at the latest.
 		if !s.waited && s.sub.WouldWait() {
-			s.waited = true
+			s.waited, s.watched = true, true
 			s.startWatch()
-			if (len(s.buf) > 0 || len(*s.output()) > 0) && !s.write() {
+			// Through w with nothing framed yet (NDJSON, uncompressed),
+			// the write is a Flush: net/http sends the head then.
+			if (s.sent == 0 || len(s.buf) > 0 || len(*s.output()) > 0) && !s.write() {
 				return
 			}
 		}
-		rows, err := s.sub.Next(idle.ctx, 0)
+		rows, err := s.next(idle.ctx)
 		switch {
 		case err == nil:
 			idle.restart()
 			s.takeBuf()
 		case ctx.Err() != nil:
+			s.stopped()
 			return
 		case idle.ended(err):
 			// Idle: the buffers a burst grew are not kept meanwhile.
@@ -205,6 +217,47 @@ func (s *stream) run(ctx context.Context) {
 		if (len(s.buf) > 0 || len(s.out) > 0) && !s.write() {
 			return
 		}
+	}
+}
+
+// watchDelay is how long a Next may take before the stream watches its
+// connection for the client leaving (next): a stream that never waits for
+// its subscription is not watched (a ready batch, written at once, shows a
+// client that left by failing), but one blocked in storage (a snapshot
+// or catch-up read inside Next) would otherwise hold its share of the
+// snapshot and its catch-up slot until its next write, which may be a
+// heartbeat 15 s away.
+const watchDelay = 50 * time.Millisecond
+
+// next is the subscription's Next under ctx. On a connection the stream
+// took over and does not watch yet, it starts the watch (startWatch) when
+// Next has not returned within watchDelay: a timer per stream, re-armed
+// per call, rather than a goroutine, which a batch ready at once (a
+// resume's, a snapshot's read before) does not need.
+func (s *stream) next(ctx context.Context) ([]formatter.Row, error) {
+	if s.conn == nil || s.watched {
+		return s.sub.Next(ctx, 0)
+	}
+	if s.watchTimer == nil {
+		s.watchTimer = time.AfterFunc(watchDelay, s.startWatch)
+	} else {
+		s.watchTimer.Reset(watchDelay)
+	}
+	rows, err := s.sub.Next(ctx, 0)
+	if !s.watchTimer.Stop() {
+		// It fired: the watch started (or the stream is closing).
+		s.watched = true
+	}
+	return rows, err
+}
+
+// stopped ends the stream whose context ended: when the handler is
+// closing (the server shutting down, not the client leaving), with the
+// end of its body, so that the client reads a whole response (a gzip
+// member with its trailer), within closeGrace.
+func (s *stream) stopped() {
+	if s.h.closing() {
+		s.writeLast()
 	}
 }
 
@@ -481,15 +534,14 @@ func (s *stream) send() bool {
 	// A client that stopped reading must not hold the stream forever:
 	// its subscription is detached by the fast path's budget meanwhile,
 	// but the connection would stay.
-	deadline := time.Now().Add(s.h.cfg.WriteTimeout)
 	if s.conn != nil {
-		_ = s.conn.SetWriteDeadline(deadline)
+		s.setConnDeadline()
 		pieces := s.out // WriteTo consumes its receiver
 		n, err := pieces.WriteTo(s.conn)
 		s.sent += n
 		return err == nil
 	}
-	_ = s.rc.SetWriteDeadline(deadline)
+	_ = s.rc.SetWriteDeadline(s.h.writeDeadline())
 	for _, b := range s.out {
 		n, err := s.w.Write(b)
 		s.sent += int64(n)
@@ -498,6 +550,28 @@ func (s *stream) send() bool {
 		}
 	}
 	return s.rc.Flush() == nil
+}
+
+// setConnDeadline sets the write deadline of the connection the stream
+// took over, under watchMu: a Close of the handler that comes meanwhile
+// (interrupt) sets its own, the earlier, after it.
+func (s *stream) setConnDeadline() {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	_ = s.conn.SetWriteDeadline(s.h.writeDeadline())
+}
+
+// interrupt cuts a write to the connection the stream took over short at
+// the handler's closing deadline: the handler closes within closeGrace
+// even when a client does not read. It runs when the handler's Close
+// begins (after its context ended), on a goroutine of its own. Through w
+// the server's close ends a write that takes longer.
+func (s *stream) interrupt() {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.conn != nil {
+		_ = s.conn.SetWriteDeadline(s.h.writeDeadline())
+	}
 }
 
 // charge brings the memory holder to the buffers' capacity (to zero when
