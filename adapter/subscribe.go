@@ -175,11 +175,13 @@ func (p *subscribePlan) start(ctx context.Context, params []row.Datum, e *stmtlo
 	if src == nil {
 		return nil, errDropped(p.relationName())
 	}
+	readAt := time.Now()
 	asOf, upTo, err := p.timestamps(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	req := p.request(src, asOf, upTo)
+	req.ReadAt = readAt
 	var bound *mfp
 	if p.q != nil {
 		bound = p.q.mfp.bind(params)

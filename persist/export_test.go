@@ -54,3 +54,6 @@ func ListenPeakBytes(l *Listen) int64 { return l.peak }
 func HeadCache(m *Metrics, result string) prometheus.Counter {
 	return m.headCache.WithLabelValues(result)
 }
+
+// Refreshes: see PartsFetched; reads of consensus by refreshes.
+func Refreshes(m *Metrics) prometheus.Counter { return m.refreshes }
