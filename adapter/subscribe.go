@@ -175,11 +175,13 @@ func (p *subscribePlan) start(ctx context.Context, params []row.Datum, e *stmtlo
 	if src == nil {
 		return nil, errDropped(p.relationName())
 	}
+	readAt := time.Now()
 	asOf, upTo, err := p.timestamps(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	req := p.request(src, asOf, upTo)
+	req.ReadAt = readAt
 	var bound *mfp
 	if p.q != nil {
 		bound = p.q.mfp.bind(params)
@@ -722,7 +724,7 @@ func (s *Session) planFetch(st *sql.Fetch) (*plan, error) {
 			return nil, errResultTooLarge(limit)
 		}
 		cur.exec.AddResult(int64(len(rows)), size)
-		return &fetchResult{fields: cur.sub.fields(formats), msgs: msgs, n: len(rows)}, nil
+		return fetchResult(cur.sub.fields(formats), msgs, len(rows)), nil
 	}}, nil
 }
 
@@ -802,27 +804,6 @@ func pollReady(sub subscribe.Subscription) ([]formatter.Row, error) {
 	return rows, err
 }
 
-// fetchResult is FETCH's rows.
-type fetchResult struct {
-	fields []pgwire.Field
-	msgs   [][]byte
-	n      int
-	sent   bool
-}
-
-func (r *fetchResult) Describe() pgwire.Description {
-	return pgwire.Description{Kind: pgwire.ResultRows, Fields: r.fields}
-}
-func (r *fetchResult) Next(ctx context.Context) ([][]byte, error) {
-	if r.sent || len(r.msgs) == 0 {
-		return nil, io.EOF
-	}
-	r.sent = true
-	return r.msgs, nil
-}
-func (r *fetchResult) Tag() string { return fmt.Sprintf("FETCH %d", r.n) }
-func (r *fetchResult) Close()      {}
-
 // fetchSelect serves FETCH from a cursor over a SELECT.
 func (s *Session) fetchSelect(ctx context.Context, cur *cursor, count int, formats []int16) (pgwire.Result, error) {
 	if cur.selectRes == nil {
@@ -854,5 +835,12 @@ func (s *Session) fetchSelect(ctx context.Context, cur *cursor, count int, forma
 		out = append(out, cur.selectBuf[0])
 		cur.selectBuf = cur.selectBuf[1:]
 	}
-	return &fetchResult{fields: cur.query.fields, msgs: out, n: len(out)}, nil
+	return fetchResult(cur.query.fields, out, len(out)), nil
+}
+
+// fetchResult is FETCH's rows: all known when it returns, a StaticResult
+// (sent with its completion in one write).
+func fetchResult(fields []pgwire.Field, msgs [][]byte, n int) *pgwire.StaticResult {
+	return &pgwire.StaticResult{Desc: pgwire.Description{Kind: pgwire.ResultRows, Fields: fields},
+		Messages: msgs, CommandTag: fmt.Sprintf("FETCH %d", n)}
 }

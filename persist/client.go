@@ -46,6 +46,8 @@ type Client struct {
 	// encodes and compactions bound the part encodings and compactions
 	// running at once (memory.go).
 	encodes, compactions *semaphore.Weighted
+	// heads caches parts' first record batches (headcache.go).
+	heads *headCache
 }
 
 // NewClient returns a Client on the given location. It does not take
@@ -71,6 +73,7 @@ func NewClient(blob Blob, consensus Consensus, cfg Config) (*Client, error) {
 		maint:       map[string]*maintTask{},
 		bells:       map[string][]chan struct{}{},
 	}
+	c.heads = newHeadCache(c, cfg.PartHeadCacheBytes)
 	if w, ok := consensus.(Watcher); ok {
 		ch, err := w.Watch(ctx)
 		if err != nil {
@@ -140,6 +143,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	c.heads.drop()
 	return nil
 }
 

@@ -49,3 +49,11 @@ func Snapshots(m *Metrics, read string) prometheus.Counter {
 // ListenPeakBytes exposes, for tests, the most bytes one read of a batch
 // by l held.
 func ListenPeakBytes(l *Listen) int64 { return l.peak }
+
+// HeadCache: see PartsFetched; result is "hit" or "miss".
+func HeadCache(m *Metrics, result string) prometheus.Counter {
+	return m.headCache.WithLabelValues(result)
+}
+
+// Refreshes: see PartsFetched; reads of consensus by refreshes.
+func Refreshes(m *Metrics) prometheus.Counter { return m.refreshes }

@@ -37,6 +37,11 @@ type machine struct {
 	// lastRead is when consensus was last read (unix nanoseconds): waiters
 	// poll PollInterval after it, however short each of their waits.
 	lastRead atomic.Int64
+	// lastReadStart is when the newest successful read of consensus
+	// began (with the monotonic clock): a caller that needs the state only
+	// as fresh as a read begun after some moment takes the cache once
+	// such a read has ended (refreshAfter).
+	lastReadStart atomic.Pointer[time.Time]
 }
 
 func newMachine(c *Client, s *State) *machine {
@@ -96,6 +101,7 @@ func (m *machine) refresh(ctx context.Context) (*State, error) {
 func (m *machine) readConsensus() error {
 	ctx, cancel := context.WithTimeout(m.c.ctx, time.Minute)
 	defer cancel()
+	start := time.Now()
 	s, _ := m.current()
 	n, err := m.c.versions.catchUp(ctx, s)
 	if errors.Is(err, errTruncated) {
@@ -107,7 +113,20 @@ func (m *machine) readConsensus() error {
 	}
 	m.lastRead.Store(time.Now().UnixNano())
 	m.observe(n)
+	// Reads run one at a time (refreshes): start only grows.
+	m.lastReadStart.Store(&start)
 	return nil
+}
+
+// refreshAfter is refresh for a caller that needs every version committed
+// before after, not before the call: a read of consensus that began at or
+// after after serves it without another. The zero time is refresh.
+func (m *machine) refreshAfter(ctx context.Context, after time.Time) (*State, error) {
+	if last := m.lastReadStart.Load(); !after.IsZero() && last != nil && !last.Before(after) {
+		s, _ := m.current()
+		return s, nil
+	}
+	return m.refresh(ctx)
 }
 
 // nextPoll is how long until the cached state is PollInterval old.

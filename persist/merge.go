@@ -51,6 +51,11 @@ type runIter struct {
 	// colPos the number of its rows passed.
 	cols   *row.Columns
 	colPos int
+	// cached is set while cols is the current part's first batch from the
+	// head cache (Client.heads): the part is not open yet. first is set
+	// while the open reader's next batch is its part's first.
+	cached *headEntry
+	first  bool
 }
 
 // advance moves to the next kept update.
@@ -102,6 +107,11 @@ func (r *runIter) open(ctx context.Context) error {
 	p := r.parts[r.next]
 	r.next++
 	r.rewrite = p.TsRewrite
+	return r.openPart(ctx, p)
+}
+
+// openPart opens part p for reading from its first batch.
+func (r *runIter) openPart(ctx context.Context, p Part) error {
 	data, release, err := r.c.lendPart(ctx, p.Key)
 	if err != nil {
 		return err
@@ -111,6 +121,7 @@ func (r *runIter) open(ctx context.Context) error {
 		r.drop()
 		return partDecodeError(p.Key, err)
 	}
+	r.first = true
 	return nil
 }
 
@@ -122,13 +133,34 @@ func (r *runIter) open(ctx context.Context) error {
 func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error) {
 	for r.cols == nil || r.colPos == r.cols.Len {
 		r.cols = nil
+		if e := r.cached; e != nil {
+			// The part's first batch came from the cache: its rest, if
+			// any, from the part.
+			r.cached = nil
+			if e.batches > 1 {
+				p := r.parts[r.next-1]
+				if err := r.openPart(ctx, p); err != nil {
+					return nil, err
+				}
+				last := row.Update{Row: e.cols.Row(e.cols.Off + e.cols.Len - 1), T: e.cols.T}
+				if err := r.reader.SkipBatch(last); err != nil {
+					return nil, partDecodeError(p.Key, err)
+				}
+				r.first = false
+			}
+		}
 		if r.reader != nil {
 			cols, err := r.reader.NextColumns()
+			first := r.first
+			r.first = false
 			if err == nil {
 				p := r.parts[r.next-1]
 				if cols.T != p.MinT {
 					err = fmt.Errorf("%w: update at time %d in a part at %d", codec.ErrCorrupt, cols.T, p.MinT)
 					return nil, partDecodeError(p.Key, err)
+				}
+				if first {
+					r.c.heads.put(p.Key, cols, r.reader.NumBatches())
 				}
 				r.cols, r.colPos = cols, 0
 				continue
@@ -142,6 +174,13 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 		if r.next >= len(r.parts) {
 			r.done = true
 			return nil, nil
+		}
+		if p := r.parts[r.next]; p.TsRewrite == nil {
+			if e, ok := r.c.heads.get(p.Key); ok && e.cols.T == p.MinT {
+				r.next++
+				r.cached, r.cols, r.colPos = e, e.cols, 0
+				continue
+			}
 		}
 		if err := r.open(ctx); err != nil {
 			return nil, err

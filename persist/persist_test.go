@@ -387,3 +387,53 @@ func TestShortWaitsStillPoll(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotAfter checks that a snapshot whose caller read the shard's
+// state linearizably (fresh) takes a read of consensus begun since then
+// for its own refresh, and that a read begun before does not serve: a
+// reader expired by another process after it must still fail.
+func TestSnapshotAfter(t *testing.T) {
+	e := newEnv(t)
+	var now int64 = 1_000_000
+	var mu sync.Mutex
+	e.cfg.Now = func() int64 { mu.Lock(); defer mu.Unlock(); return now }
+	e.cfg.ReaderLease = time.Minute
+	ctx := ctxT(t)
+	c := e.client()
+	shard := persist.NewShardID()
+	must(c.CreateShard(ctx, shard, testSchema))(t)
+	w := must(c.OpenWriter(ctx, shard))(t)
+	if err := w.CompareAndAppend(ctx, []row.Update{upd(1, "a", 1, 1)}, 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	r := must(c.OpenReader(ctx, shard, persist.ReaderOptions{}))(t)
+	refreshes := func() float64 { return testutil.ToFloat64(persist.Refreshes(c.Metrics())) }
+
+	fresh := time.Now()
+	must(c.ReadState(ctx, shard))(t)
+	before := refreshes()
+	cur := must(r.SnapshotAfter(ctx, 50, fresh))(t)
+	if got := must(cur.All(ctx))(t); len(got) != 1 {
+		t.Fatalf("snapshot: %v, want one update", got)
+	}
+	if n := refreshes() - before; n != 0 {
+		t.Errorf("SnapshotAfter read consensus %v times after a read begun since fresh, want 0", n)
+	}
+	cur = must(r.Snapshot(ctx, 50))(t)
+	cur.Close()
+	if n := refreshes() - before; n != 1 {
+		t.Errorf("Snapshot read consensus %v times, want 1", n)
+	}
+
+	// Another process expires r: a snapshot fresh as of later must see it.
+	mu.Lock()
+	now += 2 * time.Minute.Milliseconds()
+	mu.Unlock()
+	other := e.client()
+	if rep := must(other.Maintain(ctx, shard))(t); len(rep.ExpiredReaders) != 1 {
+		t.Fatalf("expired %v, want r", rep.ExpiredReaders)
+	}
+	if _, err := r.SnapshotAfter(ctx, 50, time.Now()); !errors.Is(err, persist.ErrReaderExpired) {
+		t.Fatalf("SnapshotAfter of an expired reader fresh after the expiry: %v, want ErrReaderExpired", err)
+	}
+}

@@ -193,7 +193,8 @@ func (r *Reader) Close() error {
 
 // checkAsOf waits until asOf < upper, validates since <= asOf, and returns
 // the state to read with a local lease on it (the caller releases it).
-func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
+// fresh is as in SnapshotAfter.
+func (r *Reader) checkAsOf(ctx context.Context, asOf uint64, fresh time.Time) (*State, error) {
 	if r.critical {
 		return nil, errCriticalRead
 	}
@@ -208,8 +209,9 @@ func (r *Reader) checkAsOf(ctx context.Context, asOf uint64) (*State, error) {
 		}
 	}
 	// Refresh first: the read must see this reader's registration as it is
-	// now (an expired reader's holds are gone and GC may have run).
-	if _, err := r.m.refresh(ctx); err != nil {
+	// now (an expired reader's holds are gone and GC may have run), or as
+	// it was when the caller's statement read the shard's state (fresh).
+	if _, err := r.m.refreshAfter(ctx, fresh); err != nil {
 		return nil, err
 	}
 	if _, err := r.m.waitUntil(ctx, func(s *State) bool { return s.Upper > asOf }); err != nil {
@@ -333,7 +335,17 @@ const firstChunkRows = 128
 // chunk comes before the whole snapshot is read and memory stays bounded by
 // one decoded record batch per run plus one chunk.
 func (r *Reader) Snapshot(ctx context.Context, asOf uint64) (*Cursor, error) {
-	s, err := r.checkAsOf(ctx, asOf)
+	return r.SnapshotAfter(ctx, asOf, time.Time{})
+}
+
+// SnapshotAfter is Snapshot for a caller that chose asOf from a
+// linearizable read of the shard's state (Client.ReadState) that began at
+// fresh: a read of consensus begun since then serves as the refresh
+// Snapshot makes first, so that the statement does not wait for a second
+// round trip (a new cursor's FETCH 10 made two). The zero fresh is
+// Snapshot.
+func (r *Reader) SnapshotAfter(ctx context.Context, asOf uint64, fresh time.Time) (*Cursor, error) {
+	s, err := r.checkAsOf(ctx, asOf, fresh)
 	if err != nil {
 		return nil, err
 	}

@@ -34,12 +34,18 @@ func startServer(t *testing.T, b *fakeBackend, cfg Config) *testServer {
 // startServerAt is startServer listening on addr.
 func startServerAt(t *testing.T, b *fakeBackend, cfg Config, addr string) *testServer {
 	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return startServerOn(t, b, cfg, ln)
+}
+
+// startServerOn is startServer serving ln.
+func startServerOn(t *testing.T, b *fakeBackend, cfg Config, ln net.Listener) *testServer {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(t)
 	}
 	srv, err := NewServer(b, cfg)
 	if err != nil {

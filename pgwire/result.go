@@ -94,7 +94,10 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 		ex.pending = nil
 		// Flush after every batch, which is also before blocking for the
 		// next one: a streaming result reaches the client as it is produced.
-		if c.flush() != nil {
+		// A StaticResult never blocks: its description, rows and
+		// completion go out in one write with the ReadyForQuery after them
+		// (a FETCH's took three).
+		if _, static := ex.res.(*StaticResult); !static && c.flush() != nil {
 			return false, nil
 		}
 		rr, parks := ex.res.(ReadyResult)

@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"context"
+	"time"
 
 	"github.com/shardtail/shardtail/formatter"
 )
@@ -38,6 +39,12 @@ type Request struct {
 	Shard string
 	// AsOf is the time of the snapshot and of the first progress row.
 	AsOf uint64
+	// ReadAt, if set, is when the linearizable read of the shard's state
+	// that chose AsOf began (persist.Client.ReadState): a read of the
+	// shard's state begun after it is as fresh, and the fast path's
+	// snapshot takes such a read for its own (persist.Reader.SnapshotAfter)
+	// rather than reading consensus again.
+	ReadAt time.Time
 	// AsOfAtLeast lets the subscribe move AsOf forward to a time its reader
 	// holds (the statement had no AS OF, or AS OF AT LEAST): a time chosen
 	// a moment ago may have been compacted away since. See StartAt.

@@ -310,7 +310,7 @@ func (t *SharedTail) shareFor(ctx context.Context, s *Subscriber, asOf uint64) (
 
 // openShare opens the cursor of a share shareFor registered, and joins s.
 func (t *SharedTail) openShare(ctx context.Context, sh *share, s *Subscriber) (*share, error) {
-	cur, private, err := t.openCursor(ctx, sh.asOf)
+	cur, private, err := t.openCursor(ctx, sh.asOf, s.req.ReadAt)
 	sh.mu.Lock()
 	sh.cur, sh.private, sh.err = cur, private, err
 	sh.mu.Unlock()
@@ -384,8 +384,8 @@ func (t *SharedTail) shrinkShares() []*persist.Reader {
 
 // openCursor opens a snapshot cursor at asOf on the shared snapshot reader,
 // or on a private reader (returned, to close with the cursor) when asOf is
-// older than the shared reader holds.
-func (t *SharedTail) openCursor(ctx context.Context, asOf uint64) (*persist.Cursor, *persist.Reader, error) {
+// older than the shared reader holds. readAt is the request's ReadAt.
+func (t *SharedTail) openCursor(ctx context.Context, asOf uint64, readAt time.Time) (*persist.Cursor, *persist.Reader, error) {
 	reader, private := t.snapReader, (*persist.Reader)(nil)
 	if asOf < reader.Since() {
 		r, err := t.m.persist.OpenReader(ctx, t.shard, persist.ReaderOptions{Purpose: "shared tail old snapshot"})
@@ -394,7 +394,7 @@ func (t *SharedTail) openCursor(ctx context.Context, asOf uint64) (*persist.Curs
 		}
 		reader, private = r, r
 	}
-	cur, err := reader.Snapshot(ctx, asOf)
+	cur, err := reader.SnapshotAfter(ctx, asOf, readAt)
 	if err != nil {
 		if private != nil {
 			private.Close()

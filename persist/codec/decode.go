@@ -425,6 +425,24 @@ func (r *PartReader) NextColumns() (c *row.Columns, err error) {
 	return c, nil
 }
 
+// SkipBatch skips the next record batch without decoding it: a caller
+// that decoded it from the same part before (a cache of parts' first
+// batches) has its rows already. last is that batch's last update, which
+// the batch after it must follow (see checkOrder). It returns io.EOF
+// after the last batch, as Next does.
+func (r *PartReader) SkipBatch(last row.Update) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.next == len(r.blocks) {
+		r.fail(io.EOF)
+		return io.EOF
+	}
+	r.next++
+	r.last = CloneUpdate(last)
+	return nil
+}
+
 // DecodeColumns returns the updates of c as datums, decoded as
 // PartReader.Next decodes a batch: one slab of datums for all rows, and
 // strings that alias the columns' memory.
