@@ -56,9 +56,14 @@ func (s *Server) Close() error {
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- s.srv.Shutdown(ctx) }()
+	// A handler whose write through its ResponseWriter is blocked (a
+	// client that does not read) returns only once its connection is
+	// closed: past the grace, whatever the handler's Close waits for.
+	cut := time.AfterFunc(2*closeGrace, func() { _ = s.srv.Close() })
+	defer cut.Stop()
 	s.h.Close()
 	err := <-shut
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, http.ErrServerClosed) {
 		// Past the grace: the rest are cut. (Its error would be the
 		// listener's, closed twice.)
 		_ = s.srv.Close()

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -89,10 +88,23 @@ func testShutdownEndsStream(t *testing.T, http2 bool, path string) {
 // blocked on a full socket) for the write timeout, an hour here: the
 // write gets the shutdown's grace.
 func TestShutdownCutsSlowClient(t *testing.T) {
-	srv := start(t, testserver.Options{Feed: feed.Config{WriteTimeout: time.Hour}})
+	// Over HTTP/1.1 the stream took its connection over and writes to it;
+	// over HTTP/2 it writes through its ResponseWriter, blocked on the
+	// stream's flow control, which only closing the connection ends.
+	for _, http2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP1", true: "HTTP2"}[http2], func(t *testing.T) {
+			testShutdownCutsSlowClient(t, http2)
+		})
+	}
+}
+
+func testShutdownCutsSlowClient(t *testing.T, http2 bool) {
+	cfg, pool := testcert.SelfSigned(t)
+	srv := start(t, testserver.Options{PGWire: pgwire.Config{TLSConfig: cfg}, Feed: feed.Config{WriteTimeout: time.Hour}})
 	c := connect(t, srv)
 	execAll(t, c, "CREATE TABLE t (a int, b text)")
-	// Some 12 MiB of JSON: more than the sockets' buffers hold.
+	// Some 12 MiB of JSON: more than the sockets' buffers (and an HTTP/2
+	// stream's window) hold.
 	pad := strings.Repeat("x", 250)
 	var rows [][]any
 	for i := range 40000 {
@@ -103,26 +115,45 @@ func TestShutdownCutsSlowClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", srv.FeedAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write([]byte("GET /v1/subscribe/t HTTP/1.1\r\nHost: feed\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	// The head goes out with the snapshot's batch, in its write: once
-	// the client has it, the write has begun. The client reads no more.
-	if _, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil {
-		t.Fatal(err)
+	if http2 {
+		// The client's transport buffers a stream's window (4 MiB) and
+		// grants no more while the body is not read.
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+		defer client.CloseIdleConnections()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "https://"+srv.FeedAddr+"/v1/subscribe/t", nil)
+		req.Header.Set("Accept-Encoding", "identity") // gzip would shrink the padding to nothing
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("%s, want HTTP/2", resp.Proto)
+		}
+	} else {
+		conn, err := (&tls.Dialer{Config: &tls.Config{RootCAs: pool}}).DialContext(ctx, "tcp", srv.FeedAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte("GET /v1/subscribe/t HTTP/1.1\r\nHost: feed\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		// The head goes out with the snapshot's batch, in its write: once
+		// the client has it, the write has begun. The client reads no more.
+		if _, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	stopped := make(chan struct{})
+	began := time.Now()
 	go func() {
 		defer close(stopped)
 		srv.Stop()
 	}()
 	select {
 	case <-stopped:
+		t.Logf("stopped in %v", time.Since(began))
 	case <-ctx.Done():
 		t.Fatal("the server's close waited for a client that does not read")
 	}
