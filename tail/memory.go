@@ -152,7 +152,7 @@ func (m *Manager) detachLargest() {
 	b := m.cfg.Budget
 	qs, queuedBytes := m.largeQueues(false)
 	target := detachTarget(b.Limit(), b.Total(), queuedBytes)
-	m.detachWhile(qs, func() bool { return b.Total() > target })
+	m.detachWhile(qs, false, func() bool { return b.Total() > target })
 }
 
 // queued is an attached subscriber's queue and its bytes when measured.
@@ -170,7 +170,7 @@ func (m *Manager) largeQueues(behind bool) (qs []queued, bytes int64) {
 		t.mu.Lock()
 		for s := range t.subs {
 			s.qmu.Lock()
-			if s.attached && s.queued > floor && (!behind || len(s.queue) > 0 && !s.queue[0].inWindow) {
+			if s.large(floor, behind) {
 				qs = append(qs, queued{s, s.queued})
 				bytes += s.queued
 			}
@@ -182,8 +182,18 @@ func (m *Manager) largeQueues(behind bool) (qs []queued, bytes int64) {
 	return qs, bytes
 }
 
-// detachWhile detaches the subscribers of qs in order while over() holds.
-func (m *Manager) detachWhile(qs []queued, over func() bool) {
+// large reports whether s is attached with more than floor bytes queued
+// and, with behind, its oldest queued batch out of the window. s.qmu must
+// be held.
+func (s *Subscriber) large(floor int64, behind bool) bool {
+	return s.attached && s.queued > floor && (!behind || len(s.queue) > 0 && !s.queue[0].inWindow)
+}
+
+// detachWhile detaches the subscribers of qs in order while over() holds,
+// each only if it is still as largeQueues found it (with behind): one
+// that read its queue meanwhile stays.
+func (m *Manager) detachWhile(qs []queued, behind bool, over func() bool) {
+	floor := detachFloor(m.cfg.Budget.Limit())
 	for _, q := range qs {
 		if !over() {
 			return
@@ -191,7 +201,7 @@ func (m *Manager) detachWhile(qs []queued, over func() bool) {
 		t := q.s.t
 		t.mu.Lock()
 		q.s.qmu.Lock()
-		if q.s.attached {
+		if q.s.large(floor, behind) {
 			q.s.detach(q.s.queued, q.s.t.frontier)
 			m.metrics.budgetDetaches.Inc()
 		}
@@ -223,12 +233,26 @@ func windowCap(limit int64) int64 { return limit / 4 }
 // stay. The listen loop calls it after each publish; one runs at a time.
 func (m *Manager) relieveQueues() {
 	limit := m.cfg.Budget.Limit()
-	if limit <= 0 || m.memQueues.Bytes() <= queuesMark(limit) || !m.relieving.TryLock() {
+	pinned := m.memQueues.Bytes()
+	if limit <= 0 || pinned <= queuesMark(limit) {
+		m.fruitless.Store(0)
+		return
+	}
+	// A subscriber falls behind the window when the window lets go of a
+	// batch it queued, which its queue then pins alone: until the queues
+	// pin more than when a relief last found no one, none would find
+	// anyone, and each would cost a look at every subscriber.
+	if pinned <= m.fruitless.Load() || !m.relieving.TryLock() {
 		return
 	}
 	defer m.relieving.Unlock()
 	qs, _ := m.largeQueues(true)
-	m.detachWhile(qs, func() bool { return true })
+	if len(qs) == 0 {
+		m.fruitless.Store(pinned)
+		return
+	}
+	m.fruitless.Store(0)
+	m.detachWhile(qs, true, func() bool { return true })
 }
 
 // queuesMark is what the batches only queues hold may pin before

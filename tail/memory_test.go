@@ -599,3 +599,26 @@ func TestRelieveQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestDetachRechecks: a subscriber whose queue the budget's policy found
+// large, and which read it before the policy came to detach it, stays
+// attached: it would otherwise catch up from the shard for nothing.
+func TestDetachRechecks(t *testing.T) {
+	const limit = 1 << 20 // floor 16 KiB; the windows hold it all
+	f := newFixture(t, Config{Budget: membudget.New(limit), WindowAge: 100 * 365 * 24 * time.Hour})
+	s := f.subscribe(f.upper-1, false, 0, nil)
+	f.write()
+	drain(t, f.ctx, s, f.upper) // attached
+	for i := range 60 {
+		f.write(ins(int64(i), strings.Repeat("q", 400)))
+	}
+	qs, _ := f.m.largeQueues(false)
+	if len(qs) != 1 || qs[0].s != s {
+		t.Fatalf("large queues: %d, want the subscriber's alone", len(qs))
+	}
+	drain(t, f.ctx, s, f.upper)
+	f.m.detachWhile(qs, false, func() bool { return true })
+	if isDetached(s) {
+		t.Fatal("detached after it read its queue")
+	}
+}
