@@ -169,6 +169,7 @@ func (b *batch) list(key string, opts *formatter.Options, rows []formatter.TimeR
 		for i := range l {
 			if l[i].Progressed {
 				formatter.SharedCharged(l[i:i+1:i+1], b.grow)
+				listed += rowGroupBytes
 			}
 		}
 		return l
@@ -210,12 +211,16 @@ func (b *batch) progressRow(key string, opts *formatter.Options) []formatter.Row
 // grow counts n more bytes computed from b (batch.extra).
 func (b *batch) grow(n int64) { b.t.grow(b, n) }
 
+// rowGroupBytes estimates what a group of shared rows costs besides its
+// rows: its TimeRows and the row group that holds its encodings.
+const rowGroupBytes = int64(unsafe.Sizeof(formatter.TimeRows{})) + 64
+
 // formattedSize estimates the bytes of formatted rows besides the values
 // they share with the updates: the rows, their columns' slices of datums,
 // and a row group per time.
 func formattedSize(groups []formatter.TimeRows) int64 {
-	const datum, group = 16, 64
-	n := int64(unsafe.Sizeof(formatter.TimeRows{})+group) * int64(len(groups))
+	const datum = 16
+	n := rowGroupBytes * int64(len(groups))
 	for _, g := range groups {
 		n += int64(unsafe.Sizeof(formatter.Row{})) * int64(cap(g.Rows))
 		for _, r := range g.Rows {
