@@ -157,11 +157,9 @@
 // subscribers, largest queue first, until the total is down to a quarter
 // of the budget, so that the heap keeps room below the runtime's soft
 // limit and the collector does not run continuously at the readers'
-// expense). Two bounds keep the tail's holders near half the budget
-// before it is ever over: the windows together hold at most a quarter of
-// it (windowCap), and once the batches only queues hold (tail_queues) pin
-// more than an eighth, relieveQueues detaches every subscriber behind the
-// window with more than detachFloor queued, after each publish. The catch-ups'
+// expense). The windows together hold at most a quarter of the budget
+// (windowCap), so that they do not fill whatever room it has after every
+// shrink. The catch-ups'
 // chunks (tail_catchup) count in the total but are not shed: the slots
 // bound them. Detached
 // subscribers resume like any other, so the budget costs a stalled client

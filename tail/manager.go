@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -122,11 +121,6 @@ type Manager struct {
 	memWindow, memQueues, memSnapshot, memOrdered, memCatchUp *membudget.Holder
 	// removeStages unregisters the manager's stages of the budget's policy.
 	removeStages []func()
-	// relieving is held by the relieveQueues running, if any; fruitless
-	// is what the queues pinned when one last found no one to detach (0:
-	// it found someone, or they pinned less than the mark since).
-	relieving sync.Mutex
-	fruitless atomic.Int64
 }
 
 // tailStart is a shared tail being created: closed done publishes t or err.

@@ -150,9 +150,9 @@ func (m *Manager) shrink() {
 // the total is down to detachTarget.
 func (m *Manager) detachLargest() {
 	b := m.cfg.Budget
-	qs, queuedBytes := m.largeQueues(false)
+	qs, queuedBytes := m.largeQueues()
 	target := detachTarget(b.Limit(), b.Total(), queuedBytes)
-	m.detachWhile(qs, false, func() bool { return b.Total() > target })
+	m.detachWhile(qs, func() bool { return b.Total() > target })
 }
 
 // queued is an attached subscriber's queue and its bytes when measured.
@@ -162,15 +162,14 @@ type queued struct {
 }
 
 // largeQueues returns the attached subscribers whose queues hold more than
-// detachFloor, largest first, and their bytes together; behind, only those
-// whose oldest queued batch the window let go of (behind the window).
-func (m *Manager) largeQueues(behind bool) (qs []queued, bytes int64) {
+// detachFloor, largest first, and their bytes together.
+func (m *Manager) largeQueues() (qs []queued, bytes int64) {
 	floor := detachFloor(m.cfg.Budget.Limit())
 	for _, t := range m.running() {
 		t.mu.Lock()
 		for s := range t.subs {
 			s.qmu.Lock()
-			if s.large(floor, behind) {
+			if s.large(floor) {
 				qs = append(qs, queued{s, s.queued})
 				bytes += s.queued
 			}
@@ -182,17 +181,16 @@ func (m *Manager) largeQueues(behind bool) (qs []queued, bytes int64) {
 	return qs, bytes
 }
 
-// large reports whether s is attached with more than floor bytes queued
-// and, with behind, its oldest queued batch out of the window. s.qmu must
-// be held.
-func (s *Subscriber) large(floor int64, behind bool) bool {
-	return s.attached && s.queued > floor && (!behind || len(s.queue) > 0 && !s.queue[0].inWindow)
+// large reports whether s is attached with more than floor bytes queued.
+// s.qmu must be held.
+func (s *Subscriber) large(floor int64) bool {
+	return s.attached && s.queued > floor
 }
 
 // detachWhile detaches the subscribers of qs in order while over() holds,
-// each only if it is still as largeQueues found it (with behind): one
-// that read its queue meanwhile stays.
-func (m *Manager) detachWhile(qs []queued, behind bool, over func() bool) {
+// each only if its queue is still over the floor: one that read it since
+// largeQueues looked stays.
+func (m *Manager) detachWhile(qs []queued, over func() bool) {
 	floor := detachFloor(m.cfg.Budget.Limit())
 	for _, q := range qs {
 		if !over() {
@@ -201,7 +199,7 @@ func (m *Manager) detachWhile(qs []queued, behind bool, over func() bool) {
 		t := q.s.t
 		t.mu.Lock()
 		q.s.qmu.Lock()
-		if q.s.large(floor, behind) {
+		if q.s.large(floor) {
 			q.s.detach(q.s.queued, q.s.t.frontier)
 			m.metrics.budgetDetaches.Inc()
 		}
@@ -219,48 +217,6 @@ func (m *Manager) detachWhile(qs []queued, behind bool, over func() bool) {
 // fill: the collector ran several times a second at the readers' expense,
 // with stalled clients or without.
 func windowCap(limit int64) int64 { return limit / 4 }
-
-// relieveQueues detaches, whether or not the process is over its budget,
-// every subscriber behind the window (the oldest batch it has queued is no
-// longer in the window) whose queue holds more than detachFloor, once the
-// batches only queues hold (tail_queues) pin more than queuesMark of the
-// budget. Such subscribers would catch up from the shard if they were
-// detached, as every subscriber that falls behind the window does; left
-// attached until the process was over its budget, their queues took the
-// total there, where the collector runs continuously (see windowCap), and
-// at each detach, which went only as far as the budget's policy needed,
-// the rest filled again. Subscribers keeping up are in the window and
-// stay. The listen loop calls it after each publish; one runs at a time.
-func (m *Manager) relieveQueues() {
-	limit := m.cfg.Budget.Limit()
-	pinned := m.memQueues.Bytes()
-	if limit <= 0 || pinned <= queuesMark(limit) {
-		m.fruitless.Store(0)
-		return
-	}
-	// A subscriber falls behind the window when the window lets go of a
-	// batch it queued, which its queue then pins alone: until the queues
-	// pin more than when a relief last found no one, none would find
-	// anyone, and each would cost a look at every subscriber.
-	if pinned <= m.fruitless.Load() || !m.relieving.TryLock() {
-		return
-	}
-	defer m.relieving.Unlock()
-	qs, _ := m.largeQueues(true)
-	if len(qs) == 0 {
-		m.fruitless.Store(pinned)
-		return
-	}
-	m.fruitless.Store(0)
-	m.detachWhile(qs, true, func() bool { return true })
-}
-
-// queuesMark is what the batches only queues hold may pin before
-// relieveQueues runs: an eighth of the budget. With the windows' quarter
-// (windowCap), the tail's holders stay well under half the budget, and
-// the heap well below the runtime's soft limit, however many subscribers
-// stall.
-func queuesMark(limit int64) int64 { return limit / 8 }
 
 // detachTarget is the total detachLargest detaches down to once the
 // process is over its budget: a quarter of the budget, not just under it.

@@ -95,7 +95,7 @@ func TestBudgetPolicyOrder(t *testing.T) {
 
 	// 2. Over by what only the window holds: shrinking it is enough, no
 	// queue is detached. Unlimited again while the queues fill (else the
-	// window's cap and the queues' relief act first).
+	// window's cap acts first).
 	budget.SetLimit(0)
 	for _, s := range []*Subscriber{oldest, newer} {
 		drain(t, f.ctx, s, f.upper) // resumed
@@ -535,71 +535,6 @@ func TestWindowsShareOfBudget(t *testing.T) {
 	}
 }
 
-// TestRelieveQueues: once the batches only queues hold pin more than an
-// eighth of the budget, every subscriber behind the window is detached
-// although the process is not over its budget (its policy never runs),
-// not just the largest until the queues are under the mark; a reader that
-// keeps up stays attached; the stalled subscribers then get every row.
-func TestRelieveQueues(t *testing.T) {
-	const limit = 64 << 10
-	budget := membudget.New(limit)
-	f := newFixture(t, Config{Budget: budget, WindowAge: 100 * 365 * 24 * time.Hour})
-	asOf := f.upper - 1
-	var stalled [2]*Subscriber
-	var stalledRows [2][]formatter.Row
-	for i := range stalled {
-		stalled[i] = f.subscribe(asOf, false, 0, nil)
-	}
-	reader := f.subscribe(asOf, false, 0, nil)
-	f.write()
-	for i, s := range stalled {
-		stalledRows[i] = drain(t, f.ctx, s, f.upper) // attached
-	}
-	readerRows := drain(t, f.ctx, reader, f.upper)
-	queues := budget.Holder(membudget.HolderQueues)
-	for i := range 100 {
-		f.write(ins(int64(i), strings.Repeat("q", 400)))
-		readerRows = append(readerRows, drain(t, f.ctx, reader, f.upper)...)
-		if i < 5 {
-			// The second stalls 5 batches after the first: detaching
-			// the first alone frees those 5, which may be enough to
-			// take the queues under the mark.
-			stalledRows[1] = append(stalledRows[1], drain(t, f.ctx, stalled[1], f.upper)...)
-		}
-		if got := budget.Total(); got > limit {
-			t.Fatalf("write %d: total %d over the %d byte budget", i, got, limit)
-		}
-	}
-	// The last publish's relief, if one runs, is done; then one more.
-	f.m.relieving.Lock()
-	f.m.relieving.Unlock()
-	f.m.relieveQueues()
-	for i, s := range stalled {
-		if !isDetached(s) {
-			t.Errorf("stalled subscriber %d still attached, behind the window", i)
-		}
-	}
-	if isDetached(reader) {
-		t.Fatal("the reader, which kept up, was detached")
-	}
-	if got := queues.Bytes(); got > queuesMark(limit) {
-		t.Errorf("queues pin %d bytes after relief, over the mark %d", got, queuesMark(limit))
-	}
-	if got := testutil.ToFloat64(f.m.Metrics().budgetShrinks); got != 0 {
-		t.Errorf("window shrinks = %v, want 0: the process was never over its budget", got)
-	}
-	if got := testutil.ToFloat64(f.m.Metrics().budgetDetaches); got != 2 {
-		t.Errorf("budget detaches = %v, want 2 (the stalled subscribers)", got)
-	}
-	want := canon(readerRows)
-	for i, s := range stalled {
-		stalledRows[i] = append(stalledRows[i], drain(t, f.ctx, s, f.upper)...)
-		if got := canon(stalledRows[i]); !reflect.DeepEqual(got, want) {
-			t.Fatalf("stalled subscriber %d after its relief:\n got %v\nwant %v", i, got, want)
-		}
-	}
-}
-
 // TestDetachRechecks: a subscriber whose queue the budget's policy found
 // large, and which read it before the policy came to detach it, stays
 // attached: it would otherwise catch up from the shard for nothing.
@@ -612,12 +547,12 @@ func TestDetachRechecks(t *testing.T) {
 	for i := range 60 {
 		f.write(ins(int64(i), strings.Repeat("q", 400)))
 	}
-	qs, _ := f.m.largeQueues(false)
+	qs, _ := f.m.largeQueues()
 	if len(qs) != 1 || qs[0].s != s {
 		t.Fatalf("large queues: %d, want the subscriber's alone", len(qs))
 	}
 	drain(t, f.ctx, s, f.upper)
-	f.m.detachWhile(qs, false, func() bool { return true })
+	f.m.detachWhile(qs, func() bool { return true })
 	if isDetached(s) {
 		t.Fatal("detached after it read its queue")
 	}

@@ -125,7 +125,6 @@ func (t *SharedTail) run(l *persist.Listen, asOf uint64) {
 		t.m.metrics.decodedBatches.Inc()
 		t.publish(updates, frontier)
 		t.m.enforce()
-		t.m.relieveQueues()
 		// Let the shard compact what the tail has passed; the window and
 		// private catch-ups cover the rest. Rate-limited: a downgrade is a
 		// CAS.
