@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,17 +140,25 @@ func TestAppendIdempotentAfterIndeterminate(t *testing.T) {
 	}
 }
 
-func TestReaderLeaseExpires(t *testing.T) {
-	e := newEnv(t)
-	var now int64 = 1_000_000
-	var mu sync.Mutex
-	e.cfg.Now = func() int64 { mu.Lock(); defer mu.Unlock(); return now }
+// leasedShard opens an environment whose readers hold a one-minute lease
+// on a clock of the test's, a client of it, and a new shard with its
+// writer; expire moves the clock past the lease.
+func leasedShard(t *testing.T) (e *env, ctx context.Context, c *persist.Client, shard string, w *persist.Writer, expire func()) {
+	e = newEnv(t)
+	var now atomic.Int64
+	now.Store(1_000_000)
+	e.cfg.Now = now.Load
 	e.cfg.ReaderLease = time.Minute
-	ctx := ctxT(t)
-	c := e.client()
-	shard := persist.NewShardID()
+	ctx = ctxT(t)
+	c = e.client()
+	shard = persist.NewShardID()
 	must(c.CreateShard(ctx, shard, testSchema))(t)
-	w := must(c.OpenWriter(ctx, shard))(t)
+	w = must(c.OpenWriter(ctx, shard))(t)
+	return e, ctx, c, shard, w, func() { now.Add(2 * time.Minute.Milliseconds()) }
+}
+
+func TestReaderLeaseExpires(t *testing.T) {
+	e, ctx, c, shard, w, expire := leasedShard(t)
 	if err := w.CompareAndAppend(ctx, nil, 0, 100); err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +171,7 @@ func TestReaderLeaseExpires(t *testing.T) {
 	if s := must(c.State(ctx, shard))(t); s.Since != 0 {
 		t.Fatalf("since %d advanced past a live reader", s.Since)
 	}
-	mu.Lock()
-	now += 2 * time.Minute.Milliseconds()
-	mu.Unlock()
+	expire()
 	rep := must(c.Maintain(ctx, shard))(t)
 	if len(rep.ExpiredReaders) != 1 || rep.ExpiredReaders[0] != crashed.ID() {
 		t.Fatalf("expired %v, want the crashed reader %s", rep.ExpiredReaders, crashed.ID())
@@ -393,16 +400,7 @@ func TestShortWaitsStillPoll(t *testing.T) {
 // for its own refresh, and that a read begun before does not serve: a
 // reader expired by another process after it must still fail.
 func TestSnapshotAfter(t *testing.T) {
-	e := newEnv(t)
-	var now int64 = 1_000_000
-	var mu sync.Mutex
-	e.cfg.Now = func() int64 { mu.Lock(); defer mu.Unlock(); return now }
-	e.cfg.ReaderLease = time.Minute
-	ctx := ctxT(t)
-	c := e.client()
-	shard := persist.NewShardID()
-	must(c.CreateShard(ctx, shard, testSchema))(t)
-	w := must(c.OpenWriter(ctx, shard))(t)
+	e, ctx, c, shard, w, expire := leasedShard(t)
 	if err := w.CompareAndAppend(ctx, []row.Update{upd(1, "a", 1, 1)}, 0, 100); err != nil {
 		t.Fatal(err)
 	}
@@ -426,9 +424,7 @@ func TestSnapshotAfter(t *testing.T) {
 	}
 
 	// Another process expires r: a snapshot fresh as of later must see it.
-	mu.Lock()
-	now += 2 * time.Minute.Milliseconds()
-	mu.Unlock()
+	expire()
 	other := e.client()
 	if rep := must(other.Maintain(ctx, shard))(t); len(rep.ExpiredReaders) != 1 {
 		t.Fatalf("expired %v, want r", rep.ExpiredReaders)
