@@ -123,6 +123,22 @@ func (b *BudgetScenario) fullButWrites() bool {
 		b.BudgetBytes <= budgetFullBytes
 }
 
+// peakWithinHeadroom reports whether the server's peak RSS with the
+// stalled subscribers stayed within budgetRSSHeadroom of the budget.
+func (b *BudgetScenario) peakWithinHeadroom() bool {
+	return b.With != nil && b.With.Storm != nil && b.With.Storm.ServerPeakRSS <= b.BudgetBytes+budgetRSSHeadroom
+}
+
+// p99Ratio is the readers' write-to-client p99 with the stalled
+// subscribers over the baseline's (-1: not measured).
+func (b *BudgetScenario) p99Ratio() float64 {
+	with, base := b.With, b.Baseline
+	if with == nil || with.Storm == nil || base == nil || base.Storm == nil || base.Storm.Latency.P99 <= 0 {
+		return -1
+	}
+	return with.Storm.Latency.P99 / base.Storm.Latency.P99
+}
+
 // historyLost counts the stalled clients that got the history-loss error
 // on reading again, and the others that did not get every row.
 func historyLost(s *StormResult) (lost, other int) {
@@ -208,9 +224,8 @@ func writeBudgetSection(w io.Writer, v *reportView) {
 	}
 	if with, base := b.With, b.Baseline; with != nil && with.Storm != nil {
 		fmt.Fprintf(w, "- Peak RSS at most the budget + %s: %s (%s).\n", mib(budgetRSSHeadroom),
-			yesNo(with.Storm.ServerPeakRSS <= b.BudgetBytes+budgetRSSHeadroom), mib(float64(with.Storm.ServerPeakRSS)))
-		if base != nil && base.Storm != nil && base.Storm.Latency.P99 > 0 {
-			ratio := with.Storm.Latency.P99 / base.Storm.Latency.P99
+			yesNo(b.peakWithinHeadroom()), mib(float64(with.Storm.ServerPeakRSS)))
+		if ratio := b.p99Ratio(); ratio >= 0 {
 			fmt.Fprintf(w, "- Readers' write-to-client p99 within %.0f %% of the baseline's: %s (%s vs %s, %.2f×).\n", 100*(budgetP99Ratio-1),
 				yesNo(ratio <= budgetP99Ratio), ms(with.Storm.Latency.P99), ms(base.Storm.Latency.P99), ratio)
 		}

@@ -66,6 +66,23 @@ func WriteReport(dir string, r *Report) error {
 	return f.Close()
 }
 
+// ReadReport reads a report's JSON (latest.json), which must hold
+// results.
+func ReadReport(file string) (*Report, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if r.Results == nil {
+		return nil, fmt.Errorf("%s holds no results", file)
+	}
+	return &r, nil
+}
+
 // writePlots draws the storm plots; a failure costs the plots, not the
 // report.
 func writePlots(dir string, res *Results) bool {
@@ -166,6 +183,38 @@ func writeGoals(w io.Writer, v *reportView) {
 	fmt.Fprintln(w)
 }
 
+// stormMetric is a row of (a)'s table: a figure of one storm.
+type stormMetric struct {
+	name string
+	f    func(*StormResult) float64
+	fmt  func(float64) string
+	// ratio: the row has a dataflow ÷ fast column.
+	ratio bool
+}
+
+// The rows of (a) that the README's summary shows too.
+var (
+	stormTime               = stormMetric{"storm time", func(s *StormResult) float64 { return s.StormSeconds }, secs, true}
+	stormServerCPUPerClient = stormMetric{"server CPU per client", (*StormResult).ServerCPUPerClientMS, ms, true}
+	stormClientCPUPerClient = stormMetric{"client CPU per client", clientCPUPerClientMS, ms, false}
+)
+
+// stormMetrics are (a)'s rows for each N, in order.
+var stormMetrics = []stormMetric{
+	stormTime,
+	{"statement to snapshot p50", func(s *StormResult) float64 { return s.Snapshot.P50 }, secs, true},
+	{"statement to snapshot p95", func(s *StormResult) float64 { return s.Snapshot.P95 }, secs, true},
+	{"statement to snapshot max", func(s *StormResult) float64 { return s.Snapshot.Max }, secs, true},
+	{"statement to last row p95", func(s *StormResult) float64 { return s.LastRow.P95 }, secs, true},
+	{"server CPU", func(s *StormResult) float64 { return s.ServerCPU }, cpuSecs, true},
+	stormServerCPUPerClient,
+	{"client CPU (all clients)", func(s *StormResult) float64 { return s.ClientCPU }, cpuSecs, false},
+	stormClientCPUPerClient,
+	{"server peak RSS", func(s *StormResult) float64 { return float64(s.ServerPeakRSS) - boolf(s.ServerPeakRSS == 0) }, mib, false},
+	{"snapshots complete", func(s *StormResult) float64 { return float64(s.Completed) }, count, false},
+	{"errors", func(s *StormResult) float64 { return float64(s.Errors) }, count, false},
+}
+
 // writeStormSection writes (a), the reconnect storms.
 func writeStormSection(w io.Writer, v *reportView) {
 	res, cfg, fast, flow, pg := v.r.Results, v.r.Config, v.fast, v.flow, v.pg
@@ -178,34 +227,15 @@ func writeStormSection(w io.Writer, v *reportView) {
 		"snapshot complete. Server CPU is from before the first connect to after the last close.\n\n",
 		stormStatement(cfg.StormMode), commas(cfg.SmallRows), cfg.PayloadBytes)
 	fmt.Fprintf(w, "| N | metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---:|---|---:|---:|---:|---:|\n")
-	type metric struct {
-		name string
-		f    func(*StormResult) float64
-		fmt  func(float64) string
-	}
-	metrics := []metric{
-		{"storm time", func(s *StormResult) float64 { return s.StormSeconds }, secs},
-		{"statement to snapshot p50", func(s *StormResult) float64 { return s.Snapshot.P50 }, secs},
-		{"statement to snapshot p95", func(s *StormResult) float64 { return s.Snapshot.P95 }, secs},
-		{"statement to snapshot max", func(s *StormResult) float64 { return s.Snapshot.Max }, secs},
-		{"statement to last row p95", func(s *StormResult) float64 { return s.LastRow.P95 }, secs},
-		{"server CPU", func(s *StormResult) float64 { return s.ServerCPU }, cpuSecs},
-		{"server CPU per client", func(s *StormResult) float64 { return s.ServerCPUPerClientMS() }, ms},
-		{"client CPU (all clients)", func(s *StormResult) float64 { return s.ClientCPU }, cpuSecs},
-		{"client CPU per client", clientCPUPerClientMS, ms},
-		{"server peak RSS", func(s *StormResult) float64 { return float64(s.ServerPeakRSS) - boolf(s.ServerPeakRSS == 0) }, mib},
-		{"snapshots complete", func(s *StormResult) float64 { return float64(s.Completed) }, count},
-		{"errors", func(s *StormResult) float64 { return float64(s.Errors) }, count},
-	}
 	for _, n := range cfg.Clients {
-		for i, m := range metrics {
+		for i, m := range stormMetrics {
 			label := ""
 			if i == 0 {
 				label = commas(n)
 			}
 			vf, vd, vp := stormSpread(fast, n, m.f), stormSpread(flow, n, m.f), stormSpread(pg, n, m.f)
 			ratio := ""
-			if m.name != "errors" && m.name != "snapshots complete" && !strings.HasPrefix(m.name, "client CPU") && m.name != "server peak RSS" {
+			if m.ratio {
 				ratio = ratioText(vd.med, vf.med)
 			}
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", label, m.name, vf.text(m.fmt), vd.text(m.fmt), ratio, vp.text(m.fmt))
@@ -224,6 +254,53 @@ func writeStormSection(w io.Writer, v *reportView) {
 	writePerSubscribeCost(w, res, cfg.Clients)
 }
 
+// bigRow is a row of (b)'s table: a figure of one path's reads.
+type bigRow struct {
+	name string
+	key  string // in BigResult.Spread, "" for a figure without one
+	f    func(*BigResult) float64
+	fmt  func(float64) string
+	// ratio: the row has a dataflow ÷ fast column.
+	ratio bool
+}
+
+// The rows of (b) that the README's summary shows too.
+var (
+	bigFetch10   = bigRow{"FETCH 10 from a new cursor", "fetch10_seconds", func(b *BigResult) float64 { return b.Fetch10 }, secs, true}
+	bigFirstRow  = bigRow{"first row over COPY", "copy_first_row_seconds", func(b *BigResult) float64 { return b.CopyFirstRow }, secs, true}
+	bigLastRow   = bigRow{"whole snapshot delivered (last row)", "copy_last_row_seconds", func(b *BigResult) float64 { return b.CopyLastRow }, secs, true}
+	bigServerCPU = bigRow{"server CPU per COPY read", "server_cpu_seconds", func(b *BigResult) float64 { return b.ServerCPU }, cpuSecs, true}
+)
+
+// bigRows are (b)'s rows, in order.
+var bigRows = []bigRow{
+	bigFetch10, bigFirstRow, bigLastRow,
+	{"snapshot complete (progress row after AS OF)", "copy_complete_seconds", func(b *BigResult) float64 { return b.CopyComplete }, secs, true},
+	bigServerCPU,
+	{"rows returned by the first FETCH 10", "", func(b *BigResult) float64 { return float64(b.Fetch10Rows) }, count, false},
+}
+
+// value is the row's figure on pr (its median read), -1 when pr did not
+// run (b).
+func (m bigRow) value(pr *PathResults) float64 {
+	if pr == nil || pr.Big == nil {
+		return -1
+	}
+	return m.f(pr.Big)
+}
+
+// cell is the row's figure on pr with the reads' min–max, or a dash.
+func (m bigRow) cell(pr *PathResults) string {
+	v := m.value(pr)
+	if v < 0 {
+		return "—"
+	}
+	if mm, ok := pr.Big.Spread[m.key]; ok && mm[0] != mm[1] {
+		return fmt.Sprintf("%s (%s–%s)", m.fmt(v), m.fmt(mm[0]), m.fmt(mm[1]))
+	}
+	return m.fmt(v)
+}
+
 // writeBigSection writes (b), one client reading a large view.
 func writeBigSection(w io.Writer, v *reportView) {
 	cfg, fast, flow, pg := v.r.Config, v.fast, v.flow, v.pg
@@ -235,41 +312,12 @@ func writeBigSection(w io.Writer, v *reportView) {
 		"(PostgreSQL: `... FOR SELECT * FROM big`) until ten rows are in. COPY: `COPY (SUBSCRIBE bigmv WITH (PROGRESS)) TO STDOUT` (PostgreSQL: `COPY big TO STDOUT`).\n\n",
 		commas(cfg.BigRows), commas(cfg.BigRows), cfg.PayloadBytes, cfg.Repeat)
 	fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast | PostgreSQL |\n|---|---:|---:|---:|---:|\n")
-	big := func(pr *PathResults, f func(*BigResult) float64) float64 {
-		if pr == nil || pr.Big == nil {
-			return -1
-		}
-		return f(pr.Big)
-	}
-	rows := []struct {
-		name string
-		key  string // in BigResult.Spread
-		f    func(*BigResult) float64
-		fmt  func(float64) string
-	}{
-		{"FETCH 10 from a new cursor", "fetch10_seconds", func(b *BigResult) float64 { return b.Fetch10 }, secs},
-		{"first row over COPY", "copy_first_row_seconds", func(b *BigResult) float64 { return b.CopyFirstRow }, secs},
-		{"whole snapshot delivered (last row)", "copy_last_row_seconds", func(b *BigResult) float64 { return b.CopyLastRow }, secs},
-		{"snapshot complete (progress row after AS OF)", "copy_complete_seconds", func(b *BigResult) float64 { return b.CopyComplete }, secs},
-		{"server CPU per COPY read", "server_cpu_seconds", func(b *BigResult) float64 { return b.ServerCPU }, cpuSecs},
-		{"rows returned by the first FETCH 10", "", func(b *BigResult) float64 { return float64(b.Fetch10Rows) }, count},
-	}
-	cell := func(pr *PathResults, v float64, key string, format func(float64) string) string {
-		if v < 0 {
-			return "—"
-		}
-		if mm, ok := pr.Big.Spread[key]; ok && mm[0] != mm[1] {
-			return fmt.Sprintf("%s (%s–%s)", format(v), format(mm[0]), format(mm[1]))
-		}
-		return format(v)
-	}
-	for _, m := range rows {
-		vf, vd, vp := big(fast, m.f), big(flow, m.f), big(pg, m.f)
+	for _, m := range bigRows {
 		ratio := ""
-		if !strings.HasPrefix(m.name, "rows") {
-			ratio = ratioText(vd, vf)
+		if m.ratio {
+			ratio = ratioText(m.value(flow), m.value(fast))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, cell(fast, vf, m.key, m.fmt), cell(flow, vd, m.key, m.fmt), ratio, cell(pg, vp, m.key, m.fmt))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.name, m.cell(fast), m.cell(flow), ratio, m.cell(pg))
 	}
 	fmt.Fprintln(w)
 }
@@ -406,12 +454,6 @@ func writeMemorySection(w io.Writer, v *reportView) {
 		}
 	}
 	fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
-	mem := func(pr *PathResults, f func(*MemoryResult) float64) spread {
-		if pr == nil {
-			return spreadOf[MemoryResult](nil, f)
-		}
-		return spreadOf(orRuns(pr.MemoryRuns, pr.Memory), f)
-	}
 	for _, row := range []struct {
 		name  string
 		f     func(*MemoryResult) float64
@@ -438,7 +480,7 @@ func writeMemorySection(w io.Writer, v *reportView) {
 			}
 			return m.SettleSeconds
 		}), secs, false, true},
-		{"RSS per idle subscriber", idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB }), kib, true, false},
+		{"RSS per idle subscriber", perIdleSubscriberKB, kib, true, false},
 		{abortedRow, func(m *MemoryResult) float64 {
 			if m.Idle() || m.PeakRSS == 0 {
 				return -1
@@ -447,7 +489,7 @@ func writeMemorySection(w io.Writer, v *reportView) {
 		}, mib, false, true},
 		{"server CPU (connect, subscribe, idle, close)", func(m *MemoryResult) float64 { return m.Storm.ServerCPU }, cpuSecs, true, false},
 	} {
-		vf, vd := mem(fast, row.f), mem(flow, row.f)
+		vf, vd := fast.memorySpread(row.f), flow.memorySpread(row.f)
 		if row.optional && vf.n == 0 && vd.n == 0 {
 			continue
 		}
@@ -520,6 +562,18 @@ func writeSetupTimes(w io.Writer, v *reportView) {
 	fmt.Fprintf(w, "\nThe raw numbers are in [%s](%s).\n", ReportJSON, ReportJSON)
 }
 
+// perIdleSubscriberKB is (e)'s headline: server RSS per idle subscriber
+// in KiB, of a run whose subscribers got to idle.
+var perIdleSubscriberKB = idleOnly(func(m *MemoryResult) float64 { return m.PerClientKB })
+
+// memorySpread is f over p's runs of (e) (none for a nil p).
+func (p *PathResults) memorySpread(f func(*MemoryResult) float64) spread {
+	if p == nil {
+		return spreadOf[MemoryResult](nil, f)
+	}
+	return spreadOf(orRuns(p.MemoryRuns, p.Memory), f)
+}
+
 // abortedRow is (e)'s row for runs cut short by the memory guard, shown
 // only when one was.
 const abortedRow = "server peak RSS during the subscribe storm (aborted run)"
@@ -560,36 +614,21 @@ func (p *PathResults) liveRuns() []*LiveResult {
 	return orRuns(p.LiveRuns, p.Live)
 }
 
+// liveRunsAt returns p's live runs of size ls (nil for a nil p).
+func (p *PathResults) liveRunsAt(ls LiveSize) []*LiveResult {
+	var out []*LiveResult
+	for _, l := range p.liveRuns() {
+		if l.Storm != nil && l.Storm.Clients == ls.Clients && l.Rate == ls.Rate {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func writeLiveTable(w io.Writer, fast, flow []*LiveResult) {
 	fmt.Fprintf(w, "| metric | fast path | dataflow path | dataflow ÷ fast |\n|---|---:|---:|---:|\n")
-	get := func(runs []*LiveResult, f func(*LiveResult) float64) spread {
-		return spreadOf(runs, func(l *LiveResult) float64 {
-			if l.Storm == nil {
-				return -1
-			}
-			return f(l)
-		})
-	}
-	for _, row := range []struct {
-		name  string
-		f     func(*LiveResult) float64
-		fmt   func(float64) string
-		ratio bool
-	}{
-		{"subscribers with a complete snapshot", func(l *LiveResult) float64 { return float64(l.Storm.Completed) }, count, false},
-		{"rows written", func(l *LiveResult) float64 { return float64(l.Written) }, count, false},
-		{"INSERT latency p50", func(l *LiveResult) float64 { return l.WriteLatency.P50 }, msRaw, true},
-		{"INSERT latency p99", func(l *LiveResult) float64 { return l.WriteLatency.P99 }, msRaw, true},
-		{"write to client p50", func(l *LiveResult) float64 { return l.Storm.Latency.P50 }, msRaw, true},
-		{"write to client p99", func(l *LiveResult) float64 { return l.Storm.Latency.P99 }, msRaw, true},
-		{"write to client max", func(l *LiveResult) float64 { return l.Storm.Latency.Max }, msRaw, true},
-	} {
-		vf, vd := get(fast, row.f), get(flow, row.f)
-		writeTwoPathRow(w, row.name, vf, vd, row.fmt, row.ratio)
-	}
 	for _, row := range liveTableRows {
-		vf, vd := get(fast, row.f), get(flow, row.f)
-		writeTwoPathRow(w, row.name, vf, vd, row.fmt, row.ratio)
+		writeTwoPathRow(w, row.name, row.spread(fast), row.spread(flow), row.fmt, row.ratio)
 	}
 	fmt.Fprintln(w)
 }
@@ -878,18 +917,29 @@ func commas(n int) string {
 	return b.String()
 }
 
+// headlineN is the N of (a) that the goals and the README's summary
+// quote: the largest that the dataflow path ran too (its ratios need
+// both), or the smallest N (0 for none).
+func headlineN(cfg SuiteConfig) int {
+	if len(cfg.Clients) == 0 {
+		return 0
+	}
+	n := slices.Min(cfg.Clients)
+	for _, c := range cfg.Clients {
+		if cfg.onPath(PathDataflow, c) {
+			n = max(n, c)
+		}
+	}
+	return n
+}
+
 // checkGoals compares the run with the targets of the issues that asked
 // for this benchmark: the storm's at the run's largest storm that the
 // dataflow path ran too (its ratios need both), issue 19's scale.
 func checkGoals(r *Report) []Goal {
 	res := r.Results
 	fast, flow := res.Paths[PathFast], res.Paths[PathDataflow]
-	n := slices.Min(r.Config.Clients)
-	for _, c := range r.Config.Clients {
-		if r.Config.onPath(PathDataflow, c) {
-			n = max(n, c)
-		}
-	}
+	n := headlineN(r.Config)
 	sf, sd := stormOf(fast, n), stormOf(flow, n)
 	var goals []Goal
 	add := func(what, target string, measured float64, format func(float64) string, ok func(float64) bool) {

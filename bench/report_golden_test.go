@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -11,7 +10,8 @@ import (
 	"testing"
 )
 
-// rewriteReports rewrites the expected markdown of TestReportGolden.
+// rewriteReports rewrites the expected markdown of TestReportGolden and
+// TestReadmeGolden.
 var rewriteReports = flag.Bool("rewrite-reports", false, "rewrite testdata/report/*.md from the current renderer")
 
 // TestReportGolden renders each report JSON under testdata/report and
@@ -22,31 +22,45 @@ var rewriteReports = flag.Bool("rewrite-reports", false, "rewrite testdata/repor
 // aborted storm, stalled-client failures, counters, a merged (f) on S3,
 // problems).
 func TestReportGolden(t *testing.T) {
+	for in, r := range reportInputs(t) {
+		name := strings.TrimSuffix(filepath.Base(in), ".json")
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			writeMarkdown(&out, r, true)
+			checkGolden(t, in, strings.TrimSuffix(in, ".json")+".md", out.String())
+		})
+	}
+}
+
+// reportInputs are the report JSONs under testdata/report, each read.
+func reportInputs(t *testing.T) map[string]*Report {
+	t.Helper()
 	inputs, err := filepath.Glob("testdata/report/*.json")
 	must(t, err)
 	if len(inputs) == 0 {
 		t.Fatal("no report JSON under testdata/report")
 	}
+	reports := make(map[string]*Report)
 	for _, in := range inputs {
-		name := strings.TrimSuffix(filepath.Base(in), ".json")
-		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(in)
-			must(t, err)
-			var r Report
-			must(t, json.Unmarshal(b, &r))
-			var out bytes.Buffer
-			writeMarkdown(&out, &r, true)
-			golden := strings.TrimSuffix(in, ".json") + ".md"
-			if *rewriteReports {
-				must(t, os.WriteFile(golden, out.Bytes(), 0o644))
-				return
-			}
-			want, err := os.ReadFile(golden)
-			must(t, err)
-			if got := out.String(); got != string(want) {
-				t.Errorf("%s: the rendered report differs from %s (go test -rewrite-reports to accept):\n%s", in, golden, lineDiff(got, string(want)))
-			}
-		})
+		r, err := ReadReport(in)
+		must(t, err)
+		reports[in] = r
+	}
+	return reports
+}
+
+// checkGolden compares got, rendered from in, with the file golden, or
+// rewrites golden with it under -rewrite-reports.
+func checkGolden(t *testing.T, in, golden, got string) {
+	t.Helper()
+	if *rewriteReports {
+		must(t, os.WriteFile(golden, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(golden)
+	must(t, err)
+	if got != string(want) {
+		t.Errorf("%s: the rendered text differs from %s (go test -rewrite-reports to accept):\n%s", in, golden, lineDiff(got, string(want)))
 	}
 }
 

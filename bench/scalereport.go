@@ -207,16 +207,7 @@ func writeLiveSection(w io.Writer, v *reportView) {
 		writerTick, cfg.fanoutDuration(), liveDrain)
 	sizes := cfg.liveSizes()
 	for _, ls := range sizes {
-		of := func(pr *PathResults) []*LiveResult {
-			var out []*LiveResult
-			for _, l := range pr.liveRuns() {
-				if l.Storm != nil && l.Storm.Clients == ls.Clients && l.Rate == ls.Rate {
-					out = append(out, l)
-				}
-			}
-			return out
-		}
-		f, d := of(fast), of(flow)
+		f, d := fast.liveRunsAt(ls), flow.liveRunsAt(ls)
 		if len(f) == 0 && len(d) == 0 {
 			continue
 		}
@@ -257,13 +248,39 @@ func measuredWhileWriting(f func(*LiveResult) float64) func(*LiveResult) float64
 	}
 }
 
-// liveTableRows are the rows of (c)'s table after the latencies.
-var liveTableRows = []struct {
+// liveRow is a row of (c)'s table: a figure of one live run.
+type liveRow struct {
 	name  string
 	f     func(*LiveResult) float64
 	fmt   func(float64) string
-	ratio bool
-}{
+	ratio bool // the row has a dataflow ÷ fast column
+}
+
+// The rows of (c) that the README's summary shows too.
+var (
+	liveRowP50 = liveRow{"write to client p50", func(l *LiveResult) float64 { return l.Storm.Latency.P50 }, msRaw, true}
+	liveRowP99 = liveRow{"write to client p99", liveP99, msRaw, true}
+
+	liveRowDeliveriesPerSecond = liveRow{"deliveries per second (while writing)", func(l *LiveResult) float64 {
+		return float64(l.Storm.LiveRows) / liveWriteSeconds(l)
+	}, count, false}
+	liveRowServerCPUPerDelivery = liveRow{"server CPU per delivery", measuredWhileWriting(func(l *LiveResult) float64 {
+		return perDelivery(l, l.WriteServerCPU, 1e6)
+	}), us, true}
+	liveRowWritesPerDelivery = liveRow{"server write syscalls per delivered row", measuredWhileWriting(func(l *LiveResult) float64 {
+		return perDelivery(l, float64(l.WriteSyscalls), 1)
+	}), decimal3, true}
+)
+
+// liveTableRows are the rows of (c)'s table, in order.
+var liveTableRows = []liveRow{
+	{"subscribers with a complete snapshot", func(l *LiveResult) float64 { return float64(l.Storm.Completed) }, count, false},
+	{"rows written", func(l *LiveResult) float64 { return float64(l.Written) }, count, false},
+	{"INSERT latency p50", func(l *LiveResult) float64 { return l.WriteLatency.P50 }, msRaw, true},
+	{"INSERT latency p99", func(l *LiveResult) float64 { return l.WriteLatency.P99 }, msRaw, true},
+	liveRowP50,
+	liveRowP99,
+	{"write to client max", func(l *LiveResult) float64 { return l.Storm.Latency.Max }, msRaw, true},
 	{"rows delivered to subscribers", func(l *LiveResult) float64 { return float64(l.Storm.LiveRows) }, count, false},
 	{"of the rows written × subscribers", func(l *LiveResult) float64 { return 100 * l.Delivered }, pct, false},
 	{"rows missing (subscriber × row)", func(l *LiveResult) float64 {
@@ -272,16 +289,24 @@ var liveTableRows = []struct {
 		}
 		return float64(l.Storm.LiveMissing)
 	}, count, false},
-	{"deliveries per second (while writing)", func(l *LiveResult) float64 { return float64(l.Storm.LiveRows) / liveWriteSeconds(l) }, count, false},
+	liveRowDeliveriesPerSecond,
 	{"server CPU while writing", measuredWhileWriting(func(l *LiveResult) float64 { return l.WriteServerCPU }), cpuSecs, true},
 	{"client CPU while writing", measuredWhileWriting(func(l *LiveResult) float64 { return l.WriteClientCPU }), cpuSecs, false},
-	{"server CPU per delivery", measuredWhileWriting(func(l *LiveResult) float64 { return perDelivery(l, l.WriteServerCPU, 1e6) }), us, true},
-	{"server write syscalls per delivered row", measuredWhileWriting(func(l *LiveResult) float64 {
-		return perDelivery(l, float64(l.WriteSyscalls), 1)
-	}), decimal3, true},
+	liveRowServerCPUPerDelivery,
+	liveRowWritesPerDelivery,
 	{"server CPU (whole run)", func(l *LiveResult) float64 { return l.Storm.ServerCPU }, cpuSecs, true},
 	{"client CPU (whole run)", func(l *LiveResult) float64 { return l.Storm.ClientCPU }, cpuSecs, false},
 	{"errors", func(l *LiveResult) float64 { return float64(l.Storm.Errors + l.WriteErrors) }, count, false},
+}
+
+// spread is the row's figure over runs (each with a storm).
+func (row liveRow) spread(runs []*LiveResult) spread {
+	return spreadOf(runs, func(l *LiveResult) float64 {
+		if l.Storm == nil {
+			return -1
+		}
+		return row.f(l)
+	})
 }
 
 func us(v float64) string       { return fmt.Sprintf("%.2f µs", v) }
@@ -312,12 +337,7 @@ func scaleGoals(r *Report, add func(what, target string, measured float64, forma
 		return
 	}
 	for _, ls := range r.Config.liveSizes() {
-		var runs []*LiveResult
-		for _, l := range fast.liveRuns() {
-			if l.Storm != nil && l.Storm.Clients == ls.Clients && l.Rate == ls.Rate {
-				runs = append(runs, l)
-			}
-		}
+		runs := fast.liveRunsAt(ls)
 		at := fmt.Sprintf("(c) %s subscribers at %s rows/s", commas(ls.Clients), commas(ls.Rate))
 		missing := spreadOf(runs, func(l *LiveResult) float64 {
 			if l.Storm.LiveWanted == 0 {
