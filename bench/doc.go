@@ -87,4 +87,21 @@
 //
 // WriteReport renders a Report as latest.md, latest.json and two plots
 // (statement-to-snapshot p95 and server CPU against N).
+//
+// # The README's table
+//
+// WriteReadme writes a summary of a report into the README, between a
+// line starting `<!-- bench:begin` and a line `<!-- bench:end -->`: per
+// scenario in the report, its headline figures (each the median of the
+// runs with their min–max), the run's command, commit and date, and a
+// link to latest.md. It is rendered by the same rows, spreads and formats
+// as latest.md, so the README quotes the report and nothing else; the rest
+// of the README is left byte for byte, and a README without exactly one
+// pair of markers is an error (ErrReadmeMarkers) and left as it was.
+//
+//	shardtail bench --render bench/results/latest.json --readme README.md
+//
+// regenerates it (and latest.md) from a report's JSON, running nothing; a
+// run given --readme does so once its report is written. TestReadmeUpToDate
+// fails while the README's table is not that of bench/results/latest.json.
 package bench

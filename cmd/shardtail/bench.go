@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,14 +38,18 @@ and, on each path,
   (i) the HTTP change feed: 2,048 SSE clients resuming at once with
       Last-Event-ID after 1,000 changes, and 2,048 taking the snapshot,
       each next to the same storm over pgwire; 10,000 idle SSE streams
-It writes latest.md, latest.json and PNG plots into --out. Ctrl-C stops it
-cleanly.
+It writes latest.md, latest.json and PNG plots into --out, and with --readme
+the README's performance table (between its bench:begin and bench:end
+marker lines) from the same report. Ctrl-C stops it cleanly.
 
 Example:
   shardtail bench                 # the full run (several minutes), into bench/results
   shardtail bench --quick         # a small smoke run, into a temporary directory
   shardtail bench --scenarios f --tail-clients 2048 --merge bench/results/latest.json
                                   # (f) alone, added to the committed report
+  shardtail bench --render bench/results/latest.json --readme README.md
+                                  # the report and README's performance table, again
+                                  # from the JSON, running nothing
 
 Flags:
 `
@@ -86,14 +89,20 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	fs.Var(&budgetBytes, "budget", "(g)'s server's --memory-budget (default 256MiB; quick 32MiB)")
 	budgetRetain := fs.String("budget-retain-history", "", "RETAIN HISTORY of (g)'s tables, e.g. '1 hour', so that detached stalled subscribers resume from the shard (default: the server's, 1 s)")
 	render := fs.String("render", "", "run nothing: re-render the report (markdown, plots) from this latest.json into its directory (or --out)")
+	readme := fs.String("readme", "", "once the report is written (a run or --render), rewrite the generated block of this README, between its <!-- bench:begin ... --> and <!-- bench:end --> lines, with the report's summary")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
 	}
+	if *readme != "" {
+		if err := bench.CheckReadme(*readme); err != nil {
+			return fmt.Errorf("bench: --readme: %w", err)
+		}
+	}
 	if *render != "" {
-		return m.renderReport(*render, *out)
+		return m.renderReport(*render, *out, *readme)
 	}
 	var into *bench.Report
 	if *merge != "" {
@@ -239,23 +248,35 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench: write report: %w", werr)
 	}
 	fmt.Fprintf(m.Stdout, "report: %s\n", filepath.Join(dir, bench.ReportMarkdown))
+	if *readme != "" {
+		if err != nil {
+			// The report shows what failed; the README's summary is
+			// for runs that did not.
+			fmt.Fprintf(m.Stderr, "bench: %s not updated: the run failed\n", *readme)
+			return err
+		}
+		return m.writeReadme(*readme, rep, dir)
+	}
 	return err
+}
+
+// writeReadme rewrites readme's generated block with rep's summary, its
+// report in dir.
+func (m *Main) writeReadme(readme string, rep *bench.Report, dir string) error {
+	if err := bench.WriteReadme(readme, rep, dir); err != nil {
+		return fmt.Errorf("bench: --readme: %w", err)
+	}
+	fmt.Fprintf(m.Stdout, "readme: %s\n", readme)
+	return nil
 }
 
 // readReport reads a report's JSON.
 func readReport(file string) (*bench.Report, error) {
-	b, err := os.ReadFile(file)
+	rep, err := bench.ReadReport(file)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	var rep bench.Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("bench: %s: %w", file, err)
-	}
-	if rep.Results == nil {
-		return nil, fmt.Errorf("bench: %s holds no results", file)
-	}
-	return &rep, nil
+	return rep, nil
 }
 
 // parseInts parses a comma-separated list of integers.
@@ -271,8 +292,9 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-// renderReport rewrites a report from its JSON.
-func (m *Main) renderReport(file, dir string) error {
+// renderReport rewrites a report from its JSON, and readme's generated
+// block ("" for none) from it.
+func (m *Main) renderReport(file, dir, readme string) error {
 	rep, err := readReport(file)
 	if err != nil {
 		return err
@@ -284,6 +306,9 @@ func (m *Main) renderReport(file, dir string) error {
 		return fmt.Errorf("bench: write report: %w", err)
 	}
 	fmt.Fprintf(m.Stdout, "report: %s\n", filepath.Join(dir, bench.ReportMarkdown))
+	if readme != "" {
+		return m.writeReadme(readme, rep, dir)
+	}
 	return nil
 }
 

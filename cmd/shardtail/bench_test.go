@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,5 +103,73 @@ func TestBenchTailMerge(t *testing.T) {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("%s lacks %q", bench.ReportMarkdown, want)
 		}
+	}
+}
+
+// TestBenchRenderReadme: `shardtail bench --render FILE --readme README`
+// re-renders the report and rewrites the README's generated block from it,
+// linking to the report; with a README that has no markers it fails
+// before writing anything.
+func TestBenchRenderReadme(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "bench", "results")
+	if err := os.MkdirAll(results, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep := &bench.Report{Command: "shardtail bench --scenarios a", Config: bench.DefaultSuite(true),
+		Versions: bench.Versions{Commit: "abc1234"},
+		Results: &bench.Results{Paths: map[string]*bench.PathResults{
+			bench.PathFast: {Path: bench.PathFast, Storms: []*bench.StormResult{{Clients: 64, Connected: 64, Completed: 64,
+				StormSeconds: 0.1, Snapshot: bench.Dist{N: 64, P50: 0.05, P95: 0.09, Max: 0.1}, ServerCPU: 0.05}}},
+		}}}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(results, bench.ReportJSON)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readme := filepath.Join(dir, "README.md")
+	const before, after = "# Title\n\n<!-- bench:begin -->\n", "<!-- bench:end -->\n\nThe end.\n"
+	if err := os.WriteFile(readme, []byte(before+"stale\n"+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) error {
+		var stdout, stderr bytes.Buffer
+		err := NewMain(&stdout, &stderr).Run(context.Background(), append([]string{"bench"}, args...))
+		if err != nil {
+			t.Logf("stderr: %s", stderr.String())
+		}
+		return err
+	}
+	if err := run("--render", file, "--readme", readme); err != nil {
+		t.Fatalf("bench --render --readme: %v", err)
+	}
+	got, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"commit abc1234", "[bench/results/latest.md](bench/results/latest.md)", "| (a) storm of 64 clients | storm time | 100.0 ms |"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("README lacks %q:\n%s", want, got)
+		}
+	}
+	if s := string(got); !strings.HasPrefix(s, before) || !strings.HasSuffix(s, after) || strings.Contains(s, "stale") {
+		t.Errorf("README outside the block changed, or the block was not replaced:\n%s", s)
+	}
+
+	md := filepath.Join(results, bench.ReportMarkdown)
+	if err := os.Remove(md); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(readme, []byte("# No markers\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("--render", file, "--readme", readme); !errors.Is(err, bench.ErrReadmeMarkers) {
+		t.Errorf("bench --render --readme on a README without markers: %v; want ErrReadmeMarkers", err)
+	}
+	if _, err := os.Stat(md); !os.IsNotExist(err) {
+		t.Errorf("the report was rendered although the README's markers were wrong: %v", err)
 	}
 }
