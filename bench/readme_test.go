@@ -25,12 +25,12 @@ func TestReadmeGolden(t *testing.T) {
 	}
 }
 
-// readmeDoc is a README around a generated block: prose on either side,
-// a begin line with more after its prefix, a marker quoted in prose
-// (not a line of its own, so not a marker), CRLF line ends outside the
+// readmeBefore and readmeAfter are a README around a generated block: prose on either side,
+// a begin line with more after its prefix, markers quoted in prose
+// (not lines of their own, so not markers), CRLF line ends outside the
 // block, no newline at the end.
 const (
-	readmeBefore = "# Title\r\n\nProse that quotes `<!-- bench:begin -->` inline.\n\n  <!-- bench:begin from bench/results/latest.json -->\n"
+	readmeBefore = "# Title\r\n\nProse that quotes `<!-- bench:begin -->` and `<!-- bench:end -->` inline.\n\n  <!-- bench:begin from bench/results/latest.json -->\n"
 	readmeAfter  = "<!-- bench:end -->\r\n\n## Next\n\nMore prose, then the end without a newline"
 )
 
