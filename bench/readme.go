@@ -57,9 +57,9 @@ func WriteReadme(readme string, r *Report, reportDir string) error {
 	return writeFileAtomic(readme, out)
 }
 
-// CheckReadme reports whether the file readme has the marker lines of a
-// generated block (ErrReadmeMarkers when not), so that a run that will
-// rewrite it can fail before it runs, not after.
+// CheckReadme returns ErrReadmeMarkers unless the file readme has the
+// marker lines of a generated block, so that a run that will rewrite it
+// can fail before it runs, not after.
 func CheckReadme(readme string) error {
 	doc, err := os.ReadFile(readme)
 	if err != nil {
@@ -145,11 +145,7 @@ func replaceBlock(doc, block []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: the end marker line comes before the begin marker line", ErrReadmeMarkers)
 	}
 	begin, end := begins[0], ends[0]
-	if begin > 0 && doc[begin-1] != '\n' {
-		return nil, fmt.Errorf("%w: the begin marker line is the last line", ErrReadmeMarkers)
-	}
-	out := slices.Concat(doc[:begin], []byte("\n"), block, []byte("\n"), doc[end:])
-	return out, nil
+	return slices.Concat(doc[:begin], []byte("\n"), block, []byte("\n"), doc[end:]), nil
 }
 
 // summaryTable writes the rows of the README's table: a group label (the
@@ -169,8 +165,8 @@ func (t *summaryTable) row(name, fast, flow, pg string) {
 	t.label = ""
 }
 
-// summaryScenario writes a scenario's rows, reporting whether the report
-// holds it.
+// summaryScenario is a scenario of the summary: write writes its rows and
+// reports whether the report holds it.
 type summaryScenario struct {
 	letter string
 	write  func(*summaryTable, *reportView) bool

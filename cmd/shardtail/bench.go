@@ -48,8 +48,8 @@ Example:
   shardtail bench --scenarios f --tail-clients 2048 --merge bench/results/latest.json
                                   # (f) alone, added to the committed report
   shardtail bench --render bench/results/latest.json --readme README.md
-                                  # the report and README's performance table, again
-                                  # from the JSON, running nothing
+                                  # the report and the README's table again from the
+                                  # JSON, running nothing
 
 Flags:
 `
