@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,10 +29,6 @@ const (
 	ReadmeBegin = "<!-- bench:begin"
 	ReadmeEnd   = "<!-- bench:end -->"
 )
-
-// ErrReadmeMarkers means the README does not hold exactly one begin and
-// one end marker line, in that order: the block to rewrite is not known.
-var ErrReadmeMarkers = errors.New("bench: README markers")
 
 // WriteReadme rewrites the generated block of the file readme with the
 // summary of r, whose full report is (or will be) written into reportDir;
@@ -89,8 +84,13 @@ func relativeLink(from, target string) (string, error) {
 }
 
 // writeFileAtomic replaces file with b, keeping its mode: a reader (or a
-// failed write) never sees half a README.
+// failed write, or a crash) never sees half a README. A symbolic link is
+// followed: the file it names is replaced, and the link stays.
 func writeFileAtomic(file string, b []byte) error {
+	file, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return err
+	}
 	st, err := os.Stat(file)
 	if err != nil {
 		return err
@@ -105,6 +105,10 @@ func writeFileAtomic(file string, b []byte) error {
 		return err
 	}
 	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -97,6 +97,11 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))
 	}
 	if *readme != "" {
+		if *quick && *out == "" {
+			// Its report goes to a temporary directory, which the README
+			// would link to.
+			return errors.New("bench: --readme with --quick needs --out: a quick run's report is temporary")
+		}
 		if err := bench.CheckReadme(*readme); err != nil {
 			return fmt.Errorf("bench: --readme: %w", err)
 		}
