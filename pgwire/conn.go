@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgproto3/v2"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 const (
@@ -262,7 +264,7 @@ func (s *Server) runConn(c *conn, resumed bool) {
 // serve runs the connection: startup, authentication, then the message
 // loop.
 func (c *conn) serve() error {
-	if err := setNotSentLowWater(c.raw, c.srv.cfg.NotSentLowWater); err != nil {
+	if err := sockopt.SetNotSentLowWater(c.raw, c.srv.cfg.NotSentLowWater); err != nil {
 		c.logger().Debug("pgwire: TCP_NOTSENT_LOWAT not set", "err", err)
 	}
 	if ok, err := c.open(); !ok {

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package sockopt
+
+import (
+	"errors"
+	"net"
+)
+
+// SetNotSentLowWater is Linux's TCP_NOTSENT_LOWAT; elsewhere the kernel's
+// send buffer alone bounds what a socket holds.
+func SetNotSentLowWater(net.Conn, int) error { return nil }
+
+// NotSentLowWater is Linux's TCP_NOTSENT_LOWAT; elsewhere there is none.
+func NotSentLowWater(net.Conn) (int, error) { return 0, errors.ErrUnsupported }
