@@ -121,7 +121,9 @@ type StormConfig struct {
 	// StalledRecvBuffer, when positive, is the SO_RCVBUF of each stalled
 	// client's socket, set before it connects: a small receive window
 	// keeps the kernel from absorbing what the client does not read, so
-	// the server holds the backlog.
+	// the server holds the backlog. Reading again, the client raises it
+	// (readAgainRecvBuffer), as a client that reads has its buffer grown by
+	// the kernel.
 	StalledRecvBuffer int
 	// Server reads the server's CPU seconds before and after; zero: none.
 	Server CPUProbe
@@ -749,6 +751,34 @@ func recvBufferDialer(n int) pgconn.DialFunc {
 	return d.DialContext
 }
 
+// readAgainRecvBuffer is a stalled client's SO_RCVBUF once it reads
+// again: with the few KiB it stalled with, every few KiB of its backlog
+// would cost the server and the client a wakeup each.
+const readAgainRecvBuffer = 1 << 20
+
+// raiseRecvBuffer sets a connected TCP socket's SO_RCVBUF to n and lets
+// its advertised window grow to match (TCP_WINDOW_CLAMP: a buffer set
+// before connecting clamped the window to its size).
+func raiseRecvBuffer(nc net.Conn, n int) error {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nil // a Unix socket: no window
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n); serr == nil {
+			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_WINDOW_CLAMP, n)
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
 // Outcomes of a client's snapshot, as seen by the status line.
 const (
 	outcomePending int32 = iota
@@ -863,6 +893,11 @@ func (c *stormClient) snapshot(cfg *StormConfig) error {
 // live row ids, within cfg.Timeout. A duplicate, an error or the timeout
 // is its failure.
 func (c *stormClient) readAgain(cfg *StormConfig, want int64) error {
+	if cfg.StalledRecvBuffer > 0 {
+		if err := raiseRecvBuffer(c.conn, readAgainRecvBuffer); err != nil {
+			return fmt.Errorf("raise the receive buffer: %w", err)
+		}
+	}
 	c.conn.SetReadDeadline(time.Now().Add(cfg.Timeout))
 	for int64(len(c.ids)) < want {
 		msg, err := c.fe.Receive()
