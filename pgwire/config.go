@@ -22,6 +22,11 @@ const (
 	// authentication, like Postgres's authentication_timeout.
 	DefaultAuthTimeout = 60 * time.Second
 
+	// DefaultLargeWriteStall is Config.LargeWriteStall's default: a client
+	// that takes longer than this over one write of a large result gives
+	// its turn to the next.
+	DefaultLargeWriteStall = time.Second
+
 	// MaxStartupMessageSize is the limit of a startup packet, as in Postgres
 	// (MAX_STARTUP_PACKET_LENGTH).
 	MaxStartupMessageSize = 10000
@@ -118,6 +123,17 @@ type Config struct {
 	// setting (net.ipv4.tcp_notsent_lowat, unlimited by default).
 	NotSentLowWater int
 
+	// LargeWriters, when positive, is how many connections may write a
+	// large result at once (64 KiB or more per write): the others wait
+	// their turn, in order, so that a storm of clients taking a snapshot
+	// holds the kernel's queues of that many only (pacing.go). 0: every
+	// connection writes when it has something.
+	LargeWriters int
+	// LargeWriteStall is how long one write may block before its
+	// connection gives its turn to the next (a client that does not read);
+	// 0 is DefaultLargeWriteStall.
+	LargeWriteStall time.Duration
+
 	// AuthThrottle slows password guessing from one address; see its doc.
 	AuthThrottle AuthThrottle
 	// Throttle, when set, is the process's throttle of password logins,
@@ -160,6 +176,9 @@ func (c Config) Validate() error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("pgwire config: MaxConnections: %d is negative", c.MaxConnections)
 	}
+	if c.LargeWriters < 0 || c.LargeWriteStall < 0 {
+		return fmt.Errorf("pgwire config: LargeWriters (%d) and LargeWriteStall (%v) must not be negative", c.LargeWriters, c.LargeWriteStall)
+	}
 	if c.NotSentLowWater < 0 {
 		return fmt.Errorf("pgwire config: NotSentLowWater: %d is negative", c.NotSentLowWater)
 	}
@@ -190,6 +209,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = DefaultAuthTimeout
+	}
+	if c.LargeWriteStall == 0 {
+		c.LargeWriteStall = DefaultLargeWriteStall
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -45,8 +45,9 @@ type conn struct {
 	// logPID adds the backend pid to the connection's log lines once it
 	// has one (see logger).
 	logPID  bool
-	raw     net.Conn // the accepted socket
-	nc      net.Conn // raw, or the TLS connection over it
+	slot    writeSlot // its turn for large writes (pacing.go)
+	raw     net.Conn  // the accepted socket
+	nc      net.Conn  // raw, or the TLS connection over it
 	tls     bool
 	refused bool                    // over Config.MaxConnections: refused after the startup message
 	ctx     context.Context         // canceled by Close, a disconnect, or the end of the connection
@@ -442,6 +443,10 @@ func (c *conn) terminate() error {
 // portals, statements, the session, the socket, the input.
 func (c *conn) close() {
 	c.cancelAll(errConnDone)
+	if c.srv.pacer != nil {
+		c.disarmStall()
+		c.giveSlot()
+	}
 	if q := c.query; q != nil {
 		// A panic left the query open.
 		c.query = nil
@@ -655,9 +660,20 @@ func (c *conn) flush() error {
 }
 
 // write writes b to the client; the first failure finishes the connection.
+// A large write waits for its turn when the server paces them (pacing.go).
 func (c *conn) write(b []byte) {
 	if c.werr != nil {
 		return
+	}
+	if len(b) >= flushThreshold && c.srv.pacer != nil {
+		c.takeSlot()
+		c.armStall()
+		defer func() {
+			c.disarmStall()
+			if !c.slot.inResult {
+				c.giveSlot()
+			}
+		}()
 	}
 	if _, err := c.nc.Write(b); err != nil {
 		c.werr = err

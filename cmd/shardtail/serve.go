@@ -59,6 +59,9 @@ type serveConfig struct {
 	// NotSentLowWater is pgwire.Config's and feed.Config's NotSentLowWater
 	// (0: the kernel's).
 	NotSentLowWater sizeFlag
+	// LargeWriters and LargeWriteStall are pgwire.Config's.
+	LargeWriters    int
+	LargeWriteStall time.Duration
 }
 
 // sizeFlag is a byte size flag: 268435456, 256MiB, 1GB.
@@ -116,6 +119,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	cfg.NotSentLowWater = sizeFlag(sockopt.DefaultNotSentLowWater)
 	fs.Var(&cfg.NotSentLowWater, "tcp-notsent-lowat", "bytes each client connection's socket (pgwire and the HTTP feed) may hold that the kernel has not sent yet (TCP_NOTSENT_LOWAT, Linux): the rest of a result waits in the process, where subscribers share it and the memory budget counts it, so that a client that stops reading pins at most this much kernel memory, not up to net.ipv4.tcp_wmem's maximum, for more and smaller writes (0: the kernel's net.ipv4.tcp_notsent_lowat)")
+	fs.IntVar(&cfg.LargeWriters, "large-writers", 0, "how many client connections may write a large result (64 KiB or more at once) at the same time; the others wait their turn, in order, so that a storm of clients taking a snapshot holds the kernel's queues of that many only and half of them finish in the first half of the storm (0: no limit)")
+	fs.DurationVar(&cfg.LargeWriteStall, "large-write-stall", pgwire.DefaultLargeWriteStall, "how long one write of a large result may block (a client not reading) before its connection gives its turn to the next")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers, persist writes and compactions in flight) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
 	if err := fs.Parse(args); err != nil {
@@ -197,7 +202,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 			StatementLog:     stmtlog.Config{Retention: cfg.StatementLogRetention},
 		},
 		PGWire: pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns,
-			NotSentLowWater: int(cfg.NotSentLowWater)},
+			NotSentLowWater: int(cfg.NotSentLowWater), LargeWriters: cfg.LargeWriters, LargeWriteStall: cfg.LargeWriteStall},
 		MemoryBudget: int64(cfg.MemoryBudget),
 		Listen:       cfg.Listen,
 		HTTPListen:   cfg.HTTPListen,
