@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 // Mode is how a storm client subscribes.
@@ -122,8 +124,7 @@ type StormConfig struct {
 	// client's socket, set before it connects: a small receive window
 	// keeps the kernel from absorbing what the client does not read, so
 	// the server holds the backlog. Reading again, the client raises it
-	// (readAgainRecvBuffer), as a client that reads has its buffer grown by
-	// the kernel.
+	// (readAgainRecvBuffer), as the kernel grows a reading client's.
 	StalledRecvBuffer int
 	// Server reads the server's CPU seconds before and after; zero: none.
 	Server CPUProbe
@@ -753,31 +754,10 @@ func recvBufferDialer(n int) pgconn.DialFunc {
 
 // readAgainRecvBuffer is a stalled client's SO_RCVBUF once it reads
 // again: with the few KiB it stalled with, every few KiB of its backlog
-// would cost the server and the client a wakeup each.
+// would cost the server and the client a wakeup each. Its window stays
+// within the 64 KiB the small buffer's handshake allowed (no window
+// scale), which on loopback is no limit.
 const readAgainRecvBuffer = 1 << 20
-
-// raiseRecvBuffer sets a connected TCP socket's SO_RCVBUF to n and lets
-// its advertised window grow to match (TCP_WINDOW_CLAMP: a buffer set
-// before connecting clamped the window to its size).
-func raiseRecvBuffer(nc net.Conn, n int) error {
-	tc, ok := nc.(*net.TCPConn)
-	if !ok {
-		return nil // a Unix socket: no window
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		if serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n); serr == nil {
-			serr = syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_WINDOW_CLAMP, n)
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
-}
 
 // Outcomes of a client's snapshot, as seen by the status line.
 const (
@@ -894,7 +874,7 @@ func (c *stormClient) snapshot(cfg *StormConfig) error {
 // is its failure.
 func (c *stormClient) readAgain(cfg *StormConfig, want int64) error {
 	if cfg.StalledRecvBuffer > 0 {
-		if err := raiseRecvBuffer(c.conn, readAgainRecvBuffer); err != nil {
+		if err := sockopt.SetRecvBuffer(c.conn, readAgainRecvBuffer); err != nil {
 			return fmt.Errorf("raise the receive buffer: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@
 package feed_test
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/shardtail/shardtail/feed"
 	"github.com/shardtail/shardtail/internal/sockopt"
+	"github.com/shardtail/shardtail/internal/testsupport/testcert"
 )
 
 // recordingListener keeps the connections it accepts.
@@ -38,12 +40,22 @@ func TestNotSentLowWater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tlsConfig, pool := testcert.SelfSigned(t)
 	for _, tc := range []struct {
 		name      string
 		cfg, want int
-	}{{"Set", 16 << 10, 16 << 10}, {"Kernel", 0, kernel}} {
+		tls       bool // HTTPS, HTTP/2: the mark goes on the socket under TLS
+	}{{"Set", 16 << 10, 16 << 10, false}, {"Kernel", 0, kernel, false}, {"TLS", 16 << 10, 16 << 10, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := feed.NewHandler(nil, feed.Config{NotSentLowWater: tc.cfg})
+			cfg := feed.Config{NotSentLowWater: tc.cfg}
+			client := &http.Client{Transport: &http.Transport{}}
+			scheme := "http"
+			if tc.tls {
+				cfg.TLSConfig = tlsConfig
+				client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+				scheme = "https"
+			}
+			h, err := feed.NewHandler(nil, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,19 +64,20 @@ func TestNotSentLowWater(t *testing.T) {
 				t.Fatal(err)
 			}
 			ln := &recordingListener{Listener: inner}
-			srv := feed.Serve(h, ln)
+			srv := feed.Serve(h, ln) // its Close closes h
 			defer srv.Close()
-			defer h.Close()
 			// A static page: the request needs no collection.
-			client := &http.Client{Transport: &http.Transport{}}
 			defer client.CloseIdleConnections()
-			resp, err := client.Get("http://" + srv.Addr().String() + "/ui/feed.js")
+			resp, err := client.Get(scheme + "://" + srv.Addr().String() + "/ui/feed.js")
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET /ui/feed.js: %s", resp.Status)
+			}
+			if tc.tls && resp.ProtoMajor != 2 {
+				t.Fatalf("GET over TLS: %s, want HTTP/2", resp.Proto)
 			}
 			ln.mu.Lock()
 			defer ln.mu.Unlock()

@@ -208,10 +208,9 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 		HTTPListen:   cfg.HTTPListen,
 		FeedListen:   cfg.FeedListen,
 		Feed: feed.Config{
-			CORSOrigins:     splitList(cfg.FeedCORS),
-			MaxConnections:  cfg.FeedMaxConns,
-			Compression:     cfg.FeedCompression,
-			NotSentLowWater: int(cfg.NotSentLowWater),
+			CORSOrigins:    splitList(cfg.FeedCORS),
+			MaxConnections: cfg.FeedMaxConns,
+			Compression:    cfg.FeedCompression,
 		},
 		Registry: reg,
 		Log:      log,

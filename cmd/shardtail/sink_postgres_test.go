@@ -226,7 +226,14 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 		targetKillAt = append(targetKillAt, rng.IntN(kills))
 	}
 	twin := rng.IntN(kills)
-	for i := range kills {
+	// The sink is killed at least kills times, and until the writer has
+	// made enough changes under the kills for the check to mean something
+	// (a loaded machine writes fewer per cycle).
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := 0; i < kills || w.changes.Load() < 500; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d changes written in %d kill cycles", w.changes.Load(), i)
+		}
 		p := startSink(t, bin, args()...)
 		var second *sinkProcess
 		if i == twin {
@@ -264,14 +271,6 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 			}
 		}
 	}
-	// Enough changes for the check to mean something: on a loaded
-	// machine the kill cycles may end before the writer wrote them, so it
-	// goes on until it has (the sinks are all killed: it only writes).
-	for deadline := time.Now().Add(2 * time.Minute); w.changes.Load() < 500; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d changes written in 2 minutes after the kills", w.changes.Load())
-		}
-	}
 	close(w.stop)
 	<-w.done
 
@@ -284,7 +283,7 @@ func TestSinkPostgresSurvivesKills(t *testing.T) {
 	}
 	defer dst.Close(context.Background())
 	want := tableText(t, src, "SELECT id, v FROM items")
-	deadline := time.Now().Add(60 * time.Second)
+	deadline = time.Now().Add(60 * time.Second)
 	for {
 		got := tableText(t, dst, "SELECT id, v FROM items WHERE true")
 		if slices.Equal(got, want) {

@@ -37,9 +37,35 @@ func SetNotSentLowWater(nc net.Conn, n int) error {
 	return serr
 }
 
-// NotSentLowWater returns a TCP connection's TCP_NOTSENT_LOWAT (the
-// kernel's net.ipv4.tcp_notsent_lowat unless set), for tests and
-// diagnostics.
+// SetRecvBuffer sets a connected TCP socket's SO_RCVBUF to n (at most
+// net.core.rmem_max; the kernel doubles it for its overhead) and its
+// TCP_WINDOW_CLAMP to n, which a buffer set before connecting had clamped
+// the window to. The window still cannot pass what the window scale agreed
+// at the handshake allows: 64 KiB when the buffer was small then. A TLS
+// connection is set on the connection under it; others are left alone.
+func SetRecvBuffer(nc net.Conn, n int) error {
+	tc, ok := tcpConn(nc)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, n); serr == nil {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, n)
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// NotSentLowWater returns a TCP connection's TCP_NOTSENT_LOWAT, for tests
+// and diagnostics. An accepted socket whose mark was not set reports the
+// kernel's (KernelNotSentLowWater); a dialed one reports 0.
 func NotSentLowWater(nc net.Conn) (int, error) {
 	tc, ok := tcpConn(nc)
 	if !ok {
@@ -69,8 +95,8 @@ func tcpConn(nc net.Conn) (*net.TCPConn, bool) {
 	return tc, ok
 }
 
-// KernelNotSentLowWater is what NotSentLowWater reports of a socket whose
-// mark was not set: net.ipv4.tcp_notsent_lowat, whose unsigned default
+// KernelNotSentLowWater is what NotSentLowWater reports of an accepted
+// socket whose mark was not set: net.ipv4.tcp_notsent_lowat, whose unsigned default
 // (no mark) reads as -1.
 func KernelNotSentLowWater() (int, error) {
 	raw, err := os.ReadFile("/proc/sys/net/ipv4/tcp_notsent_lowat")

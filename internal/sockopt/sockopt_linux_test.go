@@ -43,8 +43,8 @@ func TestSetNotSentLowWater(t *testing.T) {
 	if err := SetNotSentLowWater(kernelConn, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := NotSentLowWater(kernelConn); got != kernel {
-		t.Errorf("after n=0: TCP_NOTSENT_LOWAT = %d, want the kernel's %d", got, kernel)
+	if got, err := NotSentLowWater(kernelConn); err != nil || got != kernel {
+		t.Errorf("after n=0: TCP_NOTSENT_LOWAT = %d (%v), want the kernel's %d", got, err, kernel)
 	}
 
 	for _, tc := range []struct {
