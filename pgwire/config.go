@@ -22,10 +22,9 @@ const (
 	// authentication, like Postgres's authentication_timeout.
 	DefaultAuthTimeout = 60 * time.Second
 
-	// DefaultLargeWriteStall is Config.LargeWriteStall's default: a client
-	// that takes longer than this over one write of a large result gives
-	// its turn to the next.
-	DefaultLargeWriteStall = time.Second
+	// DefaultLargeWriteTurn is Config.LargeWriteTurn's default: a second,
+	// several times what a client takes to read a 10,000-row snapshot.
+	DefaultLargeWriteTurn = time.Second
 
 	// MaxStartupMessageSize is the limit of a startup packet, as in Postgres
 	// (MAX_STARTUP_PACKET_LENGTH).
@@ -129,10 +128,10 @@ type Config struct {
 	// holds the kernel's queues of that many only (pacing.go). 0: every
 	// connection writes when it has something.
 	LargeWriters int
-	// LargeWriteStall is how long one write may block before its
-	// connection gives its turn to the next (a client that does not read);
-	// 0 is DefaultLargeWriteStall.
-	LargeWriteStall time.Duration
+	// LargeWriteTurn is how long a connection may keep its turn before it
+	// goes to the back of the line (a client that does not read, or a huge
+	// result); 0 is DefaultLargeWriteTurn.
+	LargeWriteTurn time.Duration
 
 	// AuthThrottle slows password guessing from one address; see its doc.
 	AuthThrottle AuthThrottle
@@ -176,8 +175,8 @@ func (c Config) Validate() error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("pgwire config: MaxConnections: %d is negative", c.MaxConnections)
 	}
-	if c.LargeWriters < 0 || c.LargeWriteStall < 0 {
-		return fmt.Errorf("pgwire config: LargeWriters (%d) and LargeWriteStall (%v) must not be negative", c.LargeWriters, c.LargeWriteStall)
+	if c.LargeWriters < 0 || c.LargeWriteTurn < 0 {
+		return fmt.Errorf("pgwire config: LargeWriters (%d) and LargeWriteTurn (%v) must not be negative", c.LargeWriters, c.LargeWriteTurn)
 	}
 	if c.NotSentLowWater < 0 {
 		return fmt.Errorf("pgwire config: NotSentLowWater: %d is negative", c.NotSentLowWater)
@@ -210,8 +209,8 @@ func (c Config) withDefaults() Config {
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = DefaultAuthTimeout
 	}
-	if c.LargeWriteStall == 0 {
-		c.LargeWriteStall = DefaultLargeWriteStall
+	if c.LargeWriteTurn == 0 {
+		c.LargeWriteTurn = DefaultLargeWriteTurn
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

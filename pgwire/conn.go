@@ -444,7 +444,6 @@ func (c *conn) terminate() error {
 func (c *conn) close() {
 	c.cancelAll(errConnDone)
 	if c.srv.pacer != nil {
-		c.disarmStall()
 		c.giveSlot()
 	}
 	if q := c.query; q != nil {
@@ -667,13 +666,9 @@ func (c *conn) write(b []byte) {
 	}
 	if len(b) >= flushThreshold && c.srv.pacer != nil {
 		c.takeSlot()
-		c.armStall()
-		defer func() {
-			c.disarmStall()
-			if !c.slot.inResult {
-				c.giveSlot()
-			}
-		}()
+		if !c.slot.inResult {
+			defer c.giveSlot()
+		}
 	}
 	if _, err := c.nc.Write(b); err != nil {
 		c.werr = err

@@ -62,9 +62,9 @@ func (s *Server) registerMetrics(r prometheus.Registerer) error {
 				Help: "Large writes that waited for their turn (--large-writers).",
 			}, func() float64 { return float64(p.waits.Load()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Namespace: "shardtail", Subsystem: "pgwire", Name: "large_write_stalls_total",
-				Help: "Turns given up by a write that blocked for --large-write-stall (a client not reading).",
-			}, func() float64 { return float64(p.stalls.Load()) }))
+				Namespace: "shardtail", Subsystem: "pgwire", Name: "large_write_turns_expired_total",
+				Help: "Turns of large writes ended after --large-write-turn (a client not reading, or a huge result).",
+			}, func() float64 { return float64(p.expired.Load()) }))
 	}
 	for _, c := range cs {
 		if err := r.Register(c); err != nil {

@@ -24,35 +24,37 @@ import (
 // result goes on producing, so that a snapshot goes out as a whole; it
 // gives the slot back when the result is done, suspended or waits for new
 // data (it parks, or calls Next on a result that may block), and after a
-// large write outside a result (the end of a query's output). A client
-// that does not read cannot hold a slot: after Config.LargeWriteStall in
-// one write, a timer gives the slot back, and the write goes on without
-// it (a later large write waits for a slot again).
+// large write outside a result (the end of a query's output). A turn lasts
+// at most Config.LargeWriteTurn: then a timer gives the slot back, whether
+// the connection's write is blocked (a client that does not read) or it
+// has more to write (a huge result, a slow client), and its next large
+// write waits at the back of the line. No client can hold the others up
+// for longer than that.
 
 // pacer is the server's slots for large writes; nil when not paced.
 type pacer struct {
 	slots chan struct{}
-	stall time.Duration
-	// waits counts large writes that waited for a slot; stalls the slots
-	// given back by the stall timer.
-	waits, stalls atomic.Int64
+	turn  time.Duration
+	// waits counts large writes that waited for a slot; expired the turns
+	// the timer ended.
+	waits, expired atomic.Int64
 }
 
 // newPacer returns a pacer of n slots, or nil for n <= 0 (not paced).
-func newPacer(n int, stall time.Duration) *pacer {
+func newPacer(n int, turn time.Duration) *pacer {
 	if n <= 0 {
 		return nil
 	}
-	return &pacer{slots: make(chan struct{}, n), stall: stall}
+	return &pacer{slots: make(chan struct{}, n), turn: turn}
 }
 
 // writeSlot is a connection's hold on one of its server's pacer's slots.
 // held is set by the connection's goroutine when it takes a slot, and
-// cleared by whoever gives it back first: the goroutine, or the stall timer
-// while a write blocks.
+// cleared by whoever gives it back first: the goroutine, or the turn's
+// timer.
 type writeSlot struct {
 	held  atomic.Bool
-	timer *time.Timer // the stall timer, made at the first large write
+	timer *time.Timer // ends the turn; made at the connection's first turn
 	// inResult is set while runResult runs: a large write then keeps its
 	// slot for the result's next ones.
 	inResult bool
@@ -77,40 +79,29 @@ func (c *conn) takeSlot() {
 		}
 	}
 	c.slot.held.Store(true)
+	if c.slot.timer == nil {
+		c.slot.timer = time.AfterFunc(p.turn, c.endTurn)
+	} else {
+		c.slot.timer.Reset(p.turn)
+	}
 }
 
-// giveSlot gives the connection's slot back, if it holds one. Safe from
-// any goroutine; it never blocks.
+// giveSlot gives the connection's slot back, if it holds one; the
+// connection's goroutine calls it.
 func (c *conn) giveSlot() {
 	if c.slot.held.CompareAndSwap(true, false) {
+		c.slot.timer.Stop()
 		<-c.srv.pacer.slots
 	}
 }
 
-// armStall starts the stall timer of a large write holding a slot;
-// disarmStall stops it once the write returned.
-func (c *conn) armStall() {
-	if !c.slot.held.Load() {
-		return
-	}
-	if c.slot.timer == nil {
-		c.slot.timer = time.AfterFunc(c.srv.pacer.stall, c.stalled)
-		return
-	}
-	c.slot.timer.Reset(c.srv.pacer.stall)
-}
-
-func (c *conn) disarmStall() {
-	if c.slot.timer != nil {
-		c.slot.timer.Stop()
-	}
-}
-
-// stalled is the stall timer: the write it watched has blocked for the
-// pacer's stall, and its slot goes to a connection that waits.
-func (c *conn) stalled() {
+// endTurn is the turn's timer: the connection has held its slot for the
+// pacer's turn, and the slot goes to a connection that waits. (A timer
+// that fires as its turn ends otherwise may end the connection's next turn
+// early: a turn is at most, not exactly, the pacer's.)
+func (c *conn) endTurn() {
 	if c.slot.held.CompareAndSwap(true, false) {
-		c.srv.pacer.stalls.Add(1)
+		c.srv.pacer.expired.Add(1)
 		<-c.srv.pacer.slots
 	}
 }

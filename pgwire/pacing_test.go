@@ -66,7 +66,7 @@ func (c *rawClient) drain() int {
 // read (the stall is long), and goes out once the first result is done;
 // both arrive whole.
 func TestLargeWritersTakeTurns(t *testing.T) {
-	ts := startServer(t, newFakeBackend(), Config{LargeWriters: 1, LargeWriteStall: time.Hour, NotSentLowWater: 16 << 10})
+	ts := startServer(t, newFakeBackend(), Config{LargeWriters: 1, LargeWriteTurn: time.Hour, NotSentLowWater: 16 << 10})
 	const size = 8 << 20
 	a := stalledBig(t, ts, size)
 	waitFor(t, "the first result to take the turn", func() bool { return len(ts.pacer.slots) == 1 })
@@ -84,18 +84,18 @@ func TestLargeWritersTakeTurns(t *testing.T) {
 		t.Fatalf("second result: %v", err)
 	}
 	waitFor(t, "the turn to be given back", func() bool { return len(ts.pacer.slots) == 0 })
-	if n := ts.pacer.stalls.Load(); n != 0 {
-		t.Errorf("stalls = %d, want 0", n)
+	if n := ts.pacer.expired.Load(); n != 0 {
+		t.Errorf("turns expired = %d, want 0", n)
 	}
 }
 
-// TestLargeWriteStallGivesTurnUp: a client that does not read holds the
-// turn for LargeWriteStall only; the next connection's large result then
+// TestLargeWriteTurnGivesTurnUp: a client that does not read holds the
+// turn for LargeWriteTurn only; the next connection's large result then
 // goes out while the first still waits for its client.
-func TestLargeWriteStallGivesTurnUp(t *testing.T) {
-	ts := startServer(t, newFakeBackend(), Config{LargeWriters: 1, LargeWriteStall: 20 * time.Millisecond, NotSentLowWater: 16 << 10})
+func TestLargeWriteTurnGivesTurnUp(t *testing.T) {
+	ts := startServer(t, newFakeBackend(), Config{LargeWriters: 1, LargeWriteTurn: 20 * time.Millisecond, NotSentLowWater: 16 << 10})
 	a := stalledBig(t, ts, 8<<20)
-	waitFor(t, "the stalled write to give its turn up", func() bool { return ts.pacer.stalls.Load() >= 1 })
+	waitFor(t, "the stalled write's turn to end", func() bool { return ts.pacer.expired.Load() >= 1 })
 	if err := <-bigQuery(t, ts, 1<<20); err != nil {
 		t.Fatalf("second result: %v", err)
 	}
@@ -109,7 +109,7 @@ func TestLargeWriteStallGivesTurnUp(t *testing.T) {
 // ends when its client leaves, holding no turn, and the server shuts down
 // cleanly with a stalled client still connected.
 func TestLargeWriteWaitEndsWithConnection(t *testing.T) {
-	ts := startServer(t, newFakeBackend(), Config{LargeWriters: 1, LargeWriteStall: time.Hour, NotSentLowWater: 16 << 10})
+	ts := startServer(t, newFakeBackend(), Config{LargeWriters: 1, LargeWriteTurn: time.Hour, NotSentLowWater: 16 << 10})
 	stalledBig(t, ts, 8<<20)
 	waitFor(t, "the first result to take the turn", func() bool { return len(ts.pacer.slots) == 1 })
 	b := ts.dialRaw(t)
@@ -128,7 +128,7 @@ func TestLargeWriteWaitEndsWithConnection(t *testing.T) {
 
 // TestLargeWritersConfig: negative values are refused.
 func TestLargeWritersConfig(t *testing.T) {
-	for _, cfg := range []Config{{LargeWriters: -1}, {LargeWriteStall: -time.Second}} {
+	for _, cfg := range []Config{{LargeWriters: -1}, {LargeWriteTurn: -time.Second}} {
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", cfg)
 		}

@@ -96,7 +96,7 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 		s.throttle = NewThrottle(cfg.AuthThrottle, cfg.Logger)
 	}
 	s.resumers = resumers{srv: s, run: s.resume, maxStarting: runtime.GOMAXPROCS(0)}
-	s.pacer = newPacer(cfg.LargeWriters, cfg.LargeWriteStall)
+	s.pacer = newPacer(cfg.LargeWriters, cfg.LargeWriteTurn)
 	if cfg.Registerer != nil {
 		if err := s.registerMetrics(cfg.Registerer); err != nil {
 			return nil, err

@@ -59,9 +59,9 @@ type serveConfig struct {
 	// NotSentLowWater is pgwire.Config's and feed.Config's NotSentLowWater
 	// (0: the kernel's).
 	NotSentLowWater sizeFlag
-	// LargeWriters and LargeWriteStall are pgwire.Config's.
-	LargeWriters    int
-	LargeWriteStall time.Duration
+	// LargeWriters and LargeWriteTurn are pgwire.Config's.
+	LargeWriters   int
+	LargeWriteTurn time.Duration
 }
 
 // sizeFlag is a byte size flag: 268435456, 256MiB, 1GB.
@@ -120,7 +120,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	cfg.NotSentLowWater = sizeFlag(sockopt.DefaultNotSentLowWater)
 	fs.Var(&cfg.NotSentLowWater, "tcp-notsent-lowat", "bytes each client connection's socket (pgwire and the HTTP feed) may hold that the kernel has not sent yet (TCP_NOTSENT_LOWAT, Linux): the rest of a result waits in the process, where subscribers share it and the memory budget counts it, so that a client that stops reading pins at most this much kernel memory, not up to net.ipv4.tcp_wmem's maximum, for more and smaller writes (0: the kernel's net.ipv4.tcp_notsent_lowat)")
 	fs.IntVar(&cfg.LargeWriters, "large-writers", 0, "how many client connections may write a large result (64 KiB or more at once) at the same time; the others wait their turn, in order, so that a storm of clients taking a snapshot holds the kernel's queues of that many only and half of them finish in the first half of the storm (0: no limit)")
-	fs.DurationVar(&cfg.LargeWriteStall, "large-write-stall", pgwire.DefaultLargeWriteStall, "how long one write of a large result may block (a client not reading) before its connection gives its turn to the next")
+	fs.DurationVar(&cfg.LargeWriteTurn, "large-write-turn", pgwire.DefaultLargeWriteTurn, "how long a connection may keep its turn for large writes (--large-writers) before it goes to the back of the line: a client that does not read, or a huge result, holds no one up longer")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers, persist writes and compactions in flight) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
 	if err := fs.Parse(args); err != nil {
@@ -202,7 +202,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 			StatementLog:     stmtlog.Config{Retention: cfg.StatementLogRetention},
 		},
 		PGWire: pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns,
-			NotSentLowWater: int(cfg.NotSentLowWater), LargeWriters: cfg.LargeWriters, LargeWriteStall: cfg.LargeWriteStall},
+			NotSentLowWater: int(cfg.NotSentLowWater), LargeWriters: cfg.LargeWriters, LargeWriteTurn: cfg.LargeWriteTurn},
 		MemoryBudget: int64(cfg.MemoryBudget),
 		Listen:       cfg.Listen,
 		HTTPListen:   cfg.HTTPListen,
