@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 // Mode is how a storm client subscribes.
@@ -121,7 +123,8 @@ type StormConfig struct {
 	// StalledRecvBuffer, when positive, is the SO_RCVBUF of each stalled
 	// client's socket, set before it connects: a small receive window
 	// keeps the kernel from absorbing what the client does not read, so
-	// the server holds the backlog.
+	// the server holds the backlog. Reading again, the client raises it
+	// (readAgainRecvBuffer), as the kernel grows a reading client's.
 	StalledRecvBuffer int
 	// Server reads the server's CPU seconds before and after; zero: none.
 	Server CPUProbe
@@ -749,6 +752,13 @@ func recvBufferDialer(n int) pgconn.DialFunc {
 	return d.DialContext
 }
 
+// readAgainRecvBuffer is a stalled client's SO_RCVBUF once it reads
+// again: with the few KiB it stalled with, every few KiB of its backlog
+// would cost the server and the client a wakeup each. Its window stays
+// within the 64 KiB the small buffer's handshake allowed (no window
+// scale), which on loopback is no limit.
+const readAgainRecvBuffer = 1 << 20
+
 // Outcomes of a client's snapshot, as seen by the status line.
 const (
 	outcomePending int32 = iota
@@ -863,6 +873,11 @@ func (c *stormClient) snapshot(cfg *StormConfig) error {
 // live row ids, within cfg.Timeout. A duplicate, an error or the timeout
 // is its failure.
 func (c *stormClient) readAgain(cfg *StormConfig, want int64) error {
+	if cfg.StalledRecvBuffer > 0 {
+		if err := sockopt.SetRecvBuffer(c.conn, readAgainRecvBuffer); err != nil {
+			return fmt.Errorf("raise the receive buffer: %w", err)
+		}
+	}
 	c.conn.SetReadDeadline(time.Now().Add(cfg.Timeout))
 	for int64(len(c.ids)) < want {
 		msg, err := c.fe.Receive()

@@ -71,6 +71,12 @@ type Config struct {
 	// gzip) is compressed, each shared run of rows once for every stream
 	// of its shape (gzip.go).
 	Compression string
+	// NotSentLowWater, when positive, bounds the bytes each connection's
+	// socket holds that the kernel has not sent yet (TCP_NOTSENT_LOWAT;
+	// Linux only), as pgwire.Config's does: a stream whose client stops
+	// reading pins that much kernel memory rather than up to
+	// net.ipv4.tcp_wmem's maximum. 0 leaves the kernel's setting.
+	NotSentLowWater int
 	// TLSConfig, when set, serves HTTPS, and HTTP/2 with it.
 	TLSConfig *tls.Config
 	// Budget is the process's memory budget; the feed's buffers are its
@@ -92,6 +98,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxConnections < 0, c.MaxSnapshotBytes < 0, c.MaxHeldBytes < 0:
 		return errors.New("feed config: MaxConnections, MaxSnapshotBytes and MaxHeldBytes must not be negative (0 is the default)")
+	case c.NotSentLowWater < 0:
+		return fmt.Errorf("feed config: NotSentLowWater: %d is negative", c.NotSentLowWater)
 	case c.Heartbeat < 0, c.Retry < 0, c.WriteTimeout < 0:
 		return errors.New("feed config: Heartbeat, Retry and WriteTimeout must not be negative (0 is the default)")
 	case c.Compression != "" && c.Compression != CompressionGzip && c.Compression != CompressionNone:

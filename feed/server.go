@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 // Server serves a Handler on one listener: HTTP, or HTTPS with HTTP/2
@@ -22,6 +24,15 @@ type Server struct {
 func Serve(h *Handler, ln net.Listener) *Server {
 	s := &Server{h: h, addr: ln.Addr(), done: make(chan struct{}),
 		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}}
+	if n := h.cfg.NotSentLowWater; n > 0 {
+		s.srv.ConnState = func(nc net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				if err := sockopt.SetNotSentLowWater(nc, n); err != nil {
+					h.cfg.Log.Debug("feed: TCP_NOTSENT_LOWAT not set", "err", err)
+				}
+			}
+		}
+	}
 	if h.cfg.TLSConfig != nil {
 		cfg := h.cfg.TLSConfig.Clone()
 		// HTTP/2 first, so that a page holds many streams on one

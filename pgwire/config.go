@@ -22,6 +22,10 @@ const (
 	// authentication, like Postgres's authentication_timeout.
 	DefaultAuthTimeout = 60 * time.Second
 
+	// DefaultLargeWriteTurn is Config.LargeWriteTurn's default: a second,
+	// several times what a client takes to read a 10,000-row snapshot.
+	DefaultLargeWriteTurn = time.Second
+
 	// MaxStartupMessageSize is the limit of a startup packet, as in Postgres
 	// (MAX_STARTUP_PACKET_LENGTH).
 	MaxStartupMessageSize = 10000
@@ -118,6 +122,17 @@ type Config struct {
 	// setting (net.ipv4.tcp_notsent_lowat, unlimited by default).
 	NotSentLowWater int
 
+	// LargeWriters, when positive, is how many connections may write a
+	// large result at once (64 KiB or more per write): the others wait
+	// their turn, in order, so that a storm of clients taking a snapshot
+	// holds the kernel's queues of that many only (pacing.go). 0: every
+	// connection writes when it has something.
+	LargeWriters int
+	// LargeWriteTurn is how long a connection may keep its turn before it
+	// goes to the back of the line (a client that does not read, or a huge
+	// result); 0 is DefaultLargeWriteTurn.
+	LargeWriteTurn time.Duration
+
 	// AuthThrottle slows password guessing from one address; see its doc.
 	AuthThrottle AuthThrottle
 	// Throttle, when set, is the process's throttle of password logins,
@@ -160,6 +175,9 @@ func (c Config) Validate() error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("pgwire config: MaxConnections: %d is negative", c.MaxConnections)
 	}
+	if c.LargeWriters < 0 || c.LargeWriteTurn < 0 {
+		return fmt.Errorf("pgwire config: LargeWriters (%d) and LargeWriteTurn (%v) must not be negative", c.LargeWriters, c.LargeWriteTurn)
+	}
 	if c.NotSentLowWater < 0 {
 		return fmt.Errorf("pgwire config: NotSentLowWater: %d is negative", c.NotSentLowWater)
 	}
@@ -190,6 +208,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = DefaultAuthTimeout
+	}
+	if c.LargeWriteTurn == 0 {
+		c.LargeWriteTurn = DefaultLargeWriteTurn
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgproto3/v2"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 const (
@@ -43,8 +45,9 @@ type conn struct {
 	// logPID adds the backend pid to the connection's log lines once it
 	// has one (see logger).
 	logPID  bool
-	raw     net.Conn // the accepted socket
-	nc      net.Conn // raw, or the TLS connection over it
+	slot    writeSlot // its turn for large writes (pacing.go)
+	raw     net.Conn  // the accepted socket
+	nc      net.Conn  // raw, or the TLS connection over it
 	tls     bool
 	refused bool                    // over Config.MaxConnections: refused after the startup message
 	ctx     context.Context         // canceled by Close, a disconnect, or the end of the connection
@@ -262,7 +265,7 @@ func (s *Server) runConn(c *conn, resumed bool) {
 // serve runs the connection: startup, authentication, then the message
 // loop.
 func (c *conn) serve() error {
-	if err := setNotSentLowWater(c.raw, c.srv.cfg.NotSentLowWater); err != nil {
+	if err := sockopt.SetNotSentLowWater(c.raw, c.srv.cfg.NotSentLowWater); err != nil {
 		c.logger().Debug("pgwire: TCP_NOTSENT_LOWAT not set", "err", err)
 	}
 	if ok, err := c.open(); !ok {
@@ -440,6 +443,9 @@ func (c *conn) terminate() error {
 // portals, statements, the session, the socket, the input.
 func (c *conn) close() {
 	c.cancelAll(errConnDone)
+	if c.srv.pacer != nil {
+		c.giveSlot()
+	}
 	if q := c.query; q != nil {
 		// A panic left the query open.
 		c.query = nil
@@ -653,9 +659,16 @@ func (c *conn) flush() error {
 }
 
 // write writes b to the client; the first failure finishes the connection.
+// A large write waits for its turn when the server paces them (pacing.go).
 func (c *conn) write(b []byte) {
 	if c.werr != nil {
 		return
+	}
+	if len(b) >= flushThreshold && c.srv.pacer != nil {
+		c.takeSlot()
+		if !c.slot.inResult {
+			defer c.giveSlot()
+		}
 	}
 	if _, err := c.nc.Write(b); err != nil {
 		c.werr = err

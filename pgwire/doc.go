@@ -160,6 +160,12 @@
 // bytes not yet sent (TCP_NOTSENT_LOWAT): then the rest of a large result
 // waits in the process, shared, at the cost of more and smaller writes.
 //
+// With Config.LargeWriters, large writes (64 KiB or more) take turns: at
+// most that many connections write a large result at once, the others
+// wait in order, and a connection keeps its turn until its result is
+// done, suspended or waits for data, for Config.LargeWriteTurn at most.
+// See pacing.go.
+//
 // # Errors
 //
 // Any error whose chain has a SQLState() string method is sent with that

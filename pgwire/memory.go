@@ -45,7 +45,8 @@ func (s *Server) MemoryBytes() int64 {
 // exports the metric must use the same text, or the registry refuses it.
 const memoryBytesHelp = "Bytes of memory held, by holder."
 
-// registerMetrics registers shardtail_memory_bytes{holder="pgwire"}.
+// registerMetrics registers shardtail_memory_bytes{holder="pgwire"} and,
+// when large writes are paced, their counters.
 func (s *Server) registerMetrics(r prometheus.Registerer) error {
 	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace:   "shardtail",
@@ -53,8 +54,22 @@ func (s *Server) registerMetrics(r prometheus.Registerer) error {
 		Help:        memoryBytesHelp,
 		ConstLabels: prometheus.Labels{"holder": "pgwire"},
 	}, func() float64 { return float64(s.MemoryBytes()) })
-	if err := r.Register(g); err != nil {
-		return fmt.Errorf("pgwire: register metrics: %w", err)
+	cs := []prometheus.Collector{g}
+	if p := s.pacer; p != nil {
+		cs = append(cs,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Namespace: "shardtail", Subsystem: "pgwire", Name: "large_write_waits_total",
+				Help: "Large writes that waited for their turn (--large-writers).",
+			}, func() float64 { return float64(p.waits.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Namespace: "shardtail", Subsystem: "pgwire", Name: "large_write_turns_expired_total",
+				Help: "Turns of large writes ended after --large-write-turn (a client not reading, or a huge result).",
+			}, func() float64 { return float64(p.expired.Load()) }))
+	}
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			return fmt.Errorf("pgwire: register metrics: %w", err)
+		}
 	}
 	return nil
 }

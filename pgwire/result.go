@@ -41,6 +41,15 @@ func (ex *execution) close() {
 // batch is left instead (c.parking is set, nothing returned): the caller
 // parks the connection and resumes it with another runResult once woken.
 func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple, park bool) (suspended bool, err error) {
+	if c.srv.pacer != nil {
+		// A large write keeps its slot for the result's next ones, until
+		// the result is done, suspended or parks (pacing.go).
+		c.slot.inResult = true
+		defer func() {
+			c.slot.inResult = false
+			c.giveSlot()
+		}()
+	}
 	if ex.done {
 		// Executing a completed portal again repeats its completion, as
 		// Materialize does.
@@ -112,6 +121,10 @@ func (c *conn) runResult(ctx context.Context, ex *execution, maxRows int, simple
 		if parks && !rr.Ready(c.wakeFn) {
 			c.parking = true
 			return false, nil
+		}
+		if !parks && c.srv.pacer != nil {
+			// Next may block for new data: the slot is for writing.
+			c.giveSlot()
 		}
 		batch, err := ex.res.Next(ctx)
 		if err == io.EOF {

@@ -50,6 +50,9 @@ type Server struct {
 
 	// resumers continue parked connections once woken (park.go).
 	resumers resumers
+	// pacer bounds the connections writing large results at once; nil:
+	// unbounded (pacing.go).
+	pacer *pacer
 
 	// hangups watches authenticated connections' sockets; started by the
 	// first one (hangupWatcher), stopped by Close after the connections.
@@ -93,6 +96,7 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 		s.throttle = NewThrottle(cfg.AuthThrottle, cfg.Logger)
 	}
 	s.resumers = resumers{srv: s, run: s.resume, maxStarting: runtime.GOMAXPROCS(0)}
+	s.pacer = newPacer(cfg.LargeWriters, cfg.LargeWriteTurn)
 	if cfg.Registerer != nil {
 		if err := s.registerMetrics(cfg.Registerer); err != nil {
 			return nil, err

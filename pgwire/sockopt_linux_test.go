@@ -4,13 +4,13 @@ package pgwire
 
 import (
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sys/unix"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 // TestNotSentLowWater: each accepted TCP connection's socket carries
@@ -19,11 +19,7 @@ import (
 // write held back at the mark resumes once the client has taken what the
 // kernel held.
 func TestNotSentLowWater(t *testing.T) {
-	raw, err := os.ReadFile("/proc/sys/net/ipv4/tcp_notsent_lowat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kernel, err := strconv.ParseUint(strings.TrimSpace(string(raw)), 10, 32)
+	kernel, err := sockopt.KernelNotSentLowWater()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +28,7 @@ func TestNotSentLowWater(t *testing.T) {
 		cfg, want int
 	}{
 		{"Set", 16 << 10, 16 << 10},
-		// The kernel reports its unsigned default as an int.
-		{"Kernel", 0, int(int32(uint32(kernel)))},
+		{"Kernel", 0, kernel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startServer(t, newFakeBackend(), Config{NotSentLowWater: tc.cfg})
@@ -65,15 +60,7 @@ func serverLowWater(t *testing.T, ts *testServer) int {
 	if n != 1 {
 		t.Fatalf("server holds %d connections, want 1", n)
 	}
-	rc, err := nc.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v int
-	var gerr error
-	must(t, rc.Control(func(fd uintptr) {
-		v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
-	}))
-	must(t, gerr)
+	v, err := sockopt.NotSentLowWater(nc)
+	must(t, err)
 	return v
 }

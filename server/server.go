@@ -160,7 +160,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 }
 
 // startFeed starts the HTTP change feed on Config.FeedListen, with
-// pgwire's TLS and authentication method.
+// pgwire's TLS, authentication method and low-water mark unless Feed sets
+// its own.
 func (s *Server) startFeed() error {
 	fcfg := s.cfg.Feed
 	fcfg.Budget, fcfg.Registerer, fcfg.Log = s.budget, s.registry, s.log
@@ -169,6 +170,9 @@ func (s *Server) startFeed() error {
 	}
 	if fcfg.TLSConfig == nil {
 		fcfg.TLSConfig = s.cfg.PGWire.TLSConfig
+	}
+	if fcfg.NotSentLowWater == 0 {
+		fcfg.NotSentLowWater = s.cfg.PGWire.NotSentLowWater
 	}
 	fcfg.Trust = fcfg.Trust || s.cfg.PGWire.Auth == pgwire.AuthTrust
 	h, err := feed.NewHandler(s.coord, fcfg)

@@ -14,7 +14,7 @@ const module = "github.com/shardtail/shardtail/"
 
 // servingHelpers are the internal packages the serving path may link:
 // production helpers only.
-var servingHelpers = []string{module + "internal/coalesce"}
+var servingHelpers = []string{module + "internal/coalesce", module + "internal/sockopt"}
 
 // TestLinks keeps the layout rule of internal/: the binary links no test
 // harness (internal/testsupport/...), and the serving path (the packages

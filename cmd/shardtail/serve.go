@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/feed"
+	"github.com/shardtail/shardtail/internal/sockopt"
 	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/pgwire"
@@ -55,8 +56,12 @@ type serveConfig struct {
 	OrphanGrace           time.Duration
 	SweepInterval         time.Duration
 	MemoryBudget          sizeFlag
-	// NotSentLowWater is pgwire.Config.NotSentLowWater (0: the kernel's).
+	// NotSentLowWater is pgwire.Config's and feed.Config's NotSentLowWater
+	// (0: the kernel's).
 	NotSentLowWater sizeFlag
+	// LargeWriters and LargeWriteTurn are pgwire.Config's.
+	LargeWriters   int
+	LargeWriteTurn time.Duration
 }
 
 // sizeFlag is a byte size flag: 268435456, 256MiB, 1GB.
@@ -112,7 +117,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.StatementLogRetention, "statement-log-retention", stmtlog.DefaultRetention, "how long the statement log (mz_internal.mz_statement_execution_history) keeps a statement's record")
 	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", persist.DefaultOrphanGrace, "how old a blob no shard state references must be before the sweep deletes it (an upload whose commit a crash cut off); keep well above the clock skew between servers and the blob store")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
-	fs.Var(&cfg.NotSentLowWater, "tcp-notsent-lowat", "bytes each client connection's socket may hold that the kernel has not sent yet (TCP_NOTSENT_LOWAT, Linux), e.g. 512KiB: the rest of a large result waits in the process, where subscribers share it, so that a storm of snapshots holds less kernel memory, for more and smaller writes (0: the kernel's net.ipv4.tcp_notsent_lowat)")
+	cfg.NotSentLowWater = sizeFlag(sockopt.DefaultNotSentLowWater)
+	fs.Var(&cfg.NotSentLowWater, "tcp-notsent-lowat", "bytes each client connection's socket (pgwire and the HTTP feed) may hold that the kernel has not sent yet (TCP_NOTSENT_LOWAT, Linux): the rest of a result waits in the process, where subscribers share it and the memory budget counts it, so that a client that stops reading pins at most this much kernel memory, not up to net.ipv4.tcp_wmem's maximum, for more and smaller writes (0: the kernel's net.ipv4.tcp_notsent_lowat)")
+	fs.IntVar(&cfg.LargeWriters, "large-writers", 0, "how many client connections may write a large result (64 KiB or more at once) at the same time; the others wait their turn, in order, so that a storm of clients taking a snapshot holds the kernel's queues of that many only and half of them finish in the first half of the storm (0: no limit)")
+	fs.DurationVar(&cfg.LargeWriteTurn, "large-write-turn", pgwire.DefaultLargeWriteTurn, "how long a connection may keep its turn for large writes (--large-writers) before it goes to the back of the line: a client that does not read, or a huge result, holds no one up longer")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers, persist writes and compactions in flight) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
 	if err := fs.Parse(args); err != nil {
@@ -194,14 +202,18 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 			StatementLog:     stmtlog.Config{Retention: cfg.StatementLogRetention},
 		},
 		PGWire: pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns,
-			NotSentLowWater: int(cfg.NotSentLowWater)},
+			NotSentLowWater: int(cfg.NotSentLowWater), LargeWriters: cfg.LargeWriters, LargeWriteTurn: cfg.LargeWriteTurn},
 		MemoryBudget: int64(cfg.MemoryBudget),
 		Listen:       cfg.Listen,
 		HTTPListen:   cfg.HTTPListen,
 		FeedListen:   cfg.FeedListen,
-		Feed:         feed.Config{CORSOrigins: splitList(cfg.FeedCORS), MaxConnections: cfg.FeedMaxConns, Compression: cfg.FeedCompression},
-		Registry:     reg,
-		Log:          log,
+		Feed: feed.Config{
+			CORSOrigins:    splitList(cfg.FeedCORS),
+			MaxConnections: cfg.FeedMaxConns,
+			Compression:    cfg.FeedCompression,
+		},
+		Registry: reg,
+		Log:      log,
 	})
 	if err != nil {
 		return err
