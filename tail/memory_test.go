@@ -547,7 +547,14 @@ func TestDetachRechecks(t *testing.T) {
 	for i := range 60 {
 		f.write(ins(int64(i), strings.Repeat("q", 400)))
 	}
-	qs, _ := f.m.largeQueues()
+	// The tail publishes the writes on its own goroutine: wait until they
+	// are queued (a loaded machine publishes late).
+	var qs []queued
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if qs, _ = f.m.largeQueues(); len(qs) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(qs) != 1 || qs[0].s != s {
 		t.Fatalf("large queues: %d, want the subscriber's alone", len(qs))
 	}
