@@ -76,8 +76,9 @@ type Subscriber struct {
 	// parts are the snapshot pieces mapped through the shape so far,
 	// consolidated whole at the end of the snapshot.
 	parts [][]row.Update
-	// fatal is the shape's MFP's error: it ends the stream after the rows
-	// before it, at the batch where the dataflow path fails too.
+	// fatal ends the stream after the rows before it: the shape's MFP's
+	// error, at the batch where the dataflow path fails too, or a final
+	// error Ready met (Next reports it).
 	fatal error
 	// taken is the batches taken from the queue by one step, and groups
 	// their rows, kept for their arrays (cleared after each delivery).
@@ -315,13 +316,17 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 }
 
 // Ready reports whether Next has something to return; if not, the next
-// push, detach or failure of the tail calls wake, once (under the tail's
+// push, detach or failure of the tail, or the next chunk of the catch-up
+// it waits for, calls wake, once (under the tail's or the catch-up's
 // locks), unless Close comes first: the session can then wait outside
 // Next (pgwire.ReadyResult). It takes the steps Next would take before
-// it waits — joining the live stream after the snapshot, taking queued
-// batches that hold nothing for the subscriber — and reports true,
-// leaving the rest to Next, in a phase that only waits for a read (the
-// snapshot, a private catch-up) or on an error. Call it from Next's
+// it waits — joining the live stream after the snapshot, joining a
+// catch-up from the shard and taking its chunks, taking queued batches
+// that hold nothing for the subscriber — so that a parked session is
+// resumed only when rows are ready and never waits in Next for a
+// catch-up's read (which a slot may hold up for long: see catchUp). It
+// reports true, leaving the rest to Next, only in a phase that waits for
+// a read of its own (the snapshot) or on an error. Call it from Next's
 // goroutine (or the one that took over from it).
 func (s *Subscriber) Ready(wake func()) bool {
 	defer func() {
@@ -329,21 +334,29 @@ func (s *Subscriber) Ready(wake func()) bool {
 		s.setHeld(s.b.Buffered())
 	}()
 	for len(s.out) == 0 && s.fatal == nil && !s.b.Done() {
+		var wait bool
+		var err error
 		switch s.phase {
 		case phaseJoin:
-			if joined, err := s.joinWindow(); !joined || err != nil {
-				return true // Next catches up privately, or reports err
-			}
+			err = s.join()
+		case phaseCatchUp:
+			var ready <-chan struct{}
+			ready, err = s.catchUp(wake)
+			wait = ready != nil
 		case phaseLive:
-			_, wait, err := s.live(wake)
-			if err != nil {
+			if _, wait, err = s.live(wake); err != nil {
 				return true // Next reports it: the tail's error stays
-			}
-			if wait {
-				return false
 			}
 		default:
 			return true
+		}
+		switch {
+		case err != nil:
+			// Final: the subscriber left its catch-up, or the tail
+			// failed. Next returns it after the rows before it.
+			s.fatal = err
+		case wait:
+			return false
 		}
 	}
 	return true
@@ -414,9 +427,17 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.emit(rows)
 		}
 	case phaseJoin:
-		return s.join(ctx)
+		return s.join()
 	case phaseCatchUp:
-		return s.catchUp(ctx)
+		wait, err := s.catchUp(nil)
+		if err != nil || wait == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wait:
+		}
 	case phaseLive:
 		ready, wait, err := s.live(nil)
 		if err != nil {
@@ -603,9 +624,10 @@ func (s *Subscriber) shapedSnapshot() error {
 
 // join attaches the subscriber to the live stream at its position: the
 // window's batches from there are delivered at once and later batches are
-// queued. If the window does not reach back far enough, it catches up
-// with a private listen first.
-func (s *Subscriber) join(ctx context.Context) error {
+// queued. If the window does not reach back far enough, it joins a
+// catch-up from the shard (starting one if none can serve it). It never
+// waits: the catch-up reads on its own goroutine.
+func (s *Subscriber) join() error {
 	joined, err := s.joinWindow()
 	if err != nil {
 		return s.mapErr(err)
@@ -623,26 +645,29 @@ func (s *Subscriber) join(ctx context.Context) error {
 	return nil
 }
 
-// catchUp is a step of the catch-up phase: it delivers the next batches
-// of the catch-up's chunk, or waits for the next chunk, and goes back to
-// the join phase once the window covers the subscriber's position (or
-// the catch-up evicted it).
-func (s *Subscriber) catchUp(ctx context.Context) error {
-	batches, wait, evicted, err := s.cu.take(s, s.cum)
+// catchUp is a step of the catch-up phase that does not wait: it delivers
+// the next batches of the catch-up's chunk, or goes back to the join
+// phase once the window covers the subscriber's position (or the
+// catch-up evicted it). With nothing to take until the next chunk it
+// returns wait, a channel closed when the catch-up changes, and calls
+// notify then too if it is not nil (Ready). err is final (mapped): the
+// subscriber left the catch-up.
+func (s *Subscriber) catchUp(notify func()) (wait <-chan struct{}, err error) {
+	batches, wait, evicted, err := s.cu.take(s, s.cum, notify)
 	switch {
 	case err != nil:
 		s.leaveCatchUp()
-		return s.mapErr(err)
+		return nil, s.mapErr(err)
 	case evicted:
 		s.leaveCatchUp()
 		s.phase = phaseJoin
-		return nil
+		return nil, nil
 	case len(batches) > 0:
 		// The catch-up's reader holds the shard at or below the
 		// subscriber's position now.
 		s.holding.Store(false)
 		if !s.deliver(batches) {
-			return nil
+			return nil, nil
 		}
 	}
 	s.t.mu.Lock()
@@ -651,23 +676,15 @@ func (s *Subscriber) catchUp(ctx context.Context) error {
 	if covered {
 		s.leaveCatchUp()
 		s.phase = phaseJoin
-		return nil
+		return nil, nil
 	}
-	if wait == nil {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-wait:
-		return nil
-	}
+	return wait, nil
 }
 
 // joinWindow attaches the subscriber to the live stream when the window
 // reaches back to its position, delivering the window's batches from
-// there; joined is false when it does not (join then catches up with a
-// private listen). It never waits. err is the tail's, unmapped.
+// there; joined is false when it does not (join then joins a catch-up
+// from the shard). It never waits. err is the tail's, unmapped.
 func (s *Subscriber) joinWindow() (joined bool, err error) {
 	pos := s.pos()
 	s.t.mu.Lock()

@@ -535,8 +535,15 @@ func TestDetachResume(t *testing.T) {
 }
 
 // TestHistoryLoss: a detached subscriber whose position the shard no
-// longer retains fails with the 53200 error.
+// longer retains fails with the 53200 error; parked (Ready, then Next only
+// when it reports true), its catch-up wakes it to take the error.
 func TestHistoryLoss(t *testing.T) {
+	for _, parks := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Next", true: "Parked"}[parks], func(t *testing.T) { testHistoryLoss(t, parks) })
+	}
+}
+
+func testHistoryLoss(t *testing.T, parks bool) {
 	f := newFixture(t, Config{WindowBytes: 1})
 	asOf := f.upper - 1
 	s := f.subscribe(asOf, false, 100, nil)
@@ -567,8 +574,14 @@ func TestHistoryLoss(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	p := newParked(s)
 	for {
-		_, err := s.Next(f.ctx, 0)
+		var err error
+		if parks {
+			_, err = p.next(t, f.ctx)
+		} else {
+			_, err = s.Next(f.ctx, 0)
+		}
 		if err == nil {
 			continue
 		}
