@@ -94,6 +94,10 @@ type conn struct {
 	query   *queryRun
 	exec    *executeRun
 	parking bool
+	// onResumer is set while one of the server's resumers runs the
+	// connection: it hands the connection to a goroutine of its own
+	// before it waits for the client's next message (errHandOff).
+	onResumer bool
 	// sleep is awake, asleep or wokenEarly (park.go); wakeFn is wake, as
 	// a parked result keeps it; nextWoken links the connections waiting
 	// in the server's resumers.
@@ -250,8 +254,13 @@ func (s *Server) runConn(c *conn, resumed bool) {
 	} else {
 		err = c.serve()
 	}
-	if err == errParked {
+	switch err {
+	case errParked:
 		ended = false
+		return
+	case errHandOff:
+		ended = false
+		go s.runConn(c, true)
 		return
 	}
 	if err != nil {
@@ -365,6 +374,12 @@ func (c *conn) run() error {
 		}
 		if c.stopping {
 			return c.terminate()
+		}
+		if c.onResumer {
+			// The statement that parked is done: the client's next
+			// message may take long, and the resumer serves others.
+			c.onResumer = false
+			return errHandOff
 		}
 		msg, err := c.receive()
 		if err != nil {
