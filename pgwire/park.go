@@ -105,8 +105,10 @@ func (c *conn) wake() {
 // parks or ends, and then takes the next waiting one, if any, or ends.
 //
 // A connection waiting for its client's next message goes on on a
-// goroutine of its own (errHandOff), but one may still block its
-// resumer: a write to a client that does not read, a statement after the
+// goroutine of its own (errHandOff), and so does one whose write would
+// wait for its client (a client that does not read, or reads slower than
+// the server writes): its goroutine gives its place up first (yield).
+// One may still block its resumer otherwise: a statement after the
 // subscribe in the same query, a read from storage. So that a
 // blocked connection does not hold up the queue, a goroutine that has run
 // its connection for stallAfter counts as stalled, and another is started
@@ -145,6 +147,11 @@ type resumer struct {
 	// since is when the connection it runs was taken (UnixNano), 0 while
 	// it has none.
 	since atomic.Int64
+	// now writes for the connection it runs without waiting (conn.write).
+	now nowWriter
+	// yielded is set once it gave its place up (yield): it ends with its
+	// connection. Its goroutine's own.
+	yielded bool
 }
 
 // defaultStallAfter is resumers.stallAfter: well over what a resumed
@@ -273,6 +280,25 @@ func (r *resumers) take(w *resumer, began bool) *conn {
 	return c
 }
 
+// yield gives w's place among the running goroutines up: the write of
+// the connection it runs would wait for the client to read, and w is
+// about to wait in it. w is no longer one of the resumers, and another
+// goroutine is started in its place if connections wait: so a client that
+// does not read (or reads slower than the server writes) costs the
+// connections behind it no stall of stallAfter before another goroutine
+// serves them. w's goroutine goes on as its connection's own, and ends
+// once the connection parks or ends (resume).
+func (r *resumers) yield(w *resumer) {
+	w.yielded = true
+	r.mu.Lock()
+	r.leave(w)
+	start := r.needed(time.Now())
+	r.mu.Unlock()
+	if start {
+		go r.run()
+	}
+}
+
 // leave ends w. mu must be held.
 func (r *resumers) leave(w *resumer) {
 	delete(r.workers, w)
@@ -295,7 +321,10 @@ func (s *Server) resume() {
 	defer s.wg.Done()
 	w := &resumer{}
 	for c := s.resumers.take(w, true); c != nil; c = s.resumers.take(w, false) {
-		c.onResumer = true
+		c.resumer = w // until it parks: the next resumer sets its own
 		s.runConn(c, true)
+		if w.yielded {
+			return // its place went to another goroutine
+		}
 	}
 }

@@ -239,3 +239,31 @@ func TestResumedConnectionHandedOff(t *testing.T) {
 	done.send(query("select 1"))
 	done.expect("RowDescription n:20:0", "DataRow 1", "CommandComplete SELECT 1", ready)
 }
+
+// TestResumerYieldsBeforeBlockingWrite: a resumed connection whose write
+// would wait for its client (here a large row, after its result, to a
+// client that does not read) gives its resumer's place up before it
+// waits, even with one goroutine allowed and stalls an hour away: the
+// connections woken after it are served at once, and it finishes its
+// write once its client reads.
+func TestResumerYieldsBeforeBlockingWrite(t *testing.T) {
+	const big = 1 << 23
+	b := newFakeBackend()
+	b.stepping = true
+	ts := startServer(t, b, Config{NotSentLowWater: 16 << 10})
+	ts.setResumers(1, time.Hour)
+	stalled, other := ts.dialRaw(t), ts.dialRaw(t)
+	stalled.send(query(fmt.Sprintf("tickonce; big %d", big)))
+	stalled.expect("RowDescription n:20:0")
+	startTick(other, false)
+	for tick := 1; tick <= 3; tick++ {
+		waitFor(t, "the ticking connection to park", func() bool { return ts.asleepCount() == 1+max(0, 1-(tick-1)) })
+		b.tick()
+		other.expect(fmt.Sprintf("DataRow %d", tick))
+	}
+	stalled.expect("DataRow 1", "CommandComplete SELECT 1", "RowDescription echo:25:0")
+	if row, ok := stalled.receive().(*pgproto3.DataRow); !ok || len(row.Values) != 1 || len(row.Values[0]) != big {
+		t.Fatalf("got %v, want the big row", row)
+	}
+	stalled.expect("CommandComplete SELECT 1", ready)
+}
