@@ -189,7 +189,8 @@ func (s *Subscriber) QueuedBytes() int64 {
 	return s.queued + s.held.Load()
 }
 
-// push queues a published batch. t.mu must be held.
+// push queues a batch publish is publishing, counted in t.pushed (see
+// publish). t.mu must be held.
 func (s *Subscriber) push(b *batch) {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
@@ -204,8 +205,7 @@ func (s *Subscriber) push(b *batch) {
 	s.queue = append(s.queue, b)
 	s.chargeQueue()
 	s.queued += b.bytes
-	s.t.queueRef(b, 1)
-	s.t.m.metrics.queueBytes.Add(float64(b.bytes))
+	s.t.pushed++
 	s.wake()
 }
 
@@ -241,9 +241,23 @@ func (s *Subscriber) detach(lost int64, next uint64) {
 }
 
 // setHeld records the bytes the batcher holds back, charging the change
-// to the budget.
+// to the budget. Called after every step, it writes nothing when nothing
+// changed (most subscribers hold nothing back).
 func (s *Subscriber) setHeld(n int64) {
+	if s.held.Load() == n {
+		return // only this goroutine (the session's) stores it
+	}
 	s.t.m.memOrdered.Add(n - s.held.Swap(n))
+}
+
+// published mirrors the batcher's frontier and what it holds back for
+// other goroutines, after a step of Next or Ready: only what changed, so
+// that a step costs no atomic write when nothing did.
+func (s *Subscriber) published() {
+	if f := s.b.Frontier(); s.frontier.Load() != f {
+		s.frontier.Store(f)
+	}
+	s.setHeld(s.b.Buffered())
 }
 
 // wake signals a waiting Next, or Ready's caller. qmu must be held.
@@ -307,8 +321,7 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 			return nil, io.EOF
 		}
 		err := s.step(ctx)
-		s.frontier.Store(s.b.Frontier())
-		s.setHeld(s.b.Buffered())
+		s.published()
 		if err != nil {
 			return nil, err
 		}
@@ -329,10 +342,7 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 // a read of its own (the snapshot) or on an error. Call it from Next's
 // goroutine (or the one that took over from it).
 func (s *Subscriber) Ready(wake func()) bool {
-	defer func() {
-		s.frontier.Store(s.b.Frontier())
-		s.setHeld(s.b.Buffered())
-	}()
+	defer s.published()
 	for len(s.out) == 0 && s.fatal == nil && !s.b.Done() {
 		var wait bool
 		var err error
