@@ -80,10 +80,11 @@ type Subscriber struct {
 	// error, at the batch where the dataflow path fails too, or a final
 	// error Ready met (Next reports it).
 	fatal error
-	// taken is the batches taken from the queue by one step, and groups
-	// their rows, kept for their arrays (cleared after each delivery).
+	// taken is the batches taken from the queue by one step, and pieces
+	// the lists of rows deliver makes of them, kept for their arrays
+	// (cleared after each delivery).
 	taken  []*batch
-	groups []delivery
+	pieces [][]formatter.Row
 
 	// qmu guards the queue and its hand-off below: the listen pushes
 	// under t.mu and qmu, the session takes under qmu alone, so that
@@ -565,51 +566,51 @@ func (s *Subscriber) deliver(batches []*batch) bool {
 			return true
 		}
 	}
-	// The batches' rows first, to size the list once: a row per data row,
-	// a progress row per timestamp and one per batch at most.
-	s.groups = s.groups[:0]
-	size := 0
+	// Each batch's piece of the list, as a single delivery takes it,
+	// from what every subscriber at that point shares: a subscriber
+	// behind takes several batches at once (at 10,000 subscribers, most
+	// do), and progress rows of its own would be encoded for it alone.
+	// shared: every piece is the batch's shared one (or nothing, for a
+	// tick without PROGRESS), so the list is the same for every
+	// subscriber of the output shape that takes these batches.
+	s.pieces = s.pieces[:0]
+	shared := len(batches) > 1
+	bytes := int64(0)
 	var err error
-	for _, b := range batches {
+	for i, b := range batches {
+		bytes += b.bytes
 		var rows []formatter.TimeRows
 		if rows, err = b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics); err != nil {
+			shared = false
 			break
 		}
-		s.groups = append(s.groups, delivery{rows, b.upper})
-		size++
-		for _, g := range rows {
-			size += len(g.Rows) + 1
+		if i > 0 && b.lower != batches[i-1].upper {
+			shared = false // a routed queue skipped batches: not a run of the tail's
 		}
-	}
-	out := make([]formatter.Row, 0, size)
-	for i, d := range s.groups {
-		// Each batch as a single delivery takes it, from what every
-		// subscriber at that point shares: a subscriber behind takes
-		// several batches at once (at 10,000 subscribers, most do), and
-		// progress rows of its own would be encoded for it alone.
-		b := batches[i]
+		var piece []formatter.Row
 		switch {
-		case len(d.rows) == 0 && s.progKey != "":
-			out = append(out, s.b.Progress(d.upper, b.progressRow(s.progKey, s.req.Output))...)
-		case len(d.rows) > 0 && s.b.Whole(d.rows, d.upper):
-			out = append(out, b.list(s.outKey, s.req.Output, d.rows)...)
+		case len(rows) == 0 && s.progKey != "":
+			piece = s.b.Progress(b.upper, b.progressRow(s.progKey, s.req.Output))
+			shared = shared && len(piece) == 1
+		case len(rows) > 0 && s.b.Whole(rows, b.upper):
+			piece = b.list(s.outKey, s.req.Output, rows)
 		default:
-			out = s.b.AppendGroups(out, d.rows, d.upper)
+			piece = s.b.Groups(rows, b.upper)
+			shared = shared && len(rows) == 0 && len(piece) == 0
 		}
+		s.pieces = append(s.pieces, piece)
 	}
-	clear(s.groups)
-	s.emit(out)
+	if shared {
+		s.emit(batches[len(batches)-1].run(runKey{s.outKey, s.progKey, batches[0].lower}, bytes, s.pieces))
+	} else {
+		s.emit(slices.Concat(s.pieces...))
+	}
+	clear(s.pieces)
 	if err != nil {
 		s.fatal = err
 		return false
 	}
 	return true
-}
-
-// delivery is one batch's rows for a subscriber, and its upper.
-type delivery struct {
-	rows  []formatter.TimeRows
-	upper uint64
 }
 
 // shapedSnapshot emits the snapshot of a shaped subscriber once it took
