@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgproto3/v2"
@@ -97,6 +98,16 @@ type conn struct {
 	query   *queryRun
 	exec    *executeRun
 	parking bool
+	// resumer is set while one of the server's resumers runs the
+	// connection: it hands the connection to a goroutine of its own
+	// before it waits for the client's next message (errHandOff), and
+	// gives its place up before a write that would wait for the client
+	// (write).
+	resumer *resumer
+	// rc is raw's socket, for the writes a resumer tries without
+	// waiting; nil if it has none. Looked up once (rcKnown).
+	rc      syscall.RawConn
+	rcKnown bool
 	// sleep is awake, asleep or wokenEarly (park.go); wakeFn is wake, as
 	// a parked result keeps it; nextWoken links the connections waiting
 	// in the server's resumers.
@@ -253,8 +264,13 @@ func (s *Server) runConn(c *conn, resumed bool) {
 	} else {
 		err = c.serve()
 	}
-	if err == errParked {
+	switch err {
+	case errParked:
 		ended = false
+		return
+	case errHandOff:
+		ended = false
+		go s.runConn(c, true)
 		return
 	}
 	if err != nil {
@@ -368,6 +384,12 @@ func (c *conn) run() error {
 		}
 		if c.stopping {
 			return c.terminate()
+		}
+		if c.resumer != nil {
+			// The statement that parked is done: the client's next
+			// message may take long, and the resumer serves others.
+			c.resumer = nil
+			return errHandOff
 		}
 		msg, err := c.receive()
 		if err != nil {
@@ -659,11 +681,38 @@ func (c *conn) flush() error {
 }
 
 // write writes b to the client; the first failure finishes the connection.
-// A large write waits for its turn when the server paces them (pacing.go).
+//
+// On a resumer it first writes what the socket takes without waiting: if
+// the rest would wait for the client to read (a client that stalls, or
+// only one slower than the server, TCP_NOTSENT_LOWAT reached), the
+// resumer gives its place up (resumers.yield) before it waits, so that
+// the connections behind it do not wait for this client too. A large
+// write that must wait waits for its turn when the server paces them
+// (pacing.go).
 func (c *conn) write(b []byte) {
 	if c.werr != nil {
 		return
 	}
+	if w := c.resumer; w != nil && !c.tls {
+		if !c.rcKnown {
+			c.rc, c.rcKnown = rawConnOf(c.raw), true
+		}
+		if c.rc != nil {
+			n, err := w.now.write(c.rc, b)
+			if err != nil {
+				c.writeFailed(err)
+				return
+			}
+			if b = b[n:]; len(b) == 0 {
+				return
+			}
+			// The rest waits on this goroutine, the connection's own
+			// from now on.
+			c.resumer = nil
+			c.srv.resumers.yield(w)
+		}
+	}
+	// A large write that waits takes its turn (pacing.go).
 	if len(b) >= flushThreshold && c.srv.pacer != nil {
 		c.takeSlot()
 		if !c.slot.inResult {
@@ -671,9 +720,14 @@ func (c *conn) write(b []byte) {
 		}
 	}
 	if _, err := c.nc.Write(b); err != nil {
-		c.werr = err
-		c.abort(ErrClientGone)
+		c.writeFailed(err)
 	}
+}
+
+// writeFailed finishes the connection after a failed write.
+func (c *conn) writeFailed(err error) {
+	c.werr = err
+	c.abort(ErrClientGone)
 }
 
 // sendError sends err as an ErrorResponse of severity ERROR.

@@ -113,10 +113,14 @@
 // ends, and no goroutine, stack or channel waits for it. wake (the
 // result's producer calls it when a batch is ready) or the end of the
 // statement's context (a CancelRequest, a hangup, Server.Close) resumes
-// it: a few resumer goroutines take the woken connections in turn, each
-// starting a successor before it runs one, so that a tick waking 10,000
-// idle subscribers at once is served by a handful of goroutines and a
-// connection that blocks (a client that does not read) holds up no other.
+// it: at most GOMAXPROCS resumer goroutines take the woken connections in
+// turn, so that a tick waking 10,000 idle subscribers at once is served by
+// a handful of goroutines (and the rest of the process does not wait
+// behind more). A resumer whose write would wait for its client (one
+// that does not read) gives its place to another before it waits, and one
+// that has run its connection for 50 ms (a statement after the subscribe)
+// is replaced by another: a connection that blocks holds up the others
+// that long at most.
 // An idle subscriber therefore costs its session's and its connection's
 // state, not a goroutine.
 //

@@ -32,6 +32,7 @@ import (
 //	panic           panics (only when allowPanic)
 //	tick            like an idle subscriber: a ReadyResult of one int8 row per
 //	                fakeBackend.tick, parked in between, until canceled
+//	tickonce        tick, ending after its first row
 //
 // Statements are separated by ';'.
 type fakeBackend struct {
@@ -218,7 +219,7 @@ func (s *fakeSession) prepare(sql string, paramOIDs []uint32) (*fakeStmt, error)
 	cmd, arg, _ := strings.Cut(sql, " ")
 	st := &fakeStmt{s: s, cmd: strings.ToLower(cmd), arg: strings.TrimSpace(arg)}
 	switch st.cmd {
-	case "select", "stream", "notice", "tick":
+	case "select", "stream", "notice", "tick", "tickonce":
 		st.fields = []Field{int8Field}
 	case "echo", "big":
 		st.fields = []Field{textField}
@@ -294,9 +295,9 @@ func (s *fakeSession) run(ctx context.Context, st *fakeStmt, params [][]byte, fo
 	case "sleep":
 		s.b.started("sleep")
 		return &sleepResult{b: s.b}, nil
-	case "tick":
+	case "tick", "tickonce":
 		seen, _ := s.b.tickState()
-		return &tickResult{b: s.b, binary: binaryOut, seen: seen}, nil
+		return &tickResult{b: s.b, binary: binaryOut, seen: seen, once: st.cmd == "tickonce"}, nil
 	case "notice":
 		msgs := [][]byte{
 			AppendNotice(nil, Notice{Code: "01000", Message: "streaming SUBSCRIBE rows directly requires a client that does not buffer output"}),
@@ -429,6 +430,7 @@ type tickResult struct {
 	binary bool
 	seen   int // ticks delivered (or before the start)
 	sent   int
+	once   bool // ends after its first row
 }
 
 func (r *tickResult) Describe() Description {
@@ -438,7 +440,7 @@ func (r *tickResult) Describe() Description {
 func (r *tickResult) Ready(wake func()) bool {
 	r.b.mu.Lock()
 	defer r.b.mu.Unlock()
-	if r.b.ticks > r.seen {
+	if r.b.ticks > r.seen || r.once && r.sent > 0 {
 		return true
 	}
 	r.b.wakes[r] = wake
@@ -446,6 +448,9 @@ func (r *tickResult) Ready(wake func()) bool {
 }
 
 func (r *tickResult) Next(ctx context.Context) ([][]byte, error) {
+	if r.once && r.sent > 0 {
+		return nil, io.EOF
+	}
 	for {
 		n, ch := r.b.tickState()
 		if n > r.seen {

@@ -105,7 +105,7 @@ func TestManyParkedConnectionsWokenAtOnce(t *testing.T) {
 	b.stepping = true
 	ts := startServer(t, b, Config{})
 	ts.resumers.mu.Lock()
-	ts.resumers.maxStarting = 1 // the narrowest hand-over
+	ts.resumers.maxRunning = 1 // the narrowest hand-over
 	ts.resumers.mu.Unlock()
 	var cs []*rawClient
 	for i := range clients {
@@ -135,4 +135,135 @@ func TestManyParkedConnectionsWokenAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// setResumers sets the server's resumers' bounds.
+func (ts *testServer) setResumers(maxRunning int, stallAfter time.Duration) {
+	ts.resumers.mu.Lock()
+	defer ts.resumers.mu.Unlock()
+	ts.resumers.maxRunning, ts.resumers.stallAfter = maxRunning, stallAfter
+}
+
+// resumersPeak is the most resumer goroutines the server had at once.
+func (ts *testServer) resumersPeak() int {
+	ts.resumers.mu.Lock()
+	defer ts.resumers.mu.Unlock()
+	return ts.resumers.peak
+}
+
+// TestResumersStartOnlyWhatRuns: connections woken at once are served by
+// at most maxRunning goroutines while none stalls (a stall an hour long
+// here): a sweep of woken connections adds no runnable goroutines for
+// the rest of the process to wait behind.
+func TestResumersStartOnlyWhatRuns(t *testing.T) {
+	const clients, ticks, maxRunning = 64, 5, 2
+	b := newFakeBackend()
+	b.stepping = true
+	ts := startServer(t, b, Config{})
+	ts.setResumers(maxRunning, time.Hour)
+	var cs []*rawClient
+	for i := range clients {
+		c := ts.dialRaw(t)
+		startTick(c, i%2 == 1)
+		cs = append(cs, c)
+	}
+	for tick := 1; tick <= ticks; tick++ {
+		waitFor(t, "every connection to park", func() bool { return ts.asleepCount() == clients })
+		b.tick()
+		for _, c := range cs {
+			c.expect(fmt.Sprintf("DataRow %d", tick))
+		}
+	}
+	if got := ts.resumersPeak(); got < 1 || got > maxRunning {
+		t.Errorf("at most %d resumer goroutines at once, want 1 to %d", got, maxRunning)
+	}
+}
+
+// TestStalledResumerReplaced: a connection that blocks the goroutine
+// resuming it (here a statement after its result, which waits until
+// canceled) does not hold up the connections woken after it, even with
+// one goroutine allowed: another is started once the first has run its
+// connection for stallAfter. When the stalled one comes back it ends, and
+// the queue goes on with one.
+func TestStalledResumerReplaced(t *testing.T) {
+	b := newFakeBackend()
+	b.stepping = true
+	ts := startServer(t, b, Config{})
+	ts.setResumers(1, time.Millisecond)
+	stalled, other := ts.dialRaw(t), ts.dialRaw(t)
+	stalled.send(query("tickonce; sleep"))
+	stalled.expect("RowDescription n:20:0")
+	startTick(other, false)
+	waitFor(t, "both connections to park", func() bool { return ts.asleepCount() == 2 })
+	b.tick()
+	stalled.expect("DataRow 1", "CommandComplete SELECT 1")
+	if got := <-b.running; got != "sleep" {
+		t.Fatalf("started %q, want sleep", got)
+	}
+	other.expect("DataRow 1")
+	// The sleep holds its goroutine: the next tick's wake must not wait
+	// for it.
+	waitFor(t, "the other connection to park", func() bool { return ts.asleepCount() == 1 })
+	b.tick()
+	other.expect("DataRow 2")
+	sendCancel(t, ts.addr, stalled.pid, stalled.secret)
+	stalled.expect("ErrorResponse ERROR 57014 canceling statement due to user request", ready)
+	for tick := 3; tick <= 5; tick++ {
+		waitFor(t, "the other connection to park", func() bool { return ts.asleepCount() == 1 })
+		b.tick()
+		other.expect(fmt.Sprintf("DataRow %d", tick))
+	}
+}
+
+// TestResumedConnectionHandedOff: a resumed connection whose statement
+// ended waits for its client's next message on a goroutine of its own,
+// not on the resumer (here the only one, and never replaced): the
+// connections woken after it are served, and it serves its next query.
+func TestResumedConnectionHandedOff(t *testing.T) {
+	b := newFakeBackend()
+	b.stepping = true
+	ts := startServer(t, b, Config{})
+	ts.setResumers(1, time.Hour)
+	done, other := ts.dialRaw(t), ts.dialRaw(t)
+	done.send(query("tickonce"))
+	done.expect("RowDescription n:20:0")
+	startTick(other, false)
+	for tick := 1; tick <= 3; tick++ {
+		waitFor(t, "the ticking connections to park", func() bool { return ts.asleepCount() == 2-min(tick-1, 1) })
+		b.tick()
+		if tick == 1 {
+			done.expect("DataRow 1", "CommandComplete SELECT 1", ready)
+		}
+		other.expect(fmt.Sprintf("DataRow %d", tick))
+	}
+	done.send(query("select 1"))
+	done.expect("RowDescription n:20:0", "DataRow 1", "CommandComplete SELECT 1", ready)
+}
+
+// TestResumerYieldsBeforeBlockingWrite: a resumed connection whose write
+// would wait for its client (here a large row, after its result, to a
+// client that does not read) gives its resumer's place up before it
+// waits, even with one goroutine allowed and stalls an hour away: the
+// connections woken after it are served at once, and it finishes its
+// write once its client reads.
+func TestResumerYieldsBeforeBlockingWrite(t *testing.T) {
+	const big = 1 << 23
+	b := newFakeBackend()
+	b.stepping = true
+	ts := startServer(t, b, Config{NotSentLowWater: 16 << 10})
+	ts.setResumers(1, time.Hour)
+	stalled, other := ts.dialRaw(t), ts.dialRaw(t)
+	stalled.send(query(fmt.Sprintf("tickonce; big %d", big)))
+	stalled.expect("RowDescription n:20:0")
+	startTick(other, false)
+	for tick := 1; tick <= 3; tick++ {
+		waitFor(t, "the ticking connection to park", func() bool { return ts.asleepCount() == 1+max(0, 1-(tick-1)) })
+		b.tick()
+		other.expect(fmt.Sprintf("DataRow %d", tick))
+	}
+	stalled.expect("DataRow 1", "CommandComplete SELECT 1", "RowDescription echo:25:0")
+	if row, ok := stalled.receive().(*pgproto3.DataRow); !ok || len(row.Values) != 1 || len(row.Values[0]) != big {
+		t.Fatalf("got %v, want the big row", row)
+	}
+	stalled.expect("CommandComplete SELECT 1", ready)
 }

@@ -95,7 +95,7 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 	if s.throttle == nil {
 		s.throttle = NewThrottle(cfg.AuthThrottle, cfg.Logger)
 	}
-	s.resumers = resumers{srv: s, run: s.resume, maxStarting: runtime.GOMAXPROCS(0)}
+	s.resumers = resumers{srv: s, run: s.resume, maxRunning: runtime.GOMAXPROCS(0), stallAfter: defaultStallAfter}
 	s.pacer = newPacer(cfg.LargeWriters, cfg.LargeWriteTurn)
 	if cfg.Registerer != nil {
 		if err := s.registerMetrics(cfg.Registerer); err != nil {
@@ -201,6 +201,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.resumers.close()
 	s.mu.Lock()
 	w := s.hangups
 	s.hangups = nil

@@ -2,6 +2,7 @@ package tail
 
 import (
 	"math/bits"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,9 @@ type batch struct {
 	// with PROGRESS that take nothing else from the batch, per
 	// progressKey.
 	progress shapeCache[[]formatter.Row]
+	// runs are the lists of several batches ending with this one that
+	// subscribers took at once (see run).
+	runs runCache
 }
 
 func newBatch(t *SharedTail, lower, upper uint64, updates []row.Update) *batch {
@@ -229,3 +233,65 @@ func formattedSize(groups []formatter.TimeRows) int64 {
 	}
 	return n
 }
+
+// runKey names a list of several batches taken at once, kept by the last
+// of them: the subscribers' output and progress keys, and the lower of
+// the first batch. The batches are contiguous (each one's lower the
+// previous one's upper), and the tail's (or a catch-up's) are one chain,
+// so the last batch and the first lower name them all.
+type runKey struct {
+	out, progress string
+	lower         uint64
+}
+
+// runCache is a batch's lists of several batches (batch.run).
+type runCache struct {
+	mu    sync.Mutex
+	lists map[runKey][]formatter.Row // mu
+}
+
+// Bounds of what run shares: a list of batches of at most maxRunBytes
+// (the rows of earlier batches a list keeps alive with this one), and at
+// most maxRuns lists per batch. Past them a subscriber builds its own.
+const (
+	maxRunBytes = 16 << 10
+	maxRuns     = 32
+)
+
+// run returns the list of several contiguous batches, this one last, that
+// a subscriber made of pieces (each batch's shared rows, as one delivery
+// of it alone takes them), shared by every subscriber of the output shape
+// that takes the same batches: at 10,000 subscribers most fall a few
+// batches behind and take them at once, each a list of its own otherwise
+// (the bytes allocated per delivered row). Subscribers woken about
+// together take the same batches, as they were last served about
+// together. bytes is the batches' (batch.bytes). The list is full (len ==
+// cap): no one appending to it writes into a list others share.
+func (b *batch) run(key runKey, bytes int64, pieces [][]formatter.Row) []formatter.Row {
+	if bytes > maxRunBytes {
+		return slices.Concat(pieces...)
+	}
+	b.runs.mu.Lock()
+	l, ok := b.runs.lists[key]
+	if !ok && len(b.runs.lists) < maxRuns {
+		l = slices.Clip(slices.Concat(pieces...))
+		if b.runs.lists == nil {
+			b.runs.lists = map[runKey][]formatter.Row{}
+		}
+		b.runs.lists[key] = l
+		b.runs.mu.Unlock()
+		// Outside the cache's lock, as in rows.
+		b.grow(int64(unsafe.Sizeof(formatter.Row{}))*int64(cap(l)) + runEntryBytes)
+		return l
+	}
+	b.runs.mu.Unlock()
+	if !ok {
+		return slices.Concat(pieces...)
+	}
+	return l
+}
+
+// runEntryBytes estimates a run's entry in its batch's map besides its
+// list: the key, whose strings the subscribers' keys share, and the
+// slice header.
+const runEntryBytes = int64(unsafe.Sizeof(runKey{})) + 24

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -174,14 +175,53 @@ func processCPU(b *testing.B) float64 {
 // subscriber per batch (each Next is one socket write in a session): a
 // subscriber that falls behind takes its backlog in one Next.
 //
+// Each subscriber's session is a goroutine blocking in Next, or, parked,
+// served as pgwire serves parked connections: GOMAXPROCS goroutines take
+// woken subscribers in turn, ask Ready, call Next while it reports true,
+// and leave the subscriber to its wake when it reports false. Paced, the
+// writer appends a batch of one row every 10 ms (100 rows/s, as bench
+// (c)'s writer for 10,000 subscribers) instead of as fast as it can.
+//
 //	go test -run '^$' -bench FanOut -benchtime 300x ./tail/
 func BenchmarkFanOut(b *testing.B) {
-	for _, subs := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("subs=%d", subs), func(b *testing.B) { benchFanOut(b, subs, 10) })
+	for _, parked := range []bool{false, true} {
+		for _, subs := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("parked=%v/subs=%d", parked, subs), func(b *testing.B) { benchFanOut(b, subs, 10, parked, 0) })
+		}
 	}
+	b.Run("parked=true/subs=10000/paced", func(b *testing.B) { benchFanOut(b, 10000, 1, true, 10*time.Millisecond) })
 }
 
-func benchFanOut(b *testing.B, subs, perBatch int) {
+// fanOutSub is a subscriber of BenchmarkFanOut and its session's state.
+type fanOutSub struct {
+	s     *Subscriber
+	enc   *formatter.CopyEncoder
+	buf   []byte
+	wake  func() // parked: queues the subscriber for the workers
+	n     int64  // Next calls
+	data  int64  // data rows delivered
+	final uint64
+}
+
+// next takes the subscriber's next rows and encodes them; done once it
+// delivered the progress to final.
+func (f *fanOutSub) next(ctx context.Context) (done bool, err error) {
+	out, err := f.s.Next(ctx, 0)
+	if err != nil {
+		return false, err
+	}
+	f.n++
+	for _, r := range out {
+		if !r.Progressed {
+			f.data++
+		}
+	}
+	formatter.Runs(f.enc, out, &f.buf)
+	last := out[len(out)-1]
+	return last.Progressed && last.Time >= f.final, nil
+}
+
+func benchFanOut(b *testing.B, subs, perBatch int, parked bool, pace time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, err := persist.NewClient(blobmem.New(), consmem.New(), persist.Config{CompactionMinInputs: -1, ReaderHeartbeat: -1})
@@ -204,42 +244,65 @@ func benchFanOut(b *testing.B, subs, perBatch int) {
 	defer m.Close()
 	opts := &formatter.Options{Relation: schema, Progress: true}
 	final := uint64(1 + b.N) // one time per batch
-	var nexts, rows atomic.Int64
 	var wg sync.WaitGroup
-	for range subs {
+	all := make([]*fanOutSub, subs)
+	woken := make(chan *fanOutSub, subs) // each at most once: a wake per park
+	for i := range all {
 		s, err := m.Subscribe(ctx, subscribe.Request{Shard: shard, AsOf: 0, Output: opts})
 		if err != nil {
 			b.Fatal(err)
 		}
-		wg.Go(func() {
-			defer s.Close()
-			enc := formatter.NewCopyEncoder(opts, formatter.CopyText)
-			var buf []byte
-			var n, data int64
+		f := &fanOutSub{s: s, enc: formatter.NewCopyEncoder(opts, formatter.CopyText), final: final}
+		f.wake = func() { woken <- f }
+		all[i] = f
+		wg.Add(1)
+		if parked {
+			woken <- f
+			continue
+		}
+		go func() {
+			defer wg.Done()
 			for {
-				out, err := s.Next(ctx, 0)
+				done, err := f.next(ctx)
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				n++
-				for _, r := range out {
-					if !r.Progressed {
-						data++
-					}
-				}
-				formatter.Runs(enc, out, &buf)
-				if last := out[len(out)-1]; last.Progressed && last.Time >= final {
-					break
+				if done {
+					return
 				}
 			}
-			nexts.Add(n)
-			rows.Add(data)
-		})
+		}()
+	}
+	if parked {
+		var workers sync.WaitGroup
+		defer workers.Wait()
+		defer close(woken)
+		for range runtime.GOMAXPROCS(0) {
+			workers.Go(func() {
+				for f := range woken {
+					for f.s.Ready(f.wake) {
+						done, err := f.next(ctx)
+						if err != nil {
+							b.Error(err)
+						}
+						if done || err != nil {
+							wg.Done()
+							break
+						}
+					}
+				}
+			})
+		}
 	}
 	cpu0 := processCPU(b)
 	b.ResetTimer()
+	next := time.Now()
 	for i := range b.N {
+		if pace > 0 {
+			next = next.Add(pace)
+			time.Sleep(time.Until(next))
+		}
 		ups := make([]row.Update, perBatch)
 		for j := range ups {
 			ups[j] = row.Update{Row: row.Row{int64(i*perBatch + j), fmt.Sprintf("%064x", i*perBatch+j)}, T: uint64(1 + i), Diff: 1}
@@ -251,9 +314,15 @@ func benchFanOut(b *testing.B, subs, perBatch int) {
 	wg.Wait()
 	b.StopTimer()
 	cpu := processCPU(b) - cpu0
-	if want := int64(subs * b.N * perBatch); rows.Load() != want {
-		b.Fatalf("delivered %d rows, want %d", rows.Load(), want)
+	var nexts, rows int64
+	for _, f := range all {
+		nexts += f.n
+		rows += f.data
+		f.s.Close()
 	}
-	b.ReportMetric(cpu*1e6/float64(rows.Load()), "cpu-µs/row")
-	b.ReportMetric(float64(nexts.Load())/float64(subs*b.N), "nexts/batch")
+	if want := int64(subs * b.N * perBatch); rows != want {
+		b.Fatalf("delivered %d rows, want %d", rows, want)
+	}
+	b.ReportMetric(cpu*1e6/float64(rows), "cpu-µs/row")
+	b.ReportMetric(float64(nexts)/float64(subs*b.N), "nexts/batch")
 }

@@ -81,6 +81,10 @@ type member struct {
 	last    time.Time
 	evicted bool
 	err     error
+	// notify is the wake of a parked session (Subscriber.Ready) waiting
+	// for the member's next chunk, called once when something changes for
+	// it (see wakeMember).
+	notify func()
 }
 
 // catchUpChunk is the chunk a catch-up reads: persist's ListenChunkBytes,
@@ -160,9 +164,10 @@ func (c *catchUp) skipTo(m *member) {
 
 // take returns the chunk's next batches for m, up to catchUpBytes (at
 // least one); else, if m must wait for the next chunk, the channel that
-// closes when something changes. evicted: m is no longer a member and
-// must join again (it was slow, or the catch-up ended); err: it failed.
-func (c *catchUp) take(s *Subscriber, m *member) (batches []*batch, wait <-chan struct{}, evicted bool, err error) {
+// closes when something changes, and notify (if not nil) is called then
+// too, once. evicted: m is no longer a member and must join again (it
+// was slow, or the catch-up ended); err: it failed.
+func (c *catchUp) take(s *Subscriber, m *member, notify func()) (batches []*batch, wait <-chan struct{}, evicted bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -173,6 +178,9 @@ func (c *catchUp) take(s *Subscriber, m *member) (batches []*batch, wait <-chan 
 	}
 	c.skipTo(m)
 	if m.done {
+		if notify != nil {
+			m.notify = notify
+		}
 		return nil, c.changed, false, nil
 	}
 	taken := int64(0)
@@ -213,10 +221,26 @@ func (c *catchUp) signal() {
 	}
 }
 
-// wake closes changed for the members waiting on it. c.mu must be held.
+// wake closes changed for the members waiting on it, and calls the
+// notify of those that wait parked. c.mu must be held.
 func (c *catchUp) wake() {
 	close(c.changed)
 	c.changed = make(chan struct{})
+	for _, mb := range c.members {
+		mb.wake()
+	}
+}
+
+// wake calls the member's notify, if set, once: a member parked waiting
+// for a chunk is woken by every change of the catch-up, and by its own
+// eviction or failure (after which it is no longer among the members
+// catchUp.wake reaches). c.mu must be held: a member that leaves (its
+// subscriber's Close) is never woken after.
+func (mb *member) wake() {
+	if notify := mb.notify; notify != nil {
+		mb.notify = nil
+		notify()
+	}
 }
 
 // run is the catch-up's goroutine: whenever every member took the last
@@ -244,6 +268,7 @@ func (c *catchUp) run() {
 				mb.evicted = true
 			}
 			delete(c.members, s)
+			mb.wake()
 		}
 		c.wake()
 		c.mu.Unlock()
@@ -342,6 +367,7 @@ func (c *catchUp) waitTaken() bool {
 			if now.Sub(mb.last) >= grace {
 				mb.evicted = true
 				delete(c.members, s)
+				mb.wake()
 				c.t.m.metrics.catchUpEvictions.Inc()
 				continue
 			}
@@ -406,6 +432,7 @@ func (c *catchUp) open() (*persist.Reader, *persist.Listen, error) {
 		if mb.pos-1 < since {
 			mb.err = &persist.SinceError{AsOf: mb.pos - 1, Since: since}
 			delete(c.members, s) // counted in historyLoss by its mapErr
+			mb.wake()
 			continue
 		}
 		if start == 0 || mb.pos < start {

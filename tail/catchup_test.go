@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,4 +267,119 @@ func seq(n int) []int {
 		out[i] = i
 	}
 	return out
+}
+
+// parked drives a subscriber as pgwire drives a parked session: Ready
+// first, Next only when Ready reported true — with a canceled context,
+// for it must not wait then — and after false, nothing until wake.
+type parked struct {
+	s     *Subscriber
+	woken chan struct{}
+	// parks and wakes count Ready's false and wake's calls: one wake
+	// per park, never one without.
+	parks, wakes atomic.Int64
+	waiting      bool
+}
+
+func newParked(s *Subscriber) *parked { return &parked{s: s, woken: make(chan struct{}, 1)} }
+
+func (p *parked) wake() {
+	p.wakes.Add(1)
+	select {
+	case p.woken <- struct{}{}:
+	default: // a second wake: the count tells
+	}
+}
+
+// ready is Ready, remembering a park.
+func (p *parked) ready() bool {
+	if p.s.Ready(p.wake) {
+		return true
+	}
+	p.parks.Add(1)
+	p.waiting = true
+	return false
+}
+
+// next returns the subscriber's next rows or error, waiting only for a
+// wake, as a parked session.
+func (p *parked) next(t *testing.T, ctx context.Context) ([]formatter.Row, error) {
+	t.Helper()
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	for {
+		if p.waiting {
+			select {
+			case <-p.woken:
+				p.waiting = false
+			case <-ctx.Done():
+				t.Fatalf("parked after Ready's false, never woken (%d parks, %d wakes)", p.parks.Load(), p.wakes.Load())
+			}
+		}
+		if !p.ready() {
+			continue
+		}
+		rows, err := p.s.Next(now, 0)
+		if errors.Is(err, context.Canceled) {
+			t.Fatal("Next waited after Ready reported true")
+		}
+		return rows, err
+	}
+}
+
+// drain is drain for a parked session.
+func (p *parked) drain(t *testing.T, ctx context.Context, frontier uint64) []formatter.Row {
+	t.Helper()
+	var out []formatter.Row
+	for {
+		rows, err := p.next(t, ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows...)
+		if last := rows[len(rows)-1]; last.Progressed && last.Time >= frontier {
+			return out
+		}
+	}
+}
+
+// TestReadyJoinsCatchUp: the subscriber of a parked session, detached
+// behind the window, does not leave its catch-up from the shard to Next
+// (whose wait would hold one of pgwire's few resumers): Ready joins the
+// catch-up and reports false while the catch-up waits for a slot to read
+// its chunk, the chunk wakes it, once, and Next then returns the rows
+// without waiting; so driven to the end it gets the readers' stream. A
+// subscriber closed while its catch-up waits is never woken, and the
+// catch-up ends.
+func TestReadyJoinsCatchUp(t *testing.T) {
+	const stalled, slots = 2, 1
+	f := newStalledFixture(t, Config{MaxCatchUps: slots, CatchUpGrace: time.Hour}, stalled)
+	f.m.catchUpSlots.Acquire(context.Background(), 1)
+	p, closed := newParked(f.stalled[0]), newParked(f.stalled[1])
+	for _, q := range []*parked{p, closed} {
+		if q.ready() {
+			t.Fatal("Ready is true while the catch-up waits for a slot to read: Next would wait for the read")
+		}
+	}
+	if got := testutil.ToFloat64(f.m.Metrics().catchUps); got != stalled {
+		t.Fatalf("%v catch-ups joined, want Ready to join one for each of the %d", got, stalled)
+	}
+	closed.s.Close()
+	select {
+	case <-p.woken:
+		t.Fatal("woken before the catch-up read anything")
+	case <-time.After(20 * time.Millisecond):
+	}
+	f.m.catchUpSlots.Release(1)
+	f.got[0] = append(f.got[0], p.drain(t, f.ctx, f.upper)...)
+	if got := canon(f.got[0]); !reflect.DeepEqual(got, f.want) {
+		t.Fatalf("parked subscriber got %d rows, want the readers' %d:\n got %v\nwant %v", len(got), len(f.want), got, f.want)
+	}
+	if parks, wakes := p.parks.Load(), p.wakes.Load(); parks < 2 || wakes != parks {
+		t.Errorf("%d parks and %d wakes, want a wake per park (and the catch-up's chunks waited for)", parks, wakes)
+	}
+	f.catchUpsEnded(t)
+	if n := closed.wakes.Load(); n != 0 {
+		t.Errorf("the subscriber closed in its catch-up was woken %d times, want never", n)
+	}
 }

@@ -102,10 +102,14 @@
 //
 // Instead of blocking in Next, a session may ask Ready(wake) whether Next
 // has rows; when it has not, the next push, detach or failure calls wake,
-// and no goroutine waits meanwhile (pgwire parks the connection of an idle
-// subscriber: see pgwire.ReadyResult). An idle tick — a batch with no
-// updates, pushed, its progress row taken and Ready asked again —
-// allocates nothing per subscriber.
+// or, in the catch-up phase, the catch-up's next chunk (or its end), and
+// no goroutine waits meanwhile (pgwire parks the connection of an idle
+// subscriber: see pgwire.ReadyResult). Ready joins a catch-up and takes
+// its chunks itself: a parked session is resumed only when rows are
+// ready, never to wait in Next for a chunk that a catch-up slot may hold
+// up (a resumer goroutine that waits holds up the connections behind
+// it). An idle tick — a batch with no updates, pushed, its progress row
+// taken and Ready asked again — allocates nothing per subscriber.
 //
 // # Detach and resume
 //

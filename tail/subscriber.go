@@ -76,13 +76,15 @@ type Subscriber struct {
 	// parts are the snapshot pieces mapped through the shape so far,
 	// consolidated whole at the end of the snapshot.
 	parts [][]row.Update
-	// fatal is the shape's MFP's error: it ends the stream after the rows
-	// before it, at the batch where the dataflow path fails too.
+	// fatal ends the stream after the rows before it: the shape's MFP's
+	// error, at the batch where the dataflow path fails too, or a final
+	// error Ready met (Next reports it).
 	fatal error
-	// taken is the batches taken from the queue by one step, and groups
-	// their rows, kept for their arrays (cleared after each delivery).
+	// taken is the batches taken from the queue by one step, and pieces
+	// the lists of rows deliver makes of them, kept for their arrays
+	// (cleared after each delivery).
 	taken  []*batch
-	groups []delivery
+	pieces [][]formatter.Row
 
 	// qmu guards the queue and its hand-off below: the listen pushes
 	// under t.mu and qmu, the session takes under qmu alone, so that
@@ -188,7 +190,8 @@ func (s *Subscriber) QueuedBytes() int64 {
 	return s.queued + s.held.Load()
 }
 
-// push queues a published batch. t.mu must be held.
+// push queues a batch publish is publishing, counted in t.pushed (see
+// publish). t.mu must be held.
 func (s *Subscriber) push(b *batch) {
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
@@ -203,8 +206,7 @@ func (s *Subscriber) push(b *batch) {
 	s.queue = append(s.queue, b)
 	s.chargeQueue()
 	s.queued += b.bytes
-	s.t.queueRef(b, 1)
-	s.t.m.metrics.queueBytes.Add(float64(b.bytes))
+	s.t.pushed++
 	s.wake()
 }
 
@@ -240,9 +242,23 @@ func (s *Subscriber) detach(lost int64, next uint64) {
 }
 
 // setHeld records the bytes the batcher holds back, charging the change
-// to the budget.
+// to the budget. Called after every step, it writes nothing when nothing
+// changed (most subscribers hold nothing back).
 func (s *Subscriber) setHeld(n int64) {
+	if s.held.Load() == n {
+		return // only this goroutine (the session's) stores it
+	}
 	s.t.m.memOrdered.Add(n - s.held.Swap(n))
+}
+
+// published mirrors the batcher's frontier and what it holds back for
+// other goroutines, after a step of Next or Ready: only what changed, so
+// that a step costs no atomic write when nothing did.
+func (s *Subscriber) published() {
+	if f := s.b.Frontier(); s.frontier.Load() != f {
+		s.frontier.Store(f)
+	}
+	s.setHeld(s.b.Buffered())
 }
 
 // wake signals a waiting Next, or Ready's caller. qmu must be held.
@@ -306,8 +322,7 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 			return nil, io.EOF
 		}
 		err := s.step(ctx)
-		s.frontier.Store(s.b.Frontier())
-		s.setHeld(s.b.Buffered())
+		s.published()
 		if err != nil {
 			return nil, err
 		}
@@ -315,35 +330,44 @@ func (s *Subscriber) Next(ctx context.Context, max int) ([]formatter.Row, error)
 }
 
 // Ready reports whether Next has something to return; if not, the next
-// push, detach or failure of the tail calls wake, once (under the tail's
+// push, detach or failure of the tail, or the next chunk of the catch-up
+// it waits for, calls wake, once (under the tail's or the catch-up's
 // locks), unless Close comes first: the session can then wait outside
 // Next (pgwire.ReadyResult). It takes the steps Next would take before
-// it waits — joining the live stream after the snapshot, taking queued
-// batches that hold nothing for the subscriber — and reports true,
-// leaving the rest to Next, in a phase that only waits for a read (the
-// snapshot, a private catch-up) or on an error. Call it from Next's
+// it waits — joining the live stream after the snapshot, joining a
+// catch-up from the shard and taking its chunks, taking queued batches
+// that hold nothing for the subscriber — so that a parked session is
+// resumed only when rows are ready and never waits in Next for a
+// catch-up's read (which a slot may hold up for long: see catchUp). It
+// reports true, leaving the rest to Next, only in a phase that waits for
+// a read of its own (the snapshot) or on an error. Call it from Next's
 // goroutine (or the one that took over from it).
 func (s *Subscriber) Ready(wake func()) bool {
-	defer func() {
-		s.frontier.Store(s.b.Frontier())
-		s.setHeld(s.b.Buffered())
-	}()
+	defer s.published()
 	for len(s.out) == 0 && s.fatal == nil && !s.b.Done() {
+		var wait bool
+		var err error
 		switch s.phase {
 		case phaseJoin:
-			if joined, err := s.joinWindow(); !joined || err != nil {
-				return true // Next catches up privately, or reports err
-			}
+			err = s.join()
+		case phaseCatchUp:
+			var ready <-chan struct{}
+			ready, err = s.catchUp(wake)
+			wait = ready != nil
 		case phaseLive:
-			_, wait, err := s.live(wake)
-			if err != nil {
+			if _, wait, err = s.live(wake); err != nil {
 				return true // Next reports it: the tail's error stays
-			}
-			if wait {
-				return false
 			}
 		default:
 			return true
+		}
+		switch {
+		case err != nil:
+			// Final: the subscriber left its catch-up, or the tail
+			// failed. Next returns it after the rows before it.
+			s.fatal = err
+		case wait:
+			return false
 		}
 	}
 	return true
@@ -414,9 +438,17 @@ func (s *Subscriber) step(ctx context.Context) error {
 			s.emit(rows)
 		}
 	case phaseJoin:
-		return s.join(ctx)
+		return s.join()
 	case phaseCatchUp:
-		return s.catchUp(ctx)
+		wait, err := s.catchUp(nil)
+		if err != nil || wait == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wait:
+		}
 	case phaseLive:
 		ready, wait, err := s.live(nil)
 		if err != nil {
@@ -534,51 +566,51 @@ func (s *Subscriber) deliver(batches []*batch) bool {
 			return true
 		}
 	}
-	// The batches' rows first, to size the list once: a row per data row,
-	// a progress row per timestamp and one per batch at most.
-	s.groups = s.groups[:0]
-	size := 0
+	// Each batch's piece of the list, as a single delivery takes it,
+	// from what every subscriber at that point shares: a subscriber
+	// behind takes several batches at once (at 10,000 subscribers, most
+	// do), and progress rows of its own would be encoded for it alone.
+	// shared: every piece is the batch's shared one (or nothing, for a
+	// tick without PROGRESS), so the list is the same for every
+	// subscriber of the output shape that takes these batches.
+	s.pieces = s.pieces[:0]
+	shared := len(batches) > 1
+	bytes := int64(0)
 	var err error
-	for _, b := range batches {
+	for i, b := range batches {
+		bytes += b.bytes
 		var rows []formatter.TimeRows
 		if rows, err = b.rows(s.req.Shape, s.req.Output, s.outKey, s.t.m.metrics); err != nil {
+			shared = false
 			break
 		}
-		s.groups = append(s.groups, delivery{rows, b.upper})
-		size++
-		for _, g := range rows {
-			size += len(g.Rows) + 1
+		if i > 0 && b.lower != batches[i-1].upper {
+			shared = false // a routed queue skipped batches: not a run of the tail's
 		}
-	}
-	out := make([]formatter.Row, 0, size)
-	for i, d := range s.groups {
-		// Each batch as a single delivery takes it, from what every
-		// subscriber at that point shares: a subscriber behind takes
-		// several batches at once (at 10,000 subscribers, most do), and
-		// progress rows of its own would be encoded for it alone.
-		b := batches[i]
+		var piece []formatter.Row
 		switch {
-		case len(d.rows) == 0 && s.progKey != "":
-			out = append(out, s.b.Progress(d.upper, b.progressRow(s.progKey, s.req.Output))...)
-		case len(d.rows) > 0 && s.b.Whole(d.rows, d.upper):
-			out = append(out, b.list(s.outKey, s.req.Output, d.rows)...)
+		case len(rows) == 0 && s.progKey != "":
+			piece = s.b.Progress(b.upper, b.progressRow(s.progKey, s.req.Output))
+			shared = shared && len(piece) == 1
+		case len(rows) > 0 && s.b.Whole(rows, b.upper):
+			piece = b.list(s.outKey, s.req.Output, rows)
 		default:
-			out = s.b.AppendGroups(out, d.rows, d.upper)
+			piece = s.b.Groups(rows, b.upper)
+			shared = shared && len(rows) == 0 && len(piece) == 0
 		}
+		s.pieces = append(s.pieces, piece)
 	}
-	clear(s.groups)
-	s.emit(out)
+	if shared {
+		s.emit(batches[len(batches)-1].run(runKey{s.outKey, s.progKey, batches[0].lower}, bytes, s.pieces))
+	} else {
+		s.emit(slices.Concat(s.pieces...))
+	}
+	clear(s.pieces)
 	if err != nil {
 		s.fatal = err
 		return false
 	}
 	return true
-}
-
-// delivery is one batch's rows for a subscriber, and its upper.
-type delivery struct {
-	rows  []formatter.TimeRows
-	upper uint64
 }
 
 // shapedSnapshot emits the snapshot of a shaped subscriber once it took
@@ -603,9 +635,10 @@ func (s *Subscriber) shapedSnapshot() error {
 
 // join attaches the subscriber to the live stream at its position: the
 // window's batches from there are delivered at once and later batches are
-// queued. If the window does not reach back far enough, it catches up
-// with a private listen first.
-func (s *Subscriber) join(ctx context.Context) error {
+// queued. If the window does not reach back far enough, it joins a
+// catch-up from the shard (starting one if none can serve it). It never
+// waits: the catch-up reads on its own goroutine.
+func (s *Subscriber) join() error {
 	joined, err := s.joinWindow()
 	if err != nil {
 		return s.mapErr(err)
@@ -623,26 +656,29 @@ func (s *Subscriber) join(ctx context.Context) error {
 	return nil
 }
 
-// catchUp is a step of the catch-up phase: it delivers the next batches
-// of the catch-up's chunk, or waits for the next chunk, and goes back to
-// the join phase once the window covers the subscriber's position (or
-// the catch-up evicted it).
-func (s *Subscriber) catchUp(ctx context.Context) error {
-	batches, wait, evicted, err := s.cu.take(s, s.cum)
+// catchUp is a step of the catch-up phase that does not wait: it delivers
+// the next batches of the catch-up's chunk, or goes back to the join
+// phase once the window covers the subscriber's position (or the
+// catch-up evicted it). With nothing to take until the next chunk it
+// returns wait, a channel closed when the catch-up changes, and calls
+// notify then too if it is not nil (Ready). err is final (mapped): the
+// subscriber left the catch-up.
+func (s *Subscriber) catchUp(notify func()) (wait <-chan struct{}, err error) {
+	batches, wait, evicted, err := s.cu.take(s, s.cum, notify)
 	switch {
 	case err != nil:
 		s.leaveCatchUp()
-		return s.mapErr(err)
+		return nil, s.mapErr(err)
 	case evicted:
 		s.leaveCatchUp()
 		s.phase = phaseJoin
-		return nil
+		return nil, nil
 	case len(batches) > 0:
 		// The catch-up's reader holds the shard at or below the
 		// subscriber's position now.
 		s.holding.Store(false)
 		if !s.deliver(batches) {
-			return nil
+			return nil, nil
 		}
 	}
 	s.t.mu.Lock()
@@ -651,23 +687,15 @@ func (s *Subscriber) catchUp(ctx context.Context) error {
 	if covered {
 		s.leaveCatchUp()
 		s.phase = phaseJoin
-		return nil
+		return nil, nil
 	}
-	if wait == nil {
-		return nil
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-wait:
-		return nil
-	}
+	return wait, nil
 }
 
 // joinWindow attaches the subscriber to the live stream when the window
 // reaches back to its position, delivering the window's batches from
-// there; joined is false when it does not (join then catches up with a
-// private listen). It never waits. err is the tail's, unmapped.
+// there; joined is false when it does not (join then joins a catch-up
+// from the shard). It never waits. err is the tail's, unmapped.
 func (s *Subscriber) joinWindow() (joined bool, err error) {
 	pos := s.pos()
 	s.t.mu.Lock()

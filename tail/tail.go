@@ -46,6 +46,8 @@ type SharedTail struct {
 	// window.
 	start uint64
 	subs  map[*Subscriber]struct{}
+	// pushed counts the subscribers publish queues its batch for (push).
+	pushed int64
 	// every holds the subscribers every batch is pushed to; the others
 	// are in their shape's routed set (see addSubscriber).
 	every map[*Subscriber]struct{}
@@ -199,10 +201,26 @@ func (t *SharedTail) publish(updates []row.Update, frontier uint64) {
 	t.setInWindow(b, true)
 	t.frontier = frontier
 	t.trimWindow()
+	// b is credited a queue reference for every subscriber before the
+	// fan-out, and given back those it was not pushed to after it: two
+	// atomic adds of its count (and one of the queues' gauge) instead of
+	// one per subscriber, and since no subscriber can take b before it
+	// is pushed to it, the count never reaches zero meanwhile.
+	credit := int64(len(t.subs))
+	if credit > 0 {
+		t.queueRef(b, credit)
+	}
+	t.pushed = 0
 	for s := range t.every {
 		s.push(b)
 	}
 	t.pushRouted(b)
+	if credit > 0 {
+		t.queueRef(b, t.pushed-credit)
+	}
+	if t.pushed > 0 {
+		t.m.metrics.queueBytes.Add(float64(b.bytes * t.pushed))
+	}
 	close(t.changed)
 	t.changed = make(chan struct{})
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -535,8 +536,15 @@ func TestDetachResume(t *testing.T) {
 }
 
 // TestHistoryLoss: a detached subscriber whose position the shard no
-// longer retains fails with the 53200 error.
+// longer retains fails with the 53200 error; parked (Ready, then Next only
+// when it reports true), its catch-up wakes it to take the error.
 func TestHistoryLoss(t *testing.T) {
+	for _, parks := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Next", true: "Parked"}[parks], func(t *testing.T) { testHistoryLoss(t, parks) })
+	}
+}
+
+func testHistoryLoss(t *testing.T, parks bool) {
 	f := newFixture(t, Config{WindowBytes: 1})
 	asOf := f.upper - 1
 	s := f.subscribe(asOf, false, 100, nil)
@@ -567,8 +575,14 @@ func TestHistoryLoss(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	p := newParked(s)
 	for {
-		_, err := s.Next(f.ctx, 0)
+		var err error
+		if parks {
+			_, err = p.next(t, f.ctx)
+		} else {
+			_, err = s.Next(f.ctx, 0)
+		}
 		if err == nil {
 			continue
 		}
@@ -784,18 +798,18 @@ func TestNextReturnsBacklogAtOnce(t *testing.T) {
 }
 
 // TestNextLetsGoOfRows: the rows one Next returned for a backlog (a
-// slice of the subscriber's own) are the caller's alone: once it drops
-// them, they are garbage while the subscriber stays open. (Its queue's
-// array kept the first slot's batch: a resume storm's streams each held
-// their catch-up's thousands of rows while their clients read, twice the
-// heap pgwire's storm needed.)
+// slice of the subscriber's own: too large to share, see batch.run) are
+// the caller's alone: once it drops them, they are garbage while the
+// subscriber stays open. (Its queue's array kept the first slot's batch:
+// a resume storm's streams each held their catch-up's thousands of rows
+// while their clients read, twice the heap pgwire's storm needed.)
 func TestNextLetsGoOfRows(t *testing.T) {
 	f := newFixture(t, Config{})
 	s := f.subscribe(f.upper-1, true, 0, nil)
 	f.write(ins(100, "warm-up"))
 	drain(t, f.ctx, s, f.upper)
 	for i := range 5 {
-		f.write(ins(int64(i), "v"))
+		f.write(ins(int64(i), strings.Repeat("v", maxRunBytes/4)))
 		waitPublished(t, f.ctx, s, f.upper)
 	}
 	rows, err := s.Next(f.ctx, 0)
@@ -911,7 +925,8 @@ func TestLiveListShared(t *testing.T) {
 // TestBacklogRowsShared: subscribers that take a backlog of batches at
 // once (as most of 10,000 subscribers do under a steady writer) get rows
 // every subscriber at that point shares, progress rows included: each
-// row's encoding is computed once, not once per subscriber.
+// row's encoding is computed once, not once per subscriber; and those
+// that take the same batches share one list of them too (batch.run).
 func TestBacklogRowsShared(t *testing.T) {
 	f := newFixture(t, Config{})
 	s1 := f.subscribe(f.upper-1, true, 0, nil)
@@ -937,6 +952,9 @@ func TestBacklogRowsShared(t *testing.T) {
 	}
 	if got, want := canon(lists[0]), canon(lists[1]); !slices.Equal(got, want) || len(got) != 5 {
 		t.Fatalf("backlogs differ or are not the 3 batches' 5 rows:\n%v\n%v", got, want)
+	}
+	if &lists[0][0] != &lists[1][0] || cap(lists[0]) != len(lists[0]) {
+		t.Errorf("each subscriber got a list of its own backlog, or one with room to append to")
 	}
 	enc := formatter.NewCopyEncoder(s1.req.Output, formatter.CopyText)
 	var b1, b2 []byte

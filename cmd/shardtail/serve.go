@@ -64,6 +64,11 @@ type serveConfig struct {
 	LargeWriteTurn time.Duration
 }
 
+// defaultLargeWriters is --large-writers: in (a)'s storms of 256 to
+// 10,000 clients it kept server CPU per client within 15 % over N (33 %
+// unpaced) and halved the median client's wait at 10,000.
+const defaultLargeWriters = 256
+
 // sizeFlag is a byte size flag: 268435456, 256MiB, 1GB.
 type sizeFlag int64
 
@@ -119,7 +124,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", persist.DefaultSweepInterval, "how often each shard's orphaned blobs are swept (also once per shard after every start)")
 	cfg.NotSentLowWater = sizeFlag(sockopt.DefaultNotSentLowWater)
 	fs.Var(&cfg.NotSentLowWater, "tcp-notsent-lowat", "bytes each client connection's socket (pgwire and the HTTP feed) may hold that the kernel has not sent yet (TCP_NOTSENT_LOWAT, Linux): the rest of a result waits in the process, where subscribers share it and the memory budget counts it, so that a client that stops reading pins at most this much kernel memory, not up to net.ipv4.tcp_wmem's maximum, for more and smaller writes (0: the kernel's net.ipv4.tcp_notsent_lowat)")
-	fs.IntVar(&cfg.LargeWriters, "large-writers", 0, "how many client connections may write a large result (64 KiB or more at once) at the same time; the others wait their turn, in order, so that a storm of clients taking a snapshot holds the kernel's queues of that many only and half of them finish in the first half of the storm (0: no limit)")
+	fs.IntVar(&cfg.LargeWriters, "large-writers", defaultLargeWriters, "how many client connections may write a large result (64 KiB or more at once) at the same time; the others wait their turn, in order, so that a storm of clients taking a snapshot holds the kernel's queues of that many only and half of them finish in the first half of the storm (0: no limit)")
 	fs.DurationVar(&cfg.LargeWriteTurn, "large-write-turn", pgwire.DefaultLargeWriteTurn, "how long a connection may keep its turn for large writes (--large-writers) before it goes to the back of the line: a client that does not read, or a huge result, holds no one up longer")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers, persist writes and compactions in flight) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
