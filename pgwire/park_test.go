@@ -107,12 +107,7 @@ func TestManyParkedConnectionsWokenAtOnce(t *testing.T) {
 	ts.resumers.mu.Lock()
 	ts.resumers.maxRunning = 1 // the narrowest hand-over
 	ts.resumers.mu.Unlock()
-	var cs []*rawClient
-	for i := range clients {
-		c := ts.dialRaw(t)
-		startTick(c, i%2 == 1)
-		cs = append(cs, c)
-	}
+	cs := tickingClients(t, ts, clients)
 	for tick := 1; tick <= ticks; tick++ {
 		waitFor(t, "every connection to park", func() bool { return ts.asleepCount() == clients })
 		b.tick()
@@ -135,6 +130,19 @@ func TestManyParkedConnectionsWokenAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// tickingClients connects n raw clients, each parked in a stepping
+// subscribe (every other one in the extended protocol).
+func tickingClients(t *testing.T, ts *testServer, n int) []*rawClient {
+	t.Helper()
+	var cs []*rawClient
+	for i := range n {
+		c := ts.dialRaw(t)
+		startTick(c, i%2 == 1)
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // setResumers sets the server's resumers' bounds.
@@ -161,12 +169,7 @@ func TestResumersStartOnlyWhatRuns(t *testing.T) {
 	b.stepping = true
 	ts := startServer(t, b, Config{})
 	ts.setResumers(maxRunning, time.Hour)
-	var cs []*rawClient
-	for i := range clients {
-		c := ts.dialRaw(t)
-		startTick(c, i%2 == 1)
-		cs = append(cs, c)
-	}
+	cs := tickingClients(t, ts, clients)
 	for tick := 1; tick <= ticks; tick++ {
 		waitFor(t, "every connection to park", func() bool { return ts.asleepCount() == clients })
 		b.tick()

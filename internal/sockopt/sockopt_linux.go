@@ -24,17 +24,9 @@ func SetNotSentLowWater(nc net.Conn, n int) error {
 	if !ok || n <= 0 {
 		return nil
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
-	}); err != nil {
-		return err
-	}
-	return serr
+	return control(tc, func(fd int) error {
+		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT, n)
+	})
 }
 
 // SetRecvBuffer sets a connected TCP socket's SO_RCVBUF to n (at most
@@ -48,19 +40,12 @@ func SetRecvBuffer(nc net.Conn, n int) error {
 	if !ok {
 		return nil
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, n); serr == nil {
-			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, n)
+	return control(tc, func(fd int) error {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, n); err != nil {
+			return err
 		}
-	}); err != nil {
-		return err
-	}
-	return serr
+		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, n)
+	})
 }
 
 // NotSentLowWater returns a TCP connection's TCP_NOTSENT_LOWAT, for tests
@@ -71,18 +56,12 @@ func NotSentLowWater(nc net.Conn) (int, error) {
 	if !ok {
 		return 0, errNotTCP
 	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
 	var v int
-	var gerr error
-	if err := rc.Control(func(fd uintptr) {
-		v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
-	}); err != nil {
-		return 0, err
-	}
-	return v, gerr
+	err := control(tc, func(fd int) (err error) {
+		v, err = unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
+		return err
+	})
+	return v, err
 }
 
 // tcpConn is the TCP connection under nc: nc itself, or the connection a
@@ -108,4 +87,18 @@ func KernelNotSentLowWater() (int, error) {
 		return 0, fmt.Errorf("sockopt: net.ipv4.tcp_notsent_lowat: %w", err)
 	}
 	return int(int32(uint32(v))), nil
+}
+
+// control runs f on tc's socket and returns the first error, the socket's
+// or f's.
+func control(tc *net.TCPConn, f func(fd int) error) error {
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
 }
