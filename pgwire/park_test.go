@@ -145,6 +145,17 @@ func tickingClients(t *testing.T, ts *testServer, n int) []*rawClient {
 	return cs
 }
 
+// steppingServer starts a server on a stepping backend (its subscribes
+// advance on b.tick) with the resumers' bounds set.
+func steppingServer(t *testing.T, maxRunning int, stallAfter time.Duration) (*testServer, *fakeBackend) {
+	t.Helper()
+	b := newFakeBackend()
+	b.stepping = true
+	ts := startServer(t, b, Config{})
+	ts.setResumers(maxRunning, stallAfter)
+	return ts, b
+}
+
 // setResumers sets the server's resumers' bounds.
 func (ts *testServer) setResumers(maxRunning int, stallAfter time.Duration) {
 	ts.resumers.mu.Lock()
@@ -165,10 +176,7 @@ func (ts *testServer) resumersPeak() int {
 // the rest of the process to wait behind.
 func TestResumersStartOnlyWhatRuns(t *testing.T) {
 	const clients, ticks, maxRunning = 64, 5, 2
-	b := newFakeBackend()
-	b.stepping = true
-	ts := startServer(t, b, Config{})
-	ts.setResumers(maxRunning, time.Hour)
+	ts, b := steppingServer(t, maxRunning, time.Hour)
 	cs := tickingClients(t, ts, clients)
 	for tick := 1; tick <= ticks; tick++ {
 		waitFor(t, "every connection to park", func() bool { return ts.asleepCount() == clients })
@@ -189,10 +197,7 @@ func TestResumersStartOnlyWhatRuns(t *testing.T) {
 // connection for stallAfter. When the stalled one comes back it ends, and
 // the queue goes on with one.
 func TestStalledResumerReplaced(t *testing.T) {
-	b := newFakeBackend()
-	b.stepping = true
-	ts := startServer(t, b, Config{})
-	ts.setResumers(1, time.Millisecond)
+	ts, b := steppingServer(t, 1, time.Millisecond)
 	stalled, other := ts.dialRaw(t), ts.dialRaw(t)
 	stalled.send(query("tickonce; sleep"))
 	stalled.expect("RowDescription n:20:0")
@@ -223,10 +228,7 @@ func TestStalledResumerReplaced(t *testing.T) {
 // not on the resumer (here the only one, and never replaced): the
 // connections woken after it are served, and it serves its next query.
 func TestResumedConnectionHandedOff(t *testing.T) {
-	b := newFakeBackend()
-	b.stepping = true
-	ts := startServer(t, b, Config{})
-	ts.setResumers(1, time.Hour)
+	ts, b := steppingServer(t, 1, time.Hour)
 	done, other := ts.dialRaw(t), ts.dialRaw(t)
 	done.send(query("tickonce"))
 	done.expect("RowDescription n:20:0")
