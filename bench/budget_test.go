@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardtail/shardtail/internal/sockopt"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/membudget"
+	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/tail"
 )
 
@@ -59,20 +61,34 @@ func (p *budgetPeak) sample(b *membudget.Budget) (stop func()) {
 // the history-loss error. With RETAIN HISTORY long enough, none may get
 // that error: they all resume at once from the shard, in catch-ups whose
 // chunks stay charged within the budget.
+//
+// The first two runs leave the stalled subscribers attached however long
+// they stall (tail.Config.StallAfter negative), so that the budget alone
+// must hold their backlog; the third detaches them once they have taken
+// nothing for a second, before the budget needs to (the server's default,
+// 5 s, is about the length of the scaled run's writes), with the server's
+// default TCP_NOTSENT_LOWAT, so that a stalled client's socket stops
+// taking its session's writes after 128 KiB rather than megabytes.
 func TestBudgetStorm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 64 MiB through 40 clients: minutes under -race")
 	}
 	for _, tc := range []struct {
-		name    string
-		retain  string
-		written int64
-	}{{"DefaultRetention", "", 64 << 20}, {"RetainHistory", "1 hour", 32 << 20}} {
-		t.Run(tc.name, func(t *testing.T) { budgetStorm(t, tc.retain, tc.written) })
+		name       string
+		retain     string
+		written    int64
+		stallAfter time.Duration
+		lowWater   int
+	}{
+		{"DefaultRetention", "", 64 << 20, -1, 0},
+		{"RetainHistory", "1 hour", 32 << 20, -1, 0},
+		{"StalledDetached", "1 hour", 32 << 20, time.Second, sockopt.DefaultNotSentLowWater},
+	} {
+		t.Run(tc.name, func(t *testing.T) { budgetStorm(t, tc.retain, tc.written, tc.stallAfter, tc.lowWater) })
 	}
 }
 
-func budgetStorm(t *testing.T, retain string, written int64) {
+func budgetStorm(t *testing.T, retain string, written int64, stallAfter time.Duration, lowWater int) {
 	const (
 		limit                   = 16 << 20
 		collections             = 8
@@ -88,7 +104,8 @@ func budgetStorm(t *testing.T, retain string, written int64) {
 	// formatted batch per client between two enforcements.
 	const slack = collections*(2*batch+limit/64) + (readers+stalled)*batch
 	budget := membudget.New(limit)
-	srv := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: budget}})
+	srv := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: budget, StallAfter: stallAfter},
+		PGWire: pgwire.Config{NotSentLowWater: lowWater}})
 	var peak budgetPeak
 	stop := peak.sample(budget)
 	r, err := BudgetStorm(context.Background(), BudgetConfig{
@@ -98,11 +115,11 @@ func budgetStorm(t *testing.T, retain string, written int64) {
 	stop()
 	must(t, err)
 	s := r.Storm
-	t.Logf("live %.1fs, storm %.1fs; peak accounted %s of budget %s + slack %s over %d samples, at %v; detaches %v, resumes %v, "+
+	t.Logf("live %.1fs, storm %.1fs; peak accounted %s of budget %s + slack %s over %d samples, at %v; detaches %v (stalled %v), resumes %v, "+
 		"caught up from the shard %v in %v catch-ups (%v chunks, peak %s), history loss %v",
 		s.LiveSeconds, s.StormSeconds, mib(float64(peak.peak)), mib(limit), mib(slack), peak.samples, peak.holders,
-		counterValue(t, srv, "shardtail_tail_budget_detaches_total"), counterValue(t, srv, "shardtail_tail_resumes_total"),
-		counterValue(t, srv, "shardtail_tail_private_catchups_total"), counterValue(t, srv, "shardtail_tail_catchups_total"),
+		counterValue(t, srv, "shardtail_tail_budget_detaches_total"), counterValue(t, srv, "shardtail_tail_stall_detaches_total"),
+		counterValue(t, srv, "shardtail_tail_resumes_total"), counterValue(t, srv, "shardtail_tail_private_catchups_total"), counterValue(t, srv, "shardtail_tail_catchups_total"),
 		counterValue(t, srv, "shardtail_tail_catchup_chunks_total"), mib(float64(budget.Holder(membudget.HolderCatchUp).Peak())),
 		counterValue(t, srv, "shardtail_tail_history_loss_errors_total"))
 	if peak.peak > limit+slack {
@@ -141,9 +158,13 @@ func budgetStorm(t *testing.T, retain string, written int64) {
 		}
 	}
 	// The budget, not the kernel or the clients' own limits, held the
-	// stalled backlog: it detached them.
-	if d := counterValue(t, srv, "shardtail_tail_budget_detaches_total"); d == 0 {
-		t.Error("the budget detached no subscriber: the scenario did not exercise it")
+	// stalled backlog: it detached them; or they were detached as stalled.
+	detacher := "shardtail_tail_budget_detaches_total"
+	if stallAfter > 0 {
+		detacher = "shardtail_tail_stall_detaches_total"
+	}
+	if d := counterValue(t, srv, detacher); d == 0 {
+		t.Errorf("%s is 0: the scenario did not exercise it", detacher)
 	}
 	must(t, execSQL(context.Background(), srv.URL(), "SELECT 1")) // the server is alive
 }

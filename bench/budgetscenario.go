@@ -21,6 +21,7 @@ var scenarioNames = map[string]string{"budget": ScenarioBudget, "shapes": Scenar
 var BudgetCounterNames = []string{
 	"shardtail_tail_budget_window_shrinks_total",
 	"shardtail_tail_budget_detaches_total",
+	"shardtail_tail_stall_detaches_total",
 	"shardtail_tail_resumes_total",
 	"shardtail_tail_private_catchups_total",
 	"shardtail_tail_catchups_total",
@@ -182,8 +183,8 @@ func writeBudgetSection(w io.Writer, v *reportView) {
 	}
 	fmt.Fprintf(w, "The tables keep %s.\n\n", retain)
 	fmt.Fprintf(w, "| run | readers | stalled | written | peak RSS | peak RSS − budget | readers' p50 | readers' p99 | readers' rows | "+
-		"stalled: every row | stalled: history lost | stalled: other failures | budget detaches | catch-ups | errors |\n"+
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		"stalled: every row | stalled: history lost | stalled: other failures | budget detaches | stall detaches | catch-ups | errors |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, run := range []struct {
 		name     string
 		r        *BudgetResult
@@ -206,11 +207,12 @@ func writeBudgetSection(w io.Writer, v *reportView) {
 			return "—"
 		}
 		readers := s.Clients - s.Stalled
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s of %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s of %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			run.name, commas(readers), commas(s.Stalled), mib(float64(run.r.WrittenBytes)), mib(float64(s.ServerPeakRSS)),
 			mib(float64(s.ServerPeakRSS-b.BudgetBytes)), ms(s.Latency.P50), ms(s.Latency.P99),
 			commas(int(s.LiveRows)), commas(int(run.r.RowsPerCollection)*readers), stalledDone, lost, other,
-			counter("shardtail_tail_budget_detaches_total"), counter("shardtail_tail_private_catchups_total"), commas(s.Errors))
+			counter("shardtail_tail_budget_detaches_total"), counter("shardtail_tail_stall_detaches_total"),
+			counter("shardtail_tail_private_catchups_total"), commas(s.Errors))
 	}
 	fmt.Fprintln(w)
 	for _, run := range []struct {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/shardtail/shardtail/formatter"
@@ -21,8 +22,11 @@ import (
 type batch struct {
 	t            *SharedTail
 	lower, upper uint64
-	decoded            // consolidated, ordered by time
-	bytes        int64 // estimated size of the updates, charged to each queue
+	// at is when the batch was made: for a published batch, when it was
+	// queued (Subscriber.stalled).
+	at      time.Time
+	decoded       // consolidated, ordered by time
+	bytes   int64 // estimated size of the updates, charged to each queue
 	// extra is the bytes the batch keeps alive beyond bytes: the decoded
 	// updates' allocation slack (see decodedSlack), then what is computed
 	// from them, the rows formatted for each output shape and their
@@ -57,7 +61,7 @@ type batch struct {
 }
 
 func newBatch(t *SharedTail, lower, upper uint64, updates []row.Update) *batch {
-	b := &batch{t: t, lower: lower, upper: upper, decoded: decoded{updates: updates}, bytes: 64, extra: decodedSlack(updates)}
+	b := &batch{t: t, lower: lower, upper: upper, at: timeNow(), decoded: decoded{updates: updates}, bytes: 64, extra: decodedSlack(updates)}
 	for _, u := range updates {
 		b.bytes += u.Size()
 	}

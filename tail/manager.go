@@ -23,6 +23,7 @@ const (
 	DefaultProgressInterval  = time.Second
 	DefaultMaxCatchUps       = 2
 	DefaultCatchUpGrace      = 5 * time.Second
+	DefaultStallAfter        = 5 * time.Second
 )
 
 // Config tunes a Manager. Zero fields take their defaults.
@@ -56,6 +57,12 @@ type Config struct {
 	// the current chunk while others wait for the next before it is
 	// evicted (it catches up later on its own).
 	CatchUpGrace time.Duration
+	// StallAfter is how long an attached subscriber may take nothing from
+	// its queue while batches wait in it before it is detached (see
+	// Subscriber.stalled): its client stopped reading, and it resumes
+	// from the window or the shard once it reads again. Negative: never
+	// (the subscriber's MaxBufferedBytes and the Budget still apply).
+	StallAfter time.Duration
 	// Budget is the process's memory budget (--memory-budget), charged
 	// with the windows, the batches only queues hold, the snapshot shares'
 	// pieces and the timestamps held back to be ordered; over it, the
@@ -89,6 +96,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CatchUpGrace <= 0 {
 		c.CatchUpGrace = DefaultCatchUpGrace
+	}
+	if c.StallAfter == 0 {
+		c.StallAfter = DefaultStallAfter
 	}
 	return c
 }
@@ -298,6 +308,7 @@ type Metrics struct {
 	queueBytes     prometheus.Gauge
 	detaches       prometheus.Counter
 	budgetDetaches prometheus.Counter
+	stallDetaches  prometheus.Counter
 	budgetShrinks  prometheus.Counter
 	resumes        prometheus.Counter
 	catchUps       prometheus.Counter
@@ -340,6 +351,7 @@ func newMetrics() *Metrics {
 		queueBytes:     g("queue_bytes", "Bytes queued for fast-path subscribers."),
 		detaches:       c("detaches_total", "Subscribers detached for exceeding their queue budget."),
 		budgetDetaches: c("budget_detaches_total", "Subscribers detached, largest queue first, because the process was over its memory budget."),
+		stallDetaches:  c("stall_detaches_total", "Subscribers detached because they took nothing from their queue for the stall timeout (their client stopped reading)."),
 		budgetShrinks:  c("budget_window_shrinks_total", "Times the windows were shrunk because the process was over its memory budget."),
 		resumes:        c("resumes_total", "Detached subscribers resumed."),
 		catchUps:       c("private_catchups_total", "Subscribers that caught up from the shard (the window no longer covered them), in a shared catch-up."),
@@ -367,7 +379,7 @@ func newMetrics() *Metrics {
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.budgetDetaches, m.budgetShrinks, m.resumes, m.catchUps,
+	for _, c := range []prometheus.Collector{m.tails, m.subscribers, m.queueBytes, m.detaches, m.budgetDetaches, m.stallDetaches, m.budgetShrinks, m.resumes, m.catchUps,
 		m.catchUpShares, m.catchUpChunks, m.catchUpEvictions, m.historyLoss, m.snapshotPieces, m.snapshotBytes, m.snapshotAheadWaits, m.decodedBatches, m.shares, m.retired, m.storageRetries,
 		m.shapes, m.shapeEvals, m.rowsEvaluated, m.rowsRouted, m.pushesSkipped} {
 		if err := r.Register(c); err != nil {

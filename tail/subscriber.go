@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/shardtail/shardtail/formatter"
@@ -100,6 +101,9 @@ type Subscriber struct {
 	attached   bool
 	detached   bool
 	lost       int64 // bytes queued when detached, for the error
+	// took is when the subscriber last took batches from its queue (or
+	// attached): with stalled, how long it has taken nothing.
+	took time.Time
 	// next is, when detached, the lower of the first batch it was not
 	// handed: a routed subscriber skipped the batches before it that held
 	// nothing for it, so it resumes there rather than at its batcher's
@@ -203,11 +207,33 @@ func (s *Subscriber) push(b *batch) {
 		s.t.m.metrics.detaches.Inc()
 		return
 	}
+	if s.stalled(b.at) {
+		s.detach(s.queued+b.bytes, b.lower)
+		s.t.m.metrics.stallDetaches.Inc()
+		return
+	}
 	s.queue = append(s.queue, b)
 	s.chargeQueue()
 	s.queued += b.bytes
 	s.t.pushed++
 	s.wake()
+}
+
+// stalled reports whether the subscriber has taken nothing from its queue
+// for Config.StallAfter while batches waited in it, at now: its session
+// is blocked writing to a client that stopped reading (or a cursor is not
+// being fetched). Such a subscriber is detached rather than queued for:
+// left attached, every publish pushes to it and its queue pins every
+// batch since it stalled, until the budget's policy detaches it, with
+// the heap near the runtime's soft limit meanwhile, at the expense of
+// the subscribers that read (see detachTarget). Detached, it costs the
+// fan-out nothing and pins nothing, and resumes where it was once its
+// session takes again. A subscriber that reads slowly takes something
+// at every write its client accepts and stays attached, however far
+// behind. qmu must be held.
+func (s *Subscriber) stalled(now time.Time) bool {
+	after := s.t.m.cfg.StallAfter
+	return after > 0 && len(s.queue) > 0 && now.Sub(s.queue[0].at) > after && now.Sub(s.took) > after
 }
 
 // chargeQueue brings the budget's count of the queue's own array up to
@@ -495,6 +521,7 @@ func (s *Subscriber) live(notify func()) (ready <-chan struct{}, wait bool, err 
 			n++
 		}
 		s.taken = append(s.taken[:0], s.queue[:n]...)
+		s.took = timeNow()
 		clear(s.queue[:n])
 		if n == len(s.queue) {
 			// Emptied: keep the array for the next push (a tick's
@@ -708,6 +735,7 @@ func (s *Subscriber) joinWindow() (joined bool, err error) {
 	if covered {
 		s.qmu.Lock()
 		s.attached, s.detached = true, false
+		s.took = timeNow() // the window's batches, delivered below
 		s.qmu.Unlock()
 	}
 	s.t.mu.Unlock()
