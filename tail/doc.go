@@ -126,14 +126,15 @@
 // past that frontier does Next fail, with *subscribe.BufferError (53200);
 // RETAIN HISTORY, not the tail, bounds how far behind a client may fall.
 //
-// A subscriber that takes nothing from its queue for Config.StallAfter
-// while batches wait in it (its client stopped reading: the session is
-// blocked writing to it) is detached the same way at the next push
-// (Subscriber.stalled), whatever its queue's size: left attached, every
-// publish would push to it and its queue would pin every batch since it
-// stalled until the budget detached it, with the heap near its limit and
-// the readers paying for the collector meanwhile. One that reads slowly
-// takes something at each write its client accepts, and stays attached.
+// A subscriber that takes nothing from its queue for
+// Config.DetachStalledAfter while more than stallFloor (1 MiB) waits in it
+// (its client stopped reading: the session is blocked writing to it) is
+// detached the same way at the next push (Subscriber.stalled): left
+// attached, its queue would pin every batch since it stalled until the
+// budget detached it, with the heap near its limit and the readers paying
+// for the collector meanwhile. Detached, it pins nothing and each publish
+// costs it one look under its lock. One that reads slowly takes something
+// at each write its client accepts, and stays attached.
 //
 // # Catch-ups from the shard
 //

@@ -15,15 +15,15 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultWindowBytes       = 64 << 20
-	DefaultWindowAge         = time.Minute
-	DefaultRetireAfter       = 30 * time.Second
-	DefaultDowngradeInterval = time.Second
-	DefaultShareRetainBytes  = 64 << 20
-	DefaultProgressInterval  = time.Second
-	DefaultMaxCatchUps       = 2
-	DefaultCatchUpGrace      = 5 * time.Second
-	DefaultStallAfter        = 5 * time.Second
+	DefaultWindowBytes        = 64 << 20
+	DefaultWindowAge          = time.Minute
+	DefaultRetireAfter        = 30 * time.Second
+	DefaultDowngradeInterval  = time.Second
+	DefaultShareRetainBytes   = 64 << 20
+	DefaultProgressInterval   = time.Second
+	DefaultMaxCatchUps        = 2
+	DefaultCatchUpGrace       = 5 * time.Second
+	DefaultDetachStalledAfter = 5 * time.Second
 )
 
 // Config tunes a Manager. Zero fields take their defaults.
@@ -57,12 +57,13 @@ type Config struct {
 	// the current chunk while others wait for the next before it is
 	// evicted (it catches up later on its own).
 	CatchUpGrace time.Duration
-	// StallAfter is how long an attached subscriber may take nothing from
-	// its queue while batches wait in it before it is detached (see
-	// Subscriber.stalled): its client stopped reading, and it resumes
-	// from the window or the shard once it reads again. Negative: never
-	// (the subscriber's MaxBufferedBytes and the Budget still apply).
-	StallAfter time.Duration
+	// DetachStalledAfter is how long an attached subscriber may take
+	// nothing from its queue while more than stallFloor waits in it before
+	// it is detached (see Subscriber.stalled): its client stopped reading,
+	// and it resumes from the window or the shard once it reads again.
+	// Negative: never (the subscriber's MaxBufferedBytes and the Budget
+	// still apply).
+	DetachStalledAfter time.Duration
 	// Budget is the process's memory budget (--memory-budget), charged
 	// with the windows, the batches only queues hold, the snapshot shares'
 	// pieces and the timestamps held back to be ordered; over it, the
@@ -97,8 +98,8 @@ func (c Config) withDefaults() Config {
 	if c.CatchUpGrace <= 0 {
 		c.CatchUpGrace = DefaultCatchUpGrace
 	}
-	if c.StallAfter == 0 {
-		c.StallAfter = DefaultStallAfter
+	if c.DetachStalledAfter == 0 {
+		c.DetachStalledAfter = DefaultDetachStalledAfter
 	}
 	return c
 }

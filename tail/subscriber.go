@@ -101,9 +101,10 @@ type Subscriber struct {
 	attached   bool
 	detached   bool
 	lost       int64 // bytes queued when detached, for the error
-	// took is when the subscriber last took batches from its queue (or
-	// attached): with stalled, how long it has taken nothing.
-	took time.Time
+	// untakenSince is when the queue's oldest batch began to wait to be
+	// taken: when it was pushed into an empty queue, or the last take that
+	// left it queued (stalled).
+	untakenSince time.Time
 	// next is, when detached, the lower of the first batch it was not
 	// handed: a routed subscriber skipped the batches before it that held
 	// nothing for it, so it resumes there rather than at its batcher's
@@ -212,6 +213,9 @@ func (s *Subscriber) push(b *batch) {
 		s.t.m.metrics.stallDetaches.Inc()
 		return
 	}
+	if len(s.queue) == 0 {
+		s.untakenSince = b.at
+	}
 	s.queue = append(s.queue, b)
 	s.chargeQueue()
 	s.queued += b.bytes
@@ -220,20 +224,33 @@ func (s *Subscriber) push(b *batch) {
 }
 
 // stalled reports whether the subscriber has taken nothing from its queue
-// for Config.StallAfter while batches waited in it, at now: its session
-// is blocked writing to a client that stopped reading (or a cursor is not
-// being fetched). Such a subscriber is detached rather than queued for:
-// left attached, every publish pushes to it and its queue pins every
-// batch since it stalled, until the budget's policy detaches it, with
-// the heap near the runtime's soft limit meanwhile, at the expense of
-// the subscribers that read (see detachTarget). Detached, it costs the
-// fan-out nothing and pins nothing, and resumes where it was once its
-// session takes again. A subscriber that reads slowly takes something
-// at every write its client accepts and stays attached, however far
-// behind. qmu must be held.
+// for Config.DetachStalledAfter while more than stallFloor waited in it,
+// at now: its session is blocked writing to a client that stopped reading
+// (or a cursor is not fetched, or a portal not executed). Such a
+// subscriber is detached rather than queued for: left attached, its queue
+// would pin every batch since it stalled until the budget's policy
+// detached it, with the heap near the runtime's soft limit meanwhile, at
+// the expense of the subscribers that read (see detachTarget). Detached,
+// it pins nothing, each publish costs it only a look under qmu, and it
+// resumes where it was once its session takes again. A subscriber that
+// reads slowly takes something at every write its client accepts and
+// stays attached however far behind. qmu must be held.
 func (s *Subscriber) stalled(now time.Time) bool {
-	after := s.t.m.cfg.StallAfter
-	return after > 0 && len(s.queue) > 0 && now.Sub(s.queue[0].at) > after && now.Sub(s.took) > after
+	after := s.t.m.cfg.DetachStalledAfter
+	return after > 0 && len(s.queue) > 0 && s.queued > stallFloor(s.t.m.cfg.Budget.Limit()) && now.Sub(s.untakenSince) > after
+}
+
+// stallFloor is the largest queue a stalled subscriber keeps attached
+// with: 1 MiB, or the budget's detachFloor if that is less. A smaller
+// queue pins little (mostly batches the window holds anyway), and its
+// subscriber, often a client reading a cursor at its own pace, would pay
+// for a detach with a resume from the window, or from the shard.
+func stallFloor(limit int64) int64 {
+	const floor = 1 << 20
+	if limit > 0 {
+		return min(floor, detachFloor(limit))
+	}
+	return floor
 }
 
 // chargeQueue brings the budget's count of the queue's own array up to
@@ -521,7 +538,6 @@ func (s *Subscriber) live(notify func()) (ready <-chan struct{}, wait bool, err 
 			n++
 		}
 		s.taken = append(s.taken[:0], s.queue[:n]...)
-		s.took = timeNow()
 		clear(s.queue[:n])
 		if n == len(s.queue) {
 			// Emptied: keep the array for the next push (a tick's
@@ -529,6 +545,7 @@ func (s *Subscriber) live(notify func()) (ready <-chan struct{}, wait bool, err 
 			s.queue = s.queue[:0]
 		} else {
 			s.queue = s.queue[n:]
+			s.untakenSince = timeNow()
 		}
 		s.chargeQueue()
 		s.queued -= taken
@@ -735,7 +752,6 @@ func (s *Subscriber) joinWindow() (joined bool, err error) {
 	if covered {
 		s.qmu.Lock()
 		s.attached, s.detached = true, false
-		s.took = timeNow() // the window's batches, delivered below
 		s.qmu.Unlock()
 	}
 	s.t.mu.Unlock()

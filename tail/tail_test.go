@@ -60,10 +60,10 @@ func newFixtureStore(t *testing.T, cfg Config, blob persist.Blob, cons persist.C
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	pcfg.PollInterval, pcfg.CompactionMinInputs, pcfg.ReaderHeartbeat = 20*time.Millisecond, -1, -1
-	if cfg.StallAfter == 0 {
+	if cfg.DetachStalledAfter == 0 {
 		// A test's subscriber may leave its queue alone for as long as
 		// a loaded machine makes it: only TestStalledDetached stalls.
-		cfg.StallAfter = -1
+		cfg.DetachStalledAfter = -1
 	}
 	p, err := persist.NewClient(blob, cons, pcfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -63,7 +64,8 @@ type serveConfig struct {
 	// LargeWriters and LargeWriteTurn are pgwire.Config's.
 	LargeWriters   int
 	LargeWriteTurn time.Duration
-	// DetachStalledAfter is tail.Config's StallAfter.
+	// DetachStalledAfter is tail.Config's, but 0 is never (there, the
+	// default), as 0 is no limit for --large-writers and --memory-budget.
 	DetachStalledAfter time.Duration
 }
 
@@ -129,7 +131,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.Var(&cfg.NotSentLowWater, "tcp-notsent-lowat", "bytes each client connection's socket (pgwire and the HTTP feed) may hold that the kernel has not sent yet (TCP_NOTSENT_LOWAT, Linux): the rest of a result waits in the process, where subscribers share it and the memory budget counts it, so that a client that stops reading pins at most this much kernel memory, not up to net.ipv4.tcp_wmem's maximum, for more and smaller writes (0: the kernel's net.ipv4.tcp_notsent_lowat)")
 	fs.IntVar(&cfg.LargeWriters, "large-writers", defaultLargeWriters, "how many client connections may write a large result (64 KiB or more at once) at the same time; the others wait their turn, in order, so that a storm of clients taking a snapshot holds the kernel's queues of that many only and half of them finish in the first half of the storm (0: no limit)")
 	fs.DurationVar(&cfg.LargeWriteTurn, "large-write-turn", pgwire.DefaultLargeWriteTurn, "how long a connection may keep its turn for large writes (--large-writers) before it goes to the back of the line: a client that does not read, or a huge result, holds no one up longer")
-	fs.DurationVar(&cfg.DetachStalledAfter, "detach-stalled-after", tail.DefaultStallAfter, "how long a fast-path subscriber may take nothing while changes wait for it (its client stopped reading) before it is detached: it then costs the shared tail nothing and resumes from the window or the shard, with no gap, once its client reads again (negative: never; the memory budget still detaches the largest queues)")
+	fs.DurationVar(&cfg.DetachStalledAfter, "detach-stalled-after", tail.DefaultDetachStalledAfter, "how long a fast-path subscriber may take nothing while more than 1 MiB of changes waits for it (its client stopped reading) before it is detached: it then pins no change and resumes from the window or the shard, with no gap, once its client reads again; a slow client that still reads stays attached (0: never; the memory budget still detaches the largest queues)")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers, persist writes and compactions in flight) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
 	if err := fs.Parse(args); err != nil {
@@ -209,7 +211,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 			Version:          Version,
 			AfterTxnCommit:   killAfterTxnCommit(),
 			StatementLog:     stmtlog.Config{Retention: cfg.StatementLogRetention},
-			Tail:             tail.Config{StallAfter: cfg.DetachStalledAfter},
+			Tail:             tail.Config{DetachStalledAfter: cmp.Or(cfg.DetachStalledAfter, -1)},
 		},
 		PGWire: pgwire.Config{TLSConfig: tlsConfig, Auth: auth, PeerID: uint8(cfg.PeerID), Peers: peers, MaxConnections: maxConns,
 			NotSentLowWater: int(cfg.NotSentLowWater), LargeWriters: cfg.LargeWriters, LargeWriteTurn: cfg.LargeWriteTurn},
