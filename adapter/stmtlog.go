@@ -132,6 +132,12 @@ type loggedResult struct {
 	// lastCtx is the context of the last Next: pgwire may see a cancel
 	// itself, between two Nexts, and close the result without another.
 	lastCtx context.Context
+	// rows and size are the rows and bytes Next returned, added to the
+	// record once, at Close (before the result's reference is released,
+	// so before the record is written): a live subscriber's every
+	// delivery would otherwise take the record's lock (2.4 % of the
+	// server's CPU at 10,000 subscribers) and touch its cache line.
+	rows, size int64
 }
 
 func (r *loggedResult) Describe() pgwire.Description {
@@ -145,15 +151,11 @@ func (r *loggedResult) Describe() pgwire.Description {
 func (r *loggedResult) Next(ctx context.Context) ([][]byte, error) {
 	r.lastCtx = ctx
 	msgs, err := r.Result.Next(ctx)
-	var rows, size int64
 	for _, m := range msgs {
 		if len(m) > 0 && (m[0] == 'D' || m[0] == 'd') {
-			rows++
-			size += int64(len(m))
+			r.rows++
+			r.size += int64(len(m))
 		}
-	}
-	if rows > 0 {
-		r.e.AddResult(rows, size)
 	}
 	switch {
 	case errors.Is(err, io.EOF):
@@ -170,6 +172,10 @@ func (r *loggedResult) Ready(wake func()) bool { return readyOf(r.Result, wake) 
 
 func (r *loggedResult) Close() {
 	r.Result.Close()
+	if r.rows > 0 {
+		r.e.AddResult(r.rows, r.size)
+		r.rows, r.size = 0, 0
+	}
 	if status, msg, ok := ctxOutcome(r.lastCtx); ok {
 		r.e.Finish(status, msg)
 	}

@@ -82,6 +82,25 @@ func TestShapeCacheLookupWhileComputing(t *testing.T) {
 	}
 }
 
+// BenchmarkShapeCacheGet is the lookup every subscriber of a batch makes
+// as the batch is fanned out: of the first key (a table's plain COPY
+// subscribers all have one output), and of a later one.
+func BenchmarkShapeCacheGet(b *testing.B) {
+	var c shapeCache[int]
+	first, later := outputKey(nil, &formatter.Options{}), outputKey(nil, &formatter.Options{Progress: true})
+	c.get(first, func() int { return 1 })
+	c.get(later, func() int { return 2 })
+	for _, key := range []string{first, later} {
+		b.Run(map[string]string{first: "first", later: "later"}[key], func(b *testing.B) {
+			// Another string of the same key, as each subscriber has its own.
+			key := string([]byte(key))
+			for b.Loop() {
+				c.get(key, func() int { b.Fatal("computed again"); return 0 })
+			}
+		})
+	}
+}
+
 // keepForever is a Config.WindowAge that keeps the fixture's batches
 // (their times are small numbers, not milliseconds since 1970).
 const keepForever = 200 * 365 * 24 * time.Hour
