@@ -64,9 +64,10 @@ func (p *budgetPeak) sample(b *membudget.Budget) (stop func()) {
 //
 // The first two runs leave the stalled subscribers attached however long
 // they stall (tail.Config.DetachStalledAfter negative), so that the
-// budget alone must hold their backlog; the third detaches each of them
-// once it has taken nothing for half a second with more than the stall
-// floor (here 256 KiB) waiting, before the budget needs to (the server's
+// budget alone must hold their backlog; the third detaches them as
+// stalled once they have taken nothing for half a second with more than
+// the stall floor (here 256 KiB) waiting, usually before the budget needs
+// to (the server's
 // default, 5 s, is about the length of the scaled run's writes), with the
 // server's default TCP_NOTSENT_LOWAT, so that a stalled client's socket
 // stops taking its session's writes after 128 KiB rather than megabytes.
@@ -159,15 +160,17 @@ func budgetStorm(t *testing.T, retain string, written int64, stallAfter time.Dur
 		}
 	}
 	// The budget, not the kernel or the clients' own limits, held the
-	// stalled backlog: it detached them; or each stalled subscriber was
-	// detached as stalled (readers may be too, by the budget, if they fall
-	// behind enough to need it).
+	// stalled backlog: it detached them; or the stall rule detached them,
+	// each unless the budget did first (on a loaded machine the budget can
+	// fill within the stall timeout).
+	budgetDetaches := counterValue(t, srv, "shardtail_tail_budget_detaches_total")
 	if stallAfter <= 0 {
-		if d := counterValue(t, srv, "shardtail_tail_budget_detaches_total"); d == 0 {
+		if budgetDetaches == 0 {
 			t.Error("the budget detached no subscriber: the scenario did not exercise it")
 		}
-	} else if d := counterValue(t, srv, "shardtail_tail_stall_detaches_total"); d < stalled {
-		t.Errorf("%v subscribers detached as stalled, want at least the %d stalled", d, stalled)
+	} else if d := counterValue(t, srv, "shardtail_tail_stall_detaches_total"); d == 0 || d+budgetDetaches < stalled {
+		t.Errorf("%v subscribers detached as stalled and %v by the budget; want some as stalled, and at least the %d stalled in all",
+			d, budgetDetaches, stalled)
 	}
 	must(t, execSQL(context.Background(), srv.URL(), "SELECT 1")) // the server is alive
 }
