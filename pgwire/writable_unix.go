@@ -5,22 +5,14 @@ package pgwire
 import (
 	"net"
 	"syscall"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 // rawConnOf returns nc's raw socket, for writes that do not wait (see
 // nowWriter); nil when nc is not a socket (a TLS connection, a test's
 // pipe): its writes then always may wait.
-func rawConnOf(nc net.Conn) syscall.RawConn {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	return rc
-}
+func rawConnOf(nc net.Conn) syscall.RawConn { return sockopt.RawConn(nc) }
 
 // nowWriter writes to a socket what it takes without waiting. A resumer
 // goroutine has one, so that a resumed connection finds out whether its

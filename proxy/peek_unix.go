@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"syscall"
+
+	"github.com/shardtail/shardtail/internal/sockopt"
 )
 
 // peekLost reports whether an idle upstream connection is known to be
@@ -15,17 +17,13 @@ import (
 // anything, so a live connection is left as it was; when it cannot tell,
 // it reports false and the next statement finds out.
 func peekLost(c net.Conn) bool {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := sockopt.RawConn(c)
+	if rc == nil {
 		return false
 	}
 	lost := false
 	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
+	err := rc.Read(func(fd uintptr) bool {
 		for {
 			n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 			switch {
