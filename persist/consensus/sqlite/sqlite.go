@@ -46,9 +46,14 @@ WHERE (SELECT sequence_number FROM consensus
 SELECT ?1, ?2, ifnull(?3, x'')
 WHERE NOT EXISTS (SELECT 1 FROM consensus WHERE shard = ?1)`
 
+	// No LIMIT ?: SQLite marks a LIMIT bound as a parameter as one whose
+	// value may change the plan, and prepares the statement again whenever
+	// a call binds another (half of a Scan's time: BenchmarkScan 17-23 µs
+	// with it, 11 µs without); Scan
+	// stops reading at its limit instead.
 	scanSQL = `SELECT sequence_number, data FROM consensus
 WHERE shard = ?1 AND sequence_number >= ?2
-ORDER BY sequence_number ASC LIMIT ?3`
+ORDER BY sequence_number ASC`
 
 	truncateSQL = `DELETE FROM consensus WHERE shard = ?1 AND sequence_number < ?2`
 
@@ -226,12 +231,12 @@ func (c *Consensus) Scan(ctx context.Context, key string, from persist.SeqNo, li
 	if from > validate.MaxSeqNo || limit == 0 {
 		return out, nil
 	}
-	rows, err := c.scan.QueryContext(ctx, key, int64(from), int64(limit))
+	rows, err := c.scan.QueryContext(ctx, key, int64(from))
 	if err != nil {
 		return nil, c.errorf("scan %q: %w", key, err)
 	}
 	defer rows.Close()
-	for rows.Next() {
+	for len(out) < limit && rows.Next() {
 		var v persist.VersionedData
 		var seq int64
 		if err := rows.Scan(&seq, &v.Data); err != nil {

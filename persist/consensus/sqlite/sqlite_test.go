@@ -249,3 +249,30 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 	t.Cleanup(release)
 	return release
 }
+
+// BenchmarkScan is the read behind a linearizable read of a shard's state
+// (its versions after the cached one), with the from and limit of each
+// call changing as they do in a server.
+func BenchmarkScan(b *testing.B) {
+	c, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "consensus.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var prev *persist.SeqNo
+	for i := range persist.SeqNo(16) {
+		if ok, err := c.CompareAndSet(b.Context(), "k", prev, persist.VersionedData{SeqNo: i + 1, Data: make([]byte, 512)}); err != nil || !ok {
+			b.Fatalf("CompareAndSet: %v, %v", ok, err)
+		}
+		prev = new(i + 1)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		from, limit := persist.SeqNo(13+i%2), 10+i%3
+		i++
+		if v, err := c.Scan(b.Context(), "k", from, limit); err != nil || len(v) != int(17-from) {
+			b.Fatalf("Scan(%d, %d): %d versions, %v", from, limit, len(v), err)
+		}
+	}
+}
