@@ -49,8 +49,51 @@ func RaiseFileLimit(want uint64) (uint64, error) {
 // ProcCPU returns the CPU seconds (user + system) that process pid has
 // used, including its reaped children: PostgreSQL's backends are children
 // of the postmaster and their time lands there once they exit.
+//
+// /proc/<pid>/stat counts in clock ticks (10 ms: 8 % of the 0.12 s a
+// storm of 256 clients costs the server), so the process's own time is
+// its live threads' to the nanosecond (/proc/<pid>/task/*/schedstat),
+// unless stat's is the larger by more than its rounding: threads have
+// exited, and only stat still counts their time.
 func ProcCPU(pid int) (float64, error) {
-	return procStatCPU(pid, statUtime, statStime, statCutime, statCstime)
+	stat, err := procStatCPU(pid, statUtime, statStime, statCutime, statCstime)
+	if err != nil {
+		return 0, err
+	}
+	children, err := procStatCPU(pid, statCutime, statCstime)
+	if err != nil {
+		return 0, err
+	}
+	threads, err := procThreadsCPU(pid)
+	if err != nil || children+threads < stat-2.0/clockTicks {
+		return stat, nil
+	}
+	return children + threads, nil
+}
+
+// procThreadsCPU returns the CPU seconds of process pid's live threads,
+// from the first field of each one's /proc/<pid>/task/<tid>/schedstat
+// (nanoseconds on a CPU). A thread that ends meanwhile is left out.
+func procThreadsCPU(pid int) (float64, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var ns int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f, _, _ := bytes.Cut(b, []byte(" "))
+		v, err := strconv.ParseInt(string(f), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		ns += v
+	}
+	return float64(ns) / 1e9, nil
 }
 
 // ProcSysCPU returns what of ProcCPU process pid spent in the kernel

@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -83,6 +84,32 @@ func TestMergeTail(t *testing.T) {
 	for _, want := range []string{"Measured in a run of its own, 2026-11-29 18:00 UTC, 1m30s in all", from.Command, "| (f) through the tail | copy src | 0.50 |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestProcCPUPrecise: ProcCPU sees a few milliseconds of CPU, which
+// /proc/<pid>/stat's 10 ms ticks would show as 0 or 10 ms.
+func TestProcCPUPrecise(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	threadCPU := func() time.Duration {
+		var ru syscall.Rusage
+		must(t, syscall.Getrusage(syscall.RUSAGE_THREAD, &ru))
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for range 5 {
+		before, err := ProcCPU(os.Getpid())
+		must(t, err)
+		start := threadCPU()
+		for threadCPU()-start < 3*time.Millisecond {
+		}
+		after, err := ProcCPU(os.Getpid())
+		must(t, err)
+		// The rest of the process (the collector, other tests' goroutines)
+		// may add some; never less than this thread's 3 ms.
+		if d := after - before; d < 0.003 || d > 0.1 {
+			t.Errorf("ProcCPU went up %.4f s over 3 ms of this thread's CPU", d)
 		}
 	}
 }
