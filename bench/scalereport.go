@@ -205,6 +205,7 @@ func writeLiveSection(w io.Writer, v *reportView) {
 		"CPU and the server's write system calls (syscw of /proc/<pid>/io) are counted while the writer runs and for %v after; client CPU is the "+
 		"load generator's (subscribers and writer).\n\n",
 		writerTick, cfg.fanoutDuration(), liveDrain)
+	writeFloor(w, v.r.Results.Floor)
 	sizes := cfg.liveSizes()
 	for _, ls := range sizes {
 		f, d := fast.liveRunsAt(ls), flow.liveRunsAt(ls)
@@ -217,6 +218,38 @@ func writeLiveSection(w io.Writer, v *reportView) {
 		}
 		writeLiveTable(w, f, d)
 	}
+}
+
+// writeFloor describes this machine's floor under (c), if measured.
+func writeFloor(w io.Writer, f *Floor) {
+	if f == nil || len(f.SweepSeconds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "**This machine's floor** (measured by the bench before the servers start, `bench.LoopbackSweep`): a process that does nothing "+
+		"but write(2) %s bytes to each of %s loopback sockets in turn (two threads, raw descriptors: no framing, no queue, no sessions) while "+
+		"a goroutine per socket does nothing but read(2) them sweeps the %s sockets in %s, with %s of CPU per write and its read (kernel "+
+		"included); at 10,000 sockets that is %s per sweep. At a steady rate a subscriber's next row waits at the least for the sweep to "+
+		"come round to its socket: a server's sweep adds its own work per write, the load generator its own per read (each row parsed), "+
+		"and the row its INSERT's commit.\n\n",
+		commas(f.Bytes), commas(f.Sockets), commas(f.Sockets), f.sweepMS(f.Sockets).text(msRaw), f.cpuUS().text(us), f.sweepMS(10000).text(msRaw))
+}
+
+// sweepMS is the time per sweep in milliseconds over the runs, scaled to
+// n sockets.
+func (f *Floor) sweepMS(n int) spread {
+	return scaledSpread(f.SweepSeconds, 1000*float64(n)/float64(f.Sockets))
+}
+
+// cpuUS is the CPU per write and read in microseconds over the runs.
+func (f *Floor) cpuUS() spread { return scaledSpread(f.CPUPerWrite, 1e6) }
+
+// scaledSpread is the spread of xs, each times scale.
+func scaledSpread(xs []float64, scale float64) spread {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = x * scale
+	}
+	return spreadValues(out)
 }
 
 // liveWriteSeconds is how long a live run's writer wrote: WriteSeconds, or

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -343,6 +344,8 @@ type Results struct {
 	Paths  map[string]*PathResults `json:"paths"`
 	Tail   *TailResults            `json:"tail,omitempty"`
 	Budget *BudgetScenario         `json:"budget,omitempty"`
+	// Floor is (c)'s floor on this machine (with (c) only).
+	Floor *Floor `json:"floor,omitempty"`
 }
 
 // PathResults is one path's measurements. Nil fields were not run.
@@ -506,6 +509,9 @@ func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
 	defer cleanup()
 	cfg.ServerBin = bin
 	res := &Results{Paths: map[string]*PathResults{}}
+	if cfg.runs(ScenarioLive) {
+		res.Floor = runFloor(ctx, &cfg)
+	}
 	for _, fast := range []bool{true, false} {
 		name := PathDataflow
 		if fast {
@@ -554,6 +560,35 @@ func Run(ctx context.Context, cfg SuiteConfig) (*Results, error) {
 	}
 	return res, ctx.Err()
 }
+
+// runFloor measures (c)'s Floor at its largest number of subscribers, or
+// at as many sockets as the file limit allows both ends of, before any
+// server starts.
+func runFloor(ctx context.Context, cfg *SuiteConfig) *Floor {
+	n := 0
+	for _, ls := range cfg.liveSizes() {
+		n = max(n, ls.Clients)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
+		n = min(n, int(max(lim.Cur, floorSpareFiles)-floorSpareFiles)/2)
+	}
+	if n == 0 {
+		return &Floor{Error: "no descriptors to spare"}
+	}
+	cfg.Status.Set(fmt.Sprintf("(c) this machine's floor: %d loopback sockets", n), nil)
+	f := measureFloor(ctx, n, cfg.Runs)
+	if f.Error != "" {
+		cfg.Status.Logf("(c) floor: %s", f.Error)
+	} else {
+		cfg.Status.Logf("(c) floor: a sweep of %d sockets %s, %s of CPU per write and read", n, f.sweepMS(n).text(msRaw), f.cpuUS().text(us))
+	}
+	return f
+}
+
+// floorSpareFiles are the descriptors runFloor leaves to the rest of the
+// process.
+const floorSpareFiles = 1024
 
 // copyBinary copies the server binary into a temporary directory; cleanup
 // removes it.
