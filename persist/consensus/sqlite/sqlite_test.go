@@ -177,24 +177,31 @@ func BenchmarkCAS(b *testing.B) {
 // BenchmarkHead is the read a new snapshot cursor makes (its shard's
 // latest state), on a key with a few versions.
 func BenchmarkHead(b *testing.B) {
-	c, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "consensus.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	var prev *persist.SeqNo
-	for i := range persist.SeqNo(4) {
-		if ok, err := c.CompareAndSet(b.Context(), "k", prev, persist.VersionedData{SeqNo: i + 1, Data: make([]byte, 512)}); err != nil || !ok {
-			b.Fatalf("CompareAndSet: %v, %v", ok, err)
-		}
-		prev = new(i + 1)
-	}
+	c := benchConsensus(b, 4)
 	b.ReportAllocs()
 	for b.Loop() {
 		if v, err := c.Head(b.Context(), "k"); err != nil || v == nil {
 			b.Fatalf("Head: %v, %v", v, err)
 		}
 	}
+}
+
+// benchConsensus returns a Consensus in a temporary file whose key "k"
+// holds versions 1 to n (512 bytes each); it is closed after b.
+func benchConsensus(b *testing.B, n persist.SeqNo) *Consensus {
+	c, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "consensus.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	var prev *persist.SeqNo
+	for i := range n {
+		if ok, err := c.CompareAndSet(b.Context(), "k", prev, persist.VersionedData{SeqNo: i + 1, Data: make([]byte, 512)}); err != nil || !ok {
+			b.Fatalf("CompareAndSet: %v, %v", ok, err)
+		}
+		prev = new(i + 1)
+	}
+	return c
 }
 
 // mustOpen opens a Consensus the test closes itself.
@@ -254,18 +261,7 @@ func holdWriteLock(t *testing.T, path string) (release func()) {
 // (its versions after the cached one), with the from and limit of each
 // call changing as they do in a server.
 func BenchmarkScan(b *testing.B) {
-	c, err := Open(b.Context(), Config{Path: filepath.Join(b.TempDir(), "consensus.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	var prev *persist.SeqNo
-	for i := range persist.SeqNo(16) {
-		if ok, err := c.CompareAndSet(b.Context(), "k", prev, persist.VersionedData{SeqNo: i + 1, Data: make([]byte, 512)}); err != nil || !ok {
-			b.Fatalf("CompareAndSet: %v, %v", ok, err)
-		}
-		prev = new(i + 1)
-	}
+	c := benchConsensus(b, 16)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
