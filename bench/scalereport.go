@@ -303,7 +303,24 @@ var (
 	liveRowWritesPerDelivery = liveRow{"server write syscalls per delivered row", measuredWhileWriting(func(l *LiveResult) float64 {
 		return perDelivery(l, float64(l.WriteSyscalls), 1)
 	}), decimal3, true}
+	// The two per write are what the floor's CPU per write and its read
+	// splits into, with the server's and the load generator's own work.
+	liveRowServerCPUPerWrite = liveRow{"server CPU per write syscall", measuredWhileWriting(func(l *LiveResult) float64 {
+		return perWrite(l, l.WriteServerCPU)
+	}), us, true}
+	liveRowClientCPUPerWrite = liveRow{"client CPU per server write syscall", measuredWhileWriting(func(l *LiveResult) float64 {
+		return perWrite(l, l.WriteClientCPU)
+	}), us, false}
 )
+
+// perWrite is cpu seconds per write syscall of the server while the
+// writer ran, in microseconds (-1 when either is unknown).
+func perWrite(l *LiveResult, cpu float64) float64 {
+	if cpu < 0 || l.WriteSyscalls <= 0 {
+		return -1
+	}
+	return cpu * 1e6 / float64(l.WriteSyscalls)
+}
 
 // liveTableRows are the rows of (c)'s table, in order.
 var liveTableRows = []liveRow{
@@ -327,6 +344,8 @@ var liveTableRows = []liveRow{
 	{"client CPU while writing", measuredWhileWriting(func(l *LiveResult) float64 { return l.WriteClientCPU }), cpuSecs, false},
 	liveRowServerCPUPerDelivery,
 	liveRowWritesPerDelivery,
+	liveRowServerCPUPerWrite,
+	liveRowClientCPUPerWrite,
 	{"server CPU (whole run)", func(l *LiveResult) float64 { return l.Storm.ServerCPU }, cpuSecs, true},
 	{"client CPU (whole run)", func(l *LiveResult) float64 { return l.Storm.ClientCPU }, cpuSecs, false},
 	{"errors", func(l *LiveResult) float64 { return float64(l.Storm.Errors + l.WriteErrors) }, count, false},
