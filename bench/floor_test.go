@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,5 +40,15 @@ func TestLoopbackSweep(t *testing.T) {
 	}
 	if sweep <= 0 || cpu <= 0 {
 		t.Errorf("sweep %v, CPU per write %v: want both above 0", sweep, cpu)
+	}
+}
+
+// TestWriteFloorUnmeasured: a floor that failed says why rather than
+// vanish from the report.
+func TestWriteFloorUnmeasured(t *testing.T) {
+	var b bytes.Buffer
+	writeFloor(&b, &Floor{Sockets: 10, Bytes: floorBytes, Error: "connection 3 of 10: too many open files"})
+	if got := b.String(); !strings.Contains(got, "not measured: connection 3 of 10: too many open files") {
+		t.Errorf("writeFloor = %q; want the error", got)
 	}
 }

@@ -56,14 +56,12 @@ func RaiseFileLimit(want uint64) (uint64, error) {
 // unless stat's is the larger by more than its rounding: threads have
 // exited, and only stat still counts their time.
 func ProcCPU(pid int) (float64, error) {
-	stat, err := procStatCPU(pid, statUtime, statStime, statCutime, statCstime)
+	t, err := procStatTimes(pid, statUtime, statStime, statCutime, statCstime)
 	if err != nil {
 		return 0, err
 	}
-	children, err := procStatCPU(pid, statCutime, statCstime)
-	if err != nil {
-		return 0, err
-	}
+	children := t[2] + t[3]
+	stat := t[0] + t[1] + children
 	threads, err := procThreadsCPU(pid)
 	if err != nil || children+threads < stat-2.0/clockTicks {
 		return stat, nil
@@ -115,29 +113,40 @@ const (
 // procStatCPU returns the sum of the given CPU-time fields of
 // /proc/<pid>/stat, in seconds.
 func procStatCPU(pid int, fields ...int) (float64, error) {
+	t, err := procStatTimes(pid, fields...)
+	var sum float64
+	for _, v := range t {
+		sum += v
+	}
+	return sum, err
+}
+
+// procStatTimes returns the given CPU-time fields of /proc/<pid>/stat,
+// each in seconds, from one read of it.
+func procStatTimes(pid int, fields ...int) ([]float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	// The command name (field 2) may hold spaces; the fields after its
 	// closing parenthesis are space-separated.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) <= statCstime {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+		return nil, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
 	}
-	var ticks int64
-	for _, k := range fields {
+	out := make([]float64, len(fields))
+	for j, k := range fields {
 		v, err := strconv.ParseInt(f[k], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+			return nil, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 		}
-		ticks += v
+		out[j] = float64(v) / clockTicks
 	}
-	return float64(ticks) / clockTicks, nil
+	return out, nil
 }
 
 // HostTCPMemory returns what every TCP socket on the host holds in the

@@ -222,7 +222,11 @@ func writeLiveSection(w io.Writer, v *reportView) {
 
 // writeFloor describes this machine's floor under (c), if measured.
 func writeFloor(w io.Writer, f *Floor) {
-	if f == nil || len(f.SweepSeconds) == 0 {
+	switch {
+	case f == nil:
+		return
+	case len(f.SweepSeconds) == 0:
+		fmt.Fprintf(w, "**This machine's floor** was not measured: %s.\n\n", f.Error)
 		return
 	}
 	fmt.Fprintf(w, "**This machine's floor** (measured by the bench before the servers start, `bench.LoopbackSweep`): a process that does nothing "+
