@@ -46,8 +46,9 @@ type Client struct {
 	// encodes and compactions bound the part encodings and compactions
 	// running at once (memory.go).
 	encodes, compactions *semaphore.Weighted
-	// heads caches parts' first record batches (headcache.go).
-	heads *headCache
+	// parts caches recently read parts decoded, whole or their first
+	// record batches (partcache.go).
+	parts *partCache
 }
 
 // NewClient returns a Client on the given location. It does not take
@@ -73,7 +74,7 @@ func NewClient(blob Blob, consensus Consensus, cfg Config) (*Client, error) {
 		maint:       map[string]*maintTask{},
 		bells:       map[string][]chan struct{}{},
 	}
-	c.heads = newHeadCache(c, cfg.PartHeadCacheBytes)
+	c.parts = newPartCache(c, cfg.PartCacheBytes)
 	if w, ok := consensus.(Watcher); ok {
 		ch, err := w.Watch(ctx)
 		if err != nil {
@@ -143,7 +144,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
-	c.heads.drop()
+	c.parts.drop()
 	return nil
 }
 

@@ -20,7 +20,7 @@ const (
 	DefaultOrphanGrace         = 1 * time.Hour
 	DefaultSweepInterval       = 30 * time.Minute
 	DefaultListenChunkBytes    = 8 << 20
-	DefaultPartHeadCacheBytes  = 4 << 20
+	DefaultPartCacheBytes      = 256 << 20
 )
 
 // Config tunes a Client. The zero value of a field means its default, except
@@ -76,12 +76,13 @@ type Config struct {
 	// MaxConcurrentCompactions bounds the compactions the process runs
 	// at once, over every shard; 0 means one per two CPUs (at least one).
 	MaxConcurrentCompactions int
-	// PartHeadCacheBytes bounds the process's cache of parts' first
-	// record batches (headcache.go), which lets a new snapshot cursor
-	// yield its first rows without fetching a part; negative disables it.
-	PartHeadCacheBytes int64
+	// PartCacheBytes bounds the process's cache of recently read parts,
+	// decoded (partcache.go): a snapshot cursor reads a cached part
+	// without fetching or decoding it, or a part's cached first batch
+	// without waiting for it; negative disables it.
+	PartCacheBytes int64
 	// Memory, if set, is charged with what part encodings and compactions
-	// hold while they run, and with the part head cache (the process's
+	// hold while they run, and with the part cache (the process's
 	// memory budget's membudget.HolderPersist).
 	Memory *membudget.Holder
 	// Now returns the wall clock in milliseconds; tests replace it to drive
@@ -129,8 +130,8 @@ func (c Config) withDefaults() Config {
 	if c.ListenChunkBytes == 0 {
 		c.ListenChunkBytes = DefaultListenChunkBytes
 	}
-	if c.PartHeadCacheBytes == 0 {
-		c.PartHeadCacheBytes = DefaultPartHeadCacheBytes
+	if c.PartCacheBytes == 0 {
+		c.PartCacheBytes = DefaultPartCacheBytes
 	}
 	if c.MaxConcurrentEncodes == 0 {
 		c.MaxConcurrentEncodes = defaultSlots()

@@ -63,11 +63,14 @@
 // run at one time (a compacted shard), there is nothing to merge:
 // Cursor.NextChunk passes the parts' record batches through as columns
 // (row.Columns), which the wire encoders read in place, without a datum
-// per value; Next decodes them. The process keeps the first record batch
-// of recently read parts (headcache.go, Config.PartHeadCacheBytes): such a
-// cursor yields a part's first rows from there and opens the part only for
-// its second batch, so a FETCH 10 or a COPY's first row on a new cursor
-// does not wait for a part to be fetched, mapped and checked. Listen(as_of) yields the updates
+// per value; Next decodes them. The process keeps recently read parts
+// decoded (partcache.go, Config.PartCacheBytes): such a cursor reads a
+// cached part without fetching, decompressing or checking it again; of a
+// part too large to keep whole, the first record batch is kept, and the
+// cursor yields the part's first rows from there and opens the part only
+// for its second batch, so a FETCH 10 or a COPY's first row on a new
+// cursor does not wait for a part to be fetched, mapped and checked.
+// Listen(as_of) yields the updates
 // after as_of batch by batch, each with its progress frontier. io.EOF ends a
 // cursor and nothing else: Cursor.Next, Cursor.NextChunk and Listen.Next
 // never fail with an error that matches it, though the storage's may wrap it

@@ -50,9 +50,9 @@ func Snapshots(m *Metrics, read string) prometheus.Counter {
 // by l held.
 func ListenPeakBytes(l *Listen) int64 { return l.peak }
 
-// HeadCache: see PartsFetched; result is "hit" or "miss".
-func HeadCache(m *Metrics, result string) prometheus.Counter {
-	return m.headCache.WithLabelValues(result)
+// PartCache: see PartsFetched; result is "whole", "head" or "miss".
+func PartCache(m *Metrics, result string) prometheus.Counter {
+	return m.partCache.WithLabelValues(result)
 }
 
 // Refreshes: see PartsFetched; reads of consensus by refreshes.

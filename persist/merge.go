@@ -51,11 +51,18 @@ type runIter struct {
 	// colPos the number of its rows passed.
 	cols   *row.Columns
 	colPos int
-	// cached is set while cols is the current part's first batch from the
-	// head cache (Client.heads): the part is not open yet. first is set
-	// while the open reader's next batch is its part's first.
-	cached *headEntry
-	first  bool
+	// cached is set while cols come from the current part's entry in the
+	// part cache (Client.parts), cachedNext the index of the next of its
+	// batches: the part is not open. first is set while the open reader's
+	// next batch is its part's first.
+	cached     *partEntry
+	cachedNext int
+	first      bool
+	// fill collects the batches of the part the reader is reading from
+	// its first, while they fit in a cache entry (fillSize), for the part
+	// cache once the reader is done.
+	fill     []*row.Columns
+	fillSize int64
 }
 
 // advance moves to the next kept update.
@@ -134,16 +141,21 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 	for r.cols == nil || r.colPos == r.cols.Len {
 		r.cols = nil
 		if e := r.cached; e != nil {
+			if r.cachedNext < len(e.cols) {
+				r.cols, r.colPos = e.cols[r.cachedNext], 0
+				r.cachedNext++
+				continue
+			}
 			// The part's first batch came from the cache: its rest, if
 			// any, from the part.
 			r.cached = nil
-			if e.batches > 1 {
+			if !e.whole() {
 				p := r.parts[r.next-1]
 				if err := r.openPart(ctx, p); err != nil {
 					return nil, err
 				}
-				last := row.Update{Row: e.cols.Row(e.cols.Off + e.cols.Len - 1), T: e.cols.T}
-				if err := r.reader.SkipBatch(last); err != nil {
+				last := e.cols[len(e.cols)-1]
+				if err := r.reader.SkipBatch(row.Update{Row: last.Row(last.Off + last.Len - 1), T: last.T}); err != nil {
 					return nil, partDecodeError(p.Key, err)
 				}
 				r.first = false
@@ -153,21 +165,22 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 			cols, err := r.reader.NextColumns()
 			first := r.first
 			r.first = false
+			p := r.parts[r.next-1]
 			if err == nil {
-				p := r.parts[r.next-1]
 				if cols.T != p.MinT {
 					err = fmt.Errorf("%w: update at time %d in a part at %d", codec.ErrCorrupt, cols.T, p.MinT)
 					return nil, partDecodeError(p.Key, err)
 				}
-				if first {
-					r.c.heads.put(p.Key, cols, r.reader.NumBatches())
-				}
+				r.collect(p.Key, cols, first)
 				r.cols, r.colPos = cols, 0
 				continue
 			}
 			// The reader's own io.EOF only, as in advance.
 			if err != io.EOF {
-				return nil, partDecodeError(r.parts[r.next-1].Key, err)
+				return nil, partDecodeError(p.Key, err)
+			}
+			if r.fill != nil {
+				r.c.parts.put(p.Key, r.fill, len(r.fill))
 			}
 			r.drop()
 		}
@@ -176,9 +189,9 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 			return nil, nil
 		}
 		if p := r.parts[r.next]; p.TsRewrite == nil {
-			if e, ok := r.c.heads.get(p.Key); ok && e.cols.T == p.MinT {
+			if e, ok := r.c.parts.get(p.Key); ok && e.T() == p.MinT {
 				r.next++
-				r.cached, r.cols, r.colPos = e, e.cols, 0
+				r.cached, r.cachedNext = e, 0
 				continue
 			}
 		}
@@ -192,8 +205,30 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 	return out, nil
 }
 
+// collect keeps cols, the open part's next batch, for the part cache: the
+// first batch at once, and all of them once the part is read, if they fit
+// in an entry.
+func (r *runIter) collect(key string, cols *row.Columns, first bool) {
+	if first {
+		r.c.parts.put(key, []*row.Columns{cols}, r.reader.NumBatches())
+		r.fill, r.fillSize = nil, 0
+		if r.reader.NumBatches() == 1 {
+			return // the head is the whole part
+		}
+	} else if r.fill == nil {
+		return // not read from its first batch, or too large
+	}
+	r.fillSize += cols.Size()
+	if r.fillSize > r.c.parts.maxEntry() {
+		r.fill = nil
+		return
+	}
+	r.fill = append(r.fill, cols)
+}
+
 // drop lets go of the current part: its reader, and its bytes if lent.
 func (r *runIter) drop() {
+	r.fill = nil
 	r.reader = nil
 	if r.release != nil {
 		r.release()

@@ -21,9 +21,9 @@ type Metrics struct {
 	// snapshots counts snapshot cursors by how they read: merged, or
 	// passed through as columns (Cursor.NextChunk).
 	snapshots *prometheus.CounterVec
-	// headCache counts lookups of parts' first batches (headcache.go) by
-	// result: hit or miss.
-	headCache *prometheus.CounterVec
+	// partCache counts lookups of the part cache (partcache.go) by
+	// result: whole, head or miss.
+	partCache *prometheus.CounterVec
 }
 
 func newMetrics() *Metrics {
@@ -44,15 +44,15 @@ func newMetrics() *Metrics {
 		refreshes:    c("state_refreshes_total", "Linearizable reads of shard state from consensus (batched across callers)."),
 		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardtail", Subsystem: "persist", Name: "snapshots_total",
 			Help: "Snapshot cursors opened, by read: merge (a k-way merge of runs) or columns (a single run at one time, passed through)."}, []string{"read"}),
-		headCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardtail", Subsystem: "persist", Name: "part_head_cache_total",
-			Help: "Lookups of a part's cached first record batch by a snapshot cursor, by result: hit (the part was not fetched for its first rows) or miss."}, []string{"result"}),
+		partCache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "shardtail", Subsystem: "persist", Name: "part_cache_total",
+			Help: "Lookups of a part in the cache of decoded parts by a snapshot cursor, by result: whole (the part was not fetched), head (not fetched for its first rows) or miss."}, []string{"result"}),
 	}
 }
 
 // Register adds the metrics to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.casAttempts, m.casConflicts, m.casErrors, m.casBytes,
-		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted, m.blobsSwept, m.refreshes, m.snapshots, m.headCache} {
+		m.partsWritten, m.partBytes, m.partsFetched, m.compactions, m.blobsDeleted, m.blobsSwept, m.refreshes, m.snapshots, m.partCache} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

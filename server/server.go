@@ -97,6 +97,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if percfg.Memory == nil {
 		percfg.Memory = budget.TransientHolder(membudget.HolderPersist)
 	}
+	percfg.PartCacheBytes = partCacheBytes(percfg.PartCacheBytes, cfg.MemoryBudget)
 	if s.persist, err = persist.NewClient(b, cons, percfg); err != nil {
 		return nil, err
 	}
@@ -292,3 +293,14 @@ func (s *Server) Budget() *membudget.Budget { return s.budget }
 
 // Registry returns the metrics registry /metrics serves.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// partCacheBytes is persist's part cache bound for a configured one (0:
+// the default) under a memory budget (0: unlimited): the cache counts in
+// the budget, so by default it takes at most a sixteenth of it, and a
+// small budget is left to the subscribers.
+func partCacheBytes(configured, budget int64) int64 {
+	if configured != 0 || budget <= 0 {
+		return configured
+	}
+	return max(1, min(persist.DefaultPartCacheBytes, budget/16))
+}

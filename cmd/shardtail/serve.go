@@ -58,6 +58,9 @@ type serveConfig struct {
 	OrphanGrace           time.Duration
 	SweepInterval         time.Duration
 	MemoryBudget          sizeFlag
+	// PartCache is persist.Config's PartCacheBytes; unset, the server's
+	// default (server.Config.Persist), and 0 turns it off.
+	PartCache givenSizeFlag
 	// NotSentLowWater is pgwire.Config's and feed.Config's NotSentLowWater
 	// (0: the kernel's).
 	NotSentLowWater sizeFlag
@@ -83,6 +86,30 @@ func (f *sizeFlag) Set(s string) error {
 	n, err := membudget.ParseSize(s)
 	*f = sizeFlag(n)
 	return err
+}
+
+// givenSizeFlag is a sizeFlag that records whether it was given, on the
+// command line or in the environment.
+type givenSizeFlag struct {
+	sizeFlag
+	given bool
+}
+
+func (f *givenSizeFlag) Set(s string) error {
+	f.given = true
+	return f.sizeFlag.Set(s)
+}
+
+// bytes is the flag for a Config field whose zero is its default and whose
+// negative turns it off: 0 when not given, -1 when given as 0.
+func (f *givenSizeFlag) bytes() int64 {
+	switch {
+	case !f.given:
+		return 0
+	case f.sizeFlag == 0:
+		return -1
+	}
+	return int64(f.sizeFlag)
 }
 
 const serveUsage = `Usage: shardtail serve [flags]
@@ -134,6 +161,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.DetachStalledAfter, "detach-stalled-after", tail.DefaultDetachStalledAfter, "how long a fast-path subscriber may take nothing while more than 1 MiB of changes (or 1/64 of the memory budget, if less) waits for it (its client stopped reading) before it is detached: it then pins no change and resumes from the window or the shard, with no gap, once its client reads again; a slow client that still reads stays attached (0: never; the memory budget still detaches the largest queues)")
 	cfg.MemoryBudget = sizeFlag(membudget.Default())
 	fs.Var(&cfg.MemoryBudget, "memory-budget", "memory the server's large holders (shared-tail windows and queues, snapshot shares, ordered timestamps, dataflow queues, pgwire buffers, persist writes and compactions in flight) may hold together; over it windows shrink, then the largest fast-path queues are detached (0: unlimited; default half of the machine's or cgroup's memory)")
+	fs.Var(&cfg.PartCache, "part-cache", "decoded parts kept in memory for snapshot reads, the most recently read: a snapshot of a cached part needs no fetch, decompression or check (of a part over 1/8 of it, its first rows only); the memory budget counts it (0: off; default 256MiB, or 1/16 of --memory-budget if less)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -201,7 +229,7 @@ func runServer(ctx context.Context, cfg serveConfig, m *Main) error {
 	srv, err := server.New(ctx, server.Config{
 		BlobURL:      cfg.Blob,
 		ConsensusURL: cfg.Consensus,
-		Persist:      persist.Config{OrphanGrace: cfg.OrphanGrace, SweepInterval: cfg.SweepInterval},
+		Persist:      persist.Config{OrphanGrace: cfg.OrphanGrace, SweepInterval: cfg.SweepInterval, PartCacheBytes: cfg.PartCache.bytes()},
 		Adapter: adapter.Config{
 			Tick:             cfg.Tick,
 			FastPath:         cfg.FastPath,

@@ -76,11 +76,10 @@ func checkUpdates(t *testing.T, got, want []row.Update, asOf uint64) {
 	}
 }
 
-// TestPartHeadCache checks that a new cursor takes a part's first rows from
-// the cache of parts' first batches, without fetching the part, and that
-// a whole read through the cache returns the same updates as the first
-// read.
-func TestPartHeadCache(t *testing.T) {
+// TestPartCache checks that a cursor reads a part cached whole without
+// fetching it, with the same updates as the first read, and that the
+// cache's bytes are charged and given back on Close.
+func TestPartCache(t *testing.T) {
 	e := newEnv(t)
 	holder := membudget.New(0).Holder(membudget.HolderPersist)
 	e.cfg.Memory = holder
@@ -90,9 +89,44 @@ func TestPartHeadCache(t *testing.T) {
 	fetched := partFetches(c)
 	checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
 	parts := partFetches(c) - fetched
-	if held := holder.Bytes(); held <= 0 || held > persist.DefaultPartHeadCacheBytes {
+	if held := holder.Bytes(); held <= 0 || held > persist.DefaultPartCacheBytes {
 		t.Fatalf("the cache holds %d bytes after a read, want some, at most the default bound", held)
 	}
+
+	// A second read: every part from the cache, none fetched.
+	fetched = partFetches(c)
+	for range 2 {
+		checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
+	}
+	if got := partFetches(c) - fetched; got != 0 {
+		t.Errorf("reads through the cache fetched %d parts, want none", got)
+	}
+	if got := testutil.ToFloat64(persist.PartCache(c.Metrics(), "whole")); got != float64(2*parts) {
+		t.Errorf("%v whole-part hits, want %d", got, 2*parts)
+	}
+	c.Close()
+	if held := holder.Bytes(); held != 0 {
+		t.Errorf("the cache holds %d bytes after Close, want 0", held)
+	}
+}
+
+// headsOnly is a part cache bound under which headShard's parts are kept
+// by their first batch only (an entry is at most an eighth of it).
+const headsOnly = 512 << 10
+
+// TestPartHeadCache checks that, where parts are too large to keep whole,
+// a new cursor takes a part's first rows from the cache of its first
+// batch, without fetching the part, and that a whole read through the
+// cache returns the same updates as the first read.
+func TestPartHeadCache(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.PartCacheBytes = headsOnly
+	c, _, want, r := headShard(t, e, 5000)
+	ctx := ctxT(t)
+
+	fetched := partFetches(c)
+	checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
+	parts := partFetches(c) - fetched
 
 	// A FETCH 10: the first chunk comes from the cache, no part is fetched.
 	fetched = partFetches(c)
@@ -111,24 +145,22 @@ func TestPartHeadCache(t *testing.T) {
 	if got := partFetches(c) - fetched; got != parts && got != parts-1 {
 		t.Errorf("a read through the cache fetched %d parts, want each of %d once (but the last)", got, parts)
 	}
-	if got := testutil.ToFloat64(persist.HeadCache(c.Metrics(), "hit")); got < float64(parts) {
-		t.Errorf("%v cache hits, want at least %d", got, parts)
+	if got := testutil.ToFloat64(persist.PartCache(c.Metrics(), "head")); got < float64(parts) {
+		t.Errorf("%v first-batch hits, want at least %d", got, parts)
 	}
-	c.Close()
-	if held := holder.Bytes(); held != 0 {
-		t.Errorf("the cache holds %d bytes after Close, want 0", held)
+	if got := testutil.ToFloat64(persist.PartCache(c.Metrics(), "whole")); got > 1 {
+		t.Errorf("%v whole-part hits under a bound of %d, want at most the last part's", got, headsOnly)
 	}
 }
 
-// TestPartHeadCacheBound checks that the cache stays within
-// PartHeadCacheBytes, and that a cache too small for any head leaves reads
-// as they were.
-func TestPartHeadCacheBound(t *testing.T) {
-	for _, limit := range []int64{24 << 10, 1} {
+// TestPartCacheBound checks that the cache stays within PartCacheBytes,
+// and that a cache too small for any head leaves reads as they were.
+func TestPartCacheBound(t *testing.T) {
+	for _, limit := range []int64{headsOnly, 1} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			e := newEnv(t)
 			holder := membudget.New(0).Holder(membudget.HolderPersist)
-			e.cfg.Memory, e.cfg.PartHeadCacheBytes = holder, limit
+			e.cfg.Memory, e.cfg.PartCacheBytes = holder, limit
 			c, _, want, r := headShard(t, e, 5000)
 			ctx := ctxT(t)
 			for range 3 {
@@ -137,7 +169,8 @@ func TestPartHeadCacheBound(t *testing.T) {
 					t.Fatalf("the cache holds %d bytes, bound %d", held, limit)
 				}
 			}
-			if limit == 1 && testutil.ToFloat64(persist.HeadCache(c.Metrics(), "hit")) != 0 {
+			hits := testutil.ToFloat64(persist.PartCache(c.Metrics(), "head")) + testutil.ToFloat64(persist.PartCache(c.Metrics(), "whole"))
+			if limit == 1 && hits != 0 {
 				t.Error("a cache too small for any head had hits")
 			}
 		})
@@ -151,6 +184,7 @@ func TestPartHeadCacheBound(t *testing.T) {
 // damage is in a buffer's size).
 func TestPartHeadCacheCorruptRest(t *testing.T) {
 	e := newEnv(t)
+	e.cfg.PartCacheBytes = headsOnly
 	c, shard, want, r := headShard(t, e, 5000)
 	ctx := ctxT(t)
 	checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
