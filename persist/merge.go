@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/shardtail/shardtail/persist/codec"
 	"github.com/shardtail/shardtail/row"
@@ -158,7 +159,11 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 				if err := r.reader.SkipBatch(row.Update{Row: last.Row(last.Off + last.Len - 1), T: last.T}); err != nil {
 					return nil, partDecodeError(p.Key, err)
 				}
+				// The rest joins the cached head, so that a part first
+				// read by a FETCH 10 (its head alone) is cached whole
+				// once a cursor reads it all.
 				r.first = false
+				r.fill, r.fillSize = slices.Clone(e.cols), e.size
 			}
 		}
 		if r.reader != nil {

@@ -77,14 +77,20 @@ func checkUpdates(t *testing.T, got, want []row.Update, asOf uint64) {
 }
 
 // TestPartCache checks that a cursor reads a part cached whole without
-// fetching it, with the same updates as the first read, and that the
-// cache's bytes are charged and given back on Close.
+// fetching it, with the same updates as the first read, also a part whose
+// head alone a FETCH 10 cached before, and that the cache's bytes are
+// charged and given back on Close.
 func TestPartCache(t *testing.T) {
 	e := newEnv(t)
 	holder := membudget.New(0).Holder(membudget.HolderPersist)
 	e.cfg.Memory = holder
 	c, _, want, r := headShard(t, e, 5000)
 	ctx := ctxT(t)
+
+	// A FETCH 10: the first part's head is cached, not the part.
+	cur := must(r.Snapshot(ctx, 1))(t)
+	must(cur.NextChunk(ctx))(t)
+	cur.Close()
 
 	fetched := partFetches(c)
 	checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
@@ -103,6 +109,9 @@ func TestPartCache(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(persist.PartCache(c.Metrics(), "whole")); got != float64(2*parts) {
 		t.Errorf("%v whole-part hits, want %d", got, 2*parts)
+	}
+	if got := testutil.ToFloat64(persist.PartCache(c.Metrics(), "head")); got != 1 {
+		t.Errorf("%v first-batch hits, want 1 (the first read's, of the part the FETCH read)", got)
 	}
 	c.Close()
 	if held := holder.Bytes(); held != 0 {
