@@ -171,17 +171,18 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 			first := r.first
 			r.first = false
 			p := r.parts[r.next-1]
+			if err == nil && cols.T != p.MinT {
+				err = fmt.Errorf("%w: update at time %d in a part at %d", codec.ErrCorrupt, cols.T, p.MinT)
+			}
 			if err == nil {
-				if cols.T != p.MinT {
-					err = fmt.Errorf("%w: update at time %d in a part at %d", codec.ErrCorrupt, cols.T, p.MinT)
-					return nil, partDecodeError(p.Key, err)
-				}
 				r.collect(p.Key, cols, first)
 				r.cols, r.colPos = cols, 0
 				continue
 			}
-			// The reader's own io.EOF only, as in advance.
+			// The reader's own io.EOF only, as in advance. A part that
+			// failed is never cached, whatever a caller does next.
 			if err != io.EOF {
+				r.fill = nil
 				return nil, partDecodeError(p.Key, err)
 			}
 			if r.fill != nil {
