@@ -67,18 +67,19 @@ func (h *partCache) get(key string) (*partEntry, bool) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e, ok := h.byKey[key]
+	el, ok := h.byKey[key]
 	if !ok {
 		h.c.metrics.partCache.WithLabelValues("miss").Inc()
 		return nil, false
 	}
-	h.lru.MoveToFront(e)
+	h.lru.MoveToFront(el)
+	e := el.Value.(*partEntry)
 	result := "head"
-	if e.Value.(*partEntry).whole() {
+	if e.whole() {
 		result = "whole"
 	}
 	h.c.metrics.partCache.WithLabelValues(result).Inc()
-	return e.Value.(*partEntry), true
+	return e, true
 }
 
 // put caches cols, the first batches of key's part of the given number
