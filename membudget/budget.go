@@ -36,6 +36,9 @@ const (
 	// encodings (their zstd state and buffers), encoded parts until they
 	// are uploaded, and a compaction's merged updates until it writes them.
 	HolderPersist = "persist"
+	// HolderPartCache is persist's decoded parts kept for snapshot reads
+	// (--part-cache), and the batches cursors collect for it.
+	HolderPartCache = "part_cache"
 )
 
 // Help is the help text of shardtail_memory_bytes. Every registration of
@@ -297,10 +300,13 @@ func (h *Holder) Bytes() int64 {
 // Stages of the policy, in the order Enforce runs them: what costs clients
 // least goes first.
 const (
+	// StageCache empties caches (persist's part cache): what they hold
+	// only saves later reads work; no client waits for it.
+	StageCache = iota
 	// StageShrink shrinks what is retained for subscribers that may come
 	// or fall behind later (the fast path's windows and finished snapshot
 	// shares): no client loses anything now.
-	StageShrink = iota
+	StageShrink
 	// StageDetach detaches the largest fast-path queues: their
 	// subscribers resume from the shard, losing nothing but the catch-up.
 	StageDetach
@@ -323,8 +329,8 @@ type stage struct {
 	shed  func()
 }
 
-// AddStage registers shed as a step of the policy at order (StageShrink,
-// StageDetach): Enforce calls it while the total is over the budget. shed
+// AddStage registers shed as a step of the policy at order (StageCache,
+// StageShrink, StageDetach): Enforce calls it while the total is over the budget. shed
 // must free what it can (stopping early once Over is false, or at a lower
 // mark of its own: room below the limit that later growth takes a while to
 // fill) and must not

@@ -89,15 +89,16 @@ func TestEnforceOrder(t *testing.T) {
 	// Registered out of order: Enforce sorts them.
 	b.AddStage(StageDetach, func() { log = append(log, "detach"); h.Add(-10) })
 	removeShrink := b.AddStage(StageShrink, func() { log = append(log, "shrink"); h.Add(-10) })
+	removeCache := b.AddStage(StageCache, func() { log = append(log, "cache"); h.Add(-10) })
 	for _, n := range []int64{5, 30, 20} {
 		h.Add(n)
 		b.AddVictim(&victim{h: h, bytes: n, ended: &ended})
 	}
-	h.Add(40) // 95 in all: 40 the stages free, 55 the victims hold
+	h.Add(50) // 105 in all: 50 the stages free, 55 the victims hold
 
-	b.SetLimit(60) // the stages free 20, one victim the other 15
+	b.SetLimit(60) // the stages free 30, one victim the other 15
 	b.Enforce()
-	if got, want := log, []string{"shrink", "detach"}; !reflect.DeepEqual(got, want) {
+	if got, want := log, []string{"cache", "shrink", "detach"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("stages ran %v, want %v", got, want)
 	}
 	if got, want := ended, []int64{30}; !reflect.DeepEqual(got, want) {
@@ -109,6 +110,7 @@ func TestEnforceOrder(t *testing.T) {
 
 	log, ended = nil, nil
 	removeShrink()
+	removeCache()
 	b.SetLimit(b.Total() - 1) // the detach stage is enough
 	b.Enforce()
 	if got, want := log, []string{"detach"}; !reflect.DeepEqual(got, want) || len(ended) != 0 {

@@ -7,12 +7,15 @@
 // policy that its holders' owners register and Enforce runs, after a holder
 // grew, while the total is over the limit:
 //
-//  1. StageShrink: what is retained for later (the fast path's windows,
+//  1. StageCache: persist's part cache (HolderPartCache) lets its least
+//     recently used parts go, and keeps no new ones while the budget is
+//     over. What it holds only saves later reads work.
+//  2. StageShrink: what is retained for later (the fast path's windows,
 //     its snapshot shares' pieces that every subscriber took, finished
 //     shares kept for late joiners) is dropped. No client loses anything.
-//  2. StageDetach: the largest fast-path queues are detached; their
+//  3. StageDetach: the largest fast-path queues are detached; their
 //     subscribers resume from the shard, losing nothing but the catch-up.
-//  3. Victims, largest first: dataflow-path subscribes, which cannot
+//  4. Victims, largest first: dataflow-path subscribes, which cannot
 //     resume by themselves, end with a *subscribe.MemoryBudgetError
 //     (53200, naming the budget); the client resubscribes AS OF its last
 //     progress.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/row"
 	"golang.org/x/sync/semaphore"
 )
@@ -74,7 +75,11 @@ func NewClient(blob Blob, consensus Consensus, cfg Config) (*Client, error) {
 		maint:       map[string]*maintTask{},
 		bells:       map[string][]chan struct{}{},
 	}
-	c.parts = newPartCache(c, cfg.PartCacheBytes)
+	cacheMem := cfg.Memory
+	if cfg.Budget != nil {
+		cacheMem = cfg.Budget.Holder(membudget.HolderPartCache)
+	}
+	c.parts = newPartCache(cfg.PartCacheBytes, cacheMem, cfg.Budget, c.metrics)
 	if w, ok := consensus.(Watcher); ok {
 		ch, err := w.Watch(ctx)
 		if err != nil {

@@ -82,9 +82,15 @@ type Config struct {
 	// without waiting for it; negative disables it.
 	PartCacheBytes int64
 	// Memory, if set, is charged with what part encodings and compactions
-	// hold while they run, and with the part cache (the process's
-	// memory budget's membudget.HolderPersist).
+	// hold while they run (the process's memory budget's
+	// membudget.HolderPersist), and with the part cache when Budget is
+	// not set.
 	Memory *membudget.Holder
+	// Budget, if set, is the process's memory budget: the part cache is
+	// charged to its membudget.HolderPartCache and is the first stage of
+	// its policy (membudget.StageCache): over the budget, the cache lets
+	// its least recently used parts go and keeps no new ones.
+	Budget *membudget.Budget
 	// Now returns the wall clock in milliseconds; tests replace it to drive
 	// lease expiry. nil means time.Now.
 	Now func() int64

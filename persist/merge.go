@@ -60,8 +60,9 @@ type runIter struct {
 	cachedNext int
 	first      bool
 	// fill collects the batches of the part the reader is reading from
-	// its first, while they fit in a cache entry (fillSize), for the part
-	// cache once the reader is done.
+	// its first, while they fit in a cache entry, for the part cache once
+	// the reader is done; fillSize is what the cache counts for them
+	// (partCache.hold).
 	fill     []*row.Columns
 	fillSize int64
 }
@@ -163,7 +164,9 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 				// read by a FETCH 10 (its head alone) is cached whole
 				// once a cursor reads it all.
 				r.first = false
-				r.fill, r.fillSize = slices.Clone(e.cols), e.size
+				if r.c.parts.hold(e.size) {
+					r.fill, r.fillSize = slices.Clone(e.cols), e.size
+				}
 			}
 		}
 		if r.reader != nil {
@@ -182,11 +185,12 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 			// The reader's own io.EOF only, as in advance. A part that
 			// failed is never cached, whatever a caller does next.
 			if err != io.EOF {
-				r.fill = nil
+				r.giveUpFill()
 				return nil, partDecodeError(p.Key, err)
 			}
 			if r.fill != nil {
-				r.c.parts.put(p.Key, r.fill, len(r.fill))
+				r.c.parts.put(p.Key, r.fill, len(r.fill), r.fillSize)
+				r.fill, r.fillSize = nil, 0
 			}
 			r.drop()
 		}
@@ -213,28 +217,35 @@ func (r *runIter) nextColumns(ctx context.Context, max int) (*row.Columns, error
 
 // collect keeps cols, the open part's next batch, for the part cache: the
 // first batch at once, and all of them once the part is read, if they fit
-// in an entry.
+// in an entry and the cache holds them meanwhile.
 func (r *runIter) collect(key string, cols *row.Columns, first bool) {
 	if first {
-		r.c.parts.put(key, []*row.Columns{cols}, r.reader.NumBatches())
-		r.fill, r.fillSize = nil, 0
+		r.c.parts.put(key, []*row.Columns{cols}, r.reader.NumBatches(), 0)
+		r.giveUpFill()
 		if r.reader.NumBatches() == 1 {
 			return // the head is the whole part
 		}
 	} else if r.fill == nil {
-		return // not read from its first batch, or too large
+		return // not read from its first batch, or given up
 	}
-	r.fillSize += cols.Size()
-	if r.fillSize > r.c.parts.maxEntry() {
-		r.fill = nil
+	n := cols.Size()
+	if r.fillSize+n > r.c.parts.maxEntry() || !r.c.parts.hold(n) {
+		r.giveUpFill()
 		return
 	}
 	r.fill = append(r.fill, cols)
+	r.fillSize += n
+}
+
+// giveUpFill lets go of the batches collected for the part cache.
+func (r *runIter) giveUpFill() {
+	r.c.parts.release(r.fillSize)
+	r.fill, r.fillSize = nil, 0
 }
 
 // drop lets go of the current part: its reader, and its bytes if lent.
 func (r *runIter) drop() {
-	r.fill = nil
+	r.giveUpFill()
 	r.reader = nil
 	if r.release != nil {
 		r.release()

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"sync"
 
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -23,16 +24,31 @@ import (
 // the encoders and sliced, never modified), shared by every cursor that
 // hits. An entry is at most an eighth of the limit (a first batch, which
 // codec keeps short, nearly always fits: the cache holds the heads of many
-// parts where it cannot hold them whole). Its bytes are charged to
-// Config.Memory.
+// parts where it cannot hold them whole).
+//
+// The limit bounds the entries and the fills together: the batches the
+// cursors reading parts from their first batch collect for an entry (hold),
+// which would otherwise be up to an eighth of the limit per cursor that no
+// one counts. Both are charged to mem as they grow. Under a memory budget,
+// the cache is the first thing the policy empties (membudget.StageCache:
+// its least recently used entries go while the budget is over), and while
+// the budget is over it takes no new entry and begins no fill: what it
+// holds only saves work, where the other holders hold what clients wait
+// for. Fills in progress stay until their part ends (their cursors own
+// them), each at most an eighth of the limit.
 type partCache struct {
-	c     *Client
-	limit int64
+	limit   int64
+	mem     *membudget.Holder
+	budget  *membudget.Budget // nil: none
+	metrics *Metrics
+	// removeStage takes the cache's stage out of the budget's policy.
+	removeStage func()
 
-	mu    sync.Mutex
-	bytes int64                    // mu
-	lru   *list.List               // mu: of *partEntry, most recent first
-	byKey map[string]*list.Element // mu
+	mu     sync.Mutex
+	bytes  int64                    // mu: the entries' and the fills' (what mem is charged)
+	lru    *list.List               // mu: of *partEntry, most recent first
+	byKey  map[string]*list.Element // mu
+	closed bool                     // mu: dropped; nothing new is kept
 }
 
 // partEntry is one part's record batches: all of them (whole), or the
@@ -53,8 +69,14 @@ func (e *partEntry) whole() bool { return len(e.cols) == e.batches }
 // T is the time of the entry's rows.
 func (e *partEntry) T() uint64 { return e.cols[0].T }
 
-func newPartCache(c *Client, limit int64) *partCache {
-	return &partCache{c: c, limit: limit, lru: list.New(), byKey: map[string]*list.Element{}}
+// newPartCache returns a cache of limit bytes (none when limit <= 0)
+// charged to mem, and the first stage of budget's policy.
+func newPartCache(limit int64, mem *membudget.Holder, budget *membudget.Budget, m *Metrics) *partCache {
+	h := &partCache{limit: limit, mem: mem, budget: budget, metrics: m, lru: list.New(), byKey: map[string]*list.Element{}, removeStage: func() {}}
+	if limit > 0 {
+		h.removeStage = budget.AddStage(membudget.StageCache, h.shed)
+	}
+	return h
 }
 
 // maxEntry is the most bytes one entry may take.
@@ -62,14 +84,14 @@ func (h *partCache) maxEntry() int64 { return h.limit / 8 }
 
 // get returns key's entry, if cached.
 func (h *partCache) get(key string) (*partEntry, bool) {
-	if h == nil || h.limit <= 0 {
+	if h.limit <= 0 {
 		return nil, false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	el, ok := h.byKey[key]
 	if !ok {
-		h.c.metrics.partCache.WithLabelValues("miss").Inc()
+		h.metrics.partCache.WithLabelValues("miss").Inc()
 		return nil, false
 	}
 	h.lru.MoveToFront(el)
@@ -78,58 +100,113 @@ func (h *partCache) get(key string) (*partEntry, bool) {
 	if e.whole() {
 		result = "whole"
 	}
-	h.c.metrics.partCache.WithLabelValues(result).Inc()
+	h.metrics.partCache.WithLabelValues(result).Inc()
 	return e, true
 }
 
+// hold counts n more bytes of a fill, making room for them, and reports
+// whether they fit; when they do not, it counts nothing and the caller
+// gives the fill up (release).
+func (h *partCache) hold(n int64) bool {
+	if h.limit <= 0 {
+		return false
+	}
+	h.mu.Lock()
+	ok := h.room(n)
+	if ok {
+		h.add(n)
+	}
+	h.mu.Unlock()
+	return ok
+}
+
+// release gives back n bytes a fill held (hold): given up, or made an
+// entry (put).
+func (h *partCache) release(n int64) {
+	if n == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.add(-n)
+	h.mu.Unlock()
+}
+
 // put caches cols, the first batches of key's part of the given number
-// of batches: the first alone, or all of them. A whole part replaces its
-// first batch; a first batch does not replace a whole part. The least
-// recently used entries beyond the limit are evicted; cols over
-// maxEntry are not kept.
-func (h *partCache) put(key string, cols []*row.Columns, batches int) {
-	if h == nil || h.limit <= 0 {
+// of batches: the first alone, or all of them. held is what the fill that
+// collected them holds (hold), 0 for a first batch: the entry takes its
+// place. A whole part replaces its first batch; a first batch does not
+// replace a whole part. The least recently used entries are evicted to
+// make room; cols over maxEntry, or while the budget is over, are not
+// kept.
+func (h *partCache) put(key string, cols []*row.Columns, batches int, held int64) {
+	if h.limit <= 0 {
 		return
 	}
 	size := int64(len(key))
 	for _, c := range cols {
 		size += c.Size()
 	}
-	if size > h.maxEntry() {
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	held := size
+	h.add(-held)
 	if old, ok := h.byKey[key]; ok {
 		e := old.Value.(*partEntry)
 		if e.whole() || len(cols) < batches {
 			return
 		}
-		h.lru.Remove(old)
-		h.bytes -= e.size
-		held -= e.size
+		h.remove(old)
 	}
-	h.byKey[key] = h.lru.PushFront(&partEntry{key: key, cols: cols, batches: batches, size: size})
-	h.bytes += size
-	for h.bytes > h.limit {
-		old := h.lru.Remove(h.lru.Back()).(*partEntry)
-		delete(h.byKey, old.key)
-		h.bytes -= old.size
-		held -= old.size
-	}
-	h.c.charge(held)
-}
-
-// drop empties the cache (Client.Close).
-func (h *partCache) drop() {
-	if h == nil {
+	if h.closed || !h.room(size) {
 		return
 	}
+	h.byKey[key] = h.lru.PushFront(&partEntry{key: key, cols: cols, batches: batches, size: size})
+	h.add(size)
+}
+
+// room evicts the least recently used entries until n more bytes fit in
+// the limit, and reports whether they do: not when n is over maxEntry,
+// the cache is dropped or the budget is over. h.mu must be held.
+func (h *partCache) room(n int64) bool {
+	if n > h.maxEntry() || h.closed || h.budget.Over() {
+		return false
+	}
+	for h.bytes+n > h.limit && h.lru.Len() > 0 {
+		h.remove(h.lru.Back())
+	}
+	return h.bytes+n <= h.limit
+}
+
+// remove evicts an entry. h.mu must be held.
+func (h *partCache) remove(el *list.Element) {
+	e := h.lru.Remove(el).(*partEntry)
+	delete(h.byKey, e.key)
+	h.add(-e.size)
+}
+
+// add counts n bytes (negative: given back). h.mu must be held.
+func (h *partCache) add(n int64) {
+	h.bytes += n
+	h.mem.Add(n)
+}
+
+// shed is the cache's stage of the budget's policy (StageCache): it
+// evicts the least recently used entries while the budget is over.
+func (h *partCache) shed() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.c.charge(-h.bytes)
-	h.bytes = 0
-	h.lru.Init()
-	clear(h.byKey)
+	for h.lru.Len() > 0 && h.budget.Over() {
+		h.remove(h.lru.Back())
+	}
+}
+
+// drop empties the cache for good (Client.Close): entries put after it
+// are not kept. A fill still held is given back by its cursor's Close.
+func (h *partCache) drop() {
+	h.removeStage()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for h.lru.Len() > 0 {
+		h.remove(h.lru.Back())
+	}
 }

@@ -221,3 +221,77 @@ func TestPartHeadCacheCorruptRest(t *testing.T) {
 		t.Fatalf("got %v, want a *PartError for part %s", err, key)
 	}
 }
+
+// TestPartCacheFill checks that the batches a cursor collects for the
+// cache while it reads a part count as they are collected, and are given
+// back when the cursor leaves the part unfinished (only the part's cached
+// first batch stays).
+func TestPartCacheFill(t *testing.T) {
+	e := newEnv(t)
+	holder := membudget.New(0).Holder(membudget.HolderPersist)
+	e.cfg.Memory = holder
+	_, _, _, r := headShard(t, e, 5000)
+	ctx := ctxT(t)
+
+	cur := must(r.Snapshot(ctx, 1))(t)
+	must(cur.NextChunk(ctx))(t)
+	reading := holder.Bytes()
+	cur.Close()
+	left := holder.Bytes()
+	if left <= 0 || left >= reading {
+		t.Fatalf("the cache counts %d bytes while a cursor reads a part's first batch and %d once it left: want the first batch cached, and the collected batch counted until the cursor left", reading, left)
+	}
+}
+
+// TestPartCacheBudget checks the cache under a memory budget: it is
+// charged to HolderPartCache, it is what the policy lets go of first
+// (least recently used entries, only as many as the budget needs), and
+// while the budget is over a read keeps nothing, neither entries nor
+// the batches it would collect for them.
+func TestPartCacheBudget(t *testing.T) {
+	e := newEnv(t)
+	b := membudget.New(0)
+	e.cfg.Budget = b
+	cache, other := b.Holder(membudget.HolderPartCache), b.Holder("other")
+	c, _, want, r := headShard(t, e, 5000)
+	ctx := ctxT(t)
+
+	checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
+	full := cache.Bytes()
+	if full <= 0 {
+		t.Fatal("a read cached nothing")
+	}
+	other.Add(1)
+	b.SetLimit(full) // over by one byte: the cache gives up some entries
+	b.Enforce()
+	if n := cache.Bytes(); b.Over() || n <= 0 || n >= full {
+		t.Fatalf("after Enforce over by 1 byte: the cache holds %d of %d bytes, budget over: %v; want part of it let go, and within the budget", n, full, b.Over())
+	}
+
+	other.Add(full) // over by more than the cache holds: it is emptied
+	b.Enforce()
+	if n := cache.Bytes(); n != 0 {
+		t.Fatalf("the cache holds %d bytes after Enforce over by more than it, want 0", n)
+	}
+	fetched := partFetches(c)
+	cur := must(r.Snapshot(ctx, 1))(t)
+	for {
+		if _, err := cur.NextChunk(ctx); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if n := cache.Bytes(); n != 0 {
+			t.Fatalf("while the budget is over, a read holds %d bytes for the cache, want none", n)
+		}
+	}
+	parts := partFetches(c) - fetched
+
+	other.Add(-other.Bytes()) // within the budget again: reads cache
+	checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
+	fetched = partFetches(c)
+	checkUpdates(t, readChunks(t, ctx, r, 1), want, 1)
+	if got := partFetches(c) - fetched; cache.Bytes() <= 0 || got >= parts {
+		t.Errorf("within the budget again: the cache holds %d bytes and a read fetched %d of %d parts, want the parts cached", cache.Bytes(), got, parts)
+	}
+}

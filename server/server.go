@@ -97,7 +97,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if percfg.Memory == nil {
 		percfg.Memory = budget.TransientHolder(membudget.HolderPersist)
 	}
-	percfg.PartCacheBytes = partCacheBytes(percfg.PartCacheBytes, cfg.MemoryBudget)
+	if percfg.Budget == nil {
+		percfg.Budget = budget
+	}
+	percfg.PartCacheBytes = partCacheBytes(percfg.PartCacheBytes, budget.Limit())
 	if s.persist, err = persist.NewClient(b, cons, percfg); err != nil {
 		return nil, err
 	}

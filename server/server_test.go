@@ -118,6 +118,7 @@ func TestMemoryBudgetMetrics(t *testing.T) {
 		`shardtail_memory_bytes{holder="tail_window"}`,
 		`shardtail_memory_bytes{holder="tail_queues"}`,
 		`shardtail_memory_bytes{holder="ordered"}`,
+		`shardtail_memory_bytes{holder="part_cache"}`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
