@@ -737,10 +737,17 @@ func TestSetShowReset(t *testing.T) {
 			if got := c.PgConn().ParameterStatus("application_name"); got != "shardtail test" {
 				t.Errorf("ParameterStatus after SET: %q", got)
 			}
-			mustExec(t, c, "SET TIME ZONE 'America/New_York'", "SET extra_float_digits TO 2", "SET search_path = public")
-			if got := show("timezone"); got != "America/New_York" {
+			mustExec(t, c, "SET TIME ZONE 'Etc/UTC'", "SET extra_float_digits TO 2", "SET search_path = public")
+			if got := show("timezone"); got != "Etc/UTC" {
 				t.Errorf("timezone %q", got)
 			}
+			// Values the server would not honour: refused, not pretended.
+			for _, set := range []string{"SET TIME ZONE 'America/New_York'", "SET TimeZone = 'Mars/Phobos'", "SET DateStyle = 'Klingon'",
+				"SET DateStyle = 'German, DMY'", "SET IntervalStyle = 'iso_8601'", "SET client_encoding = 'LATIN1'"} {
+				_, err := c.Exec(context.Background(), set)
+				wantCode(t, err, "22023", set)
+			}
+			mustExec(t, c, "SET DateStyle = 'iso, mdy'", "SET DateStyle = ISO", "RESET DateStyle")
 			if got := show("extra_float_digits"); got != "2" {
 				t.Errorf("extra_float_digits %q", got)
 			}
@@ -1273,5 +1280,33 @@ func TestSessionFunctionsRunAtExecute(t *testing.T) {
 	}
 	if ok := cancelVia(nil); ok != nil {
 		t.Fatalf("pg_cancel_backend(NULL): %v, want NULL", *ok)
+	}
+}
+
+// TestStartupParameters: startup parameters set the session's variables
+// where their values are valid; an invalid one is not an error (drivers
+// send their platform's TimeZone or encoding unasked) but leaves the
+// default, which ParameterStatus and SHOW report, not the value sent.
+func TestStartupParameters(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams = map[string]string{"application_name": "startup test", "TimeZone": "Mars/Phobos", "DateStyle": "Klingon", "client_encoding": "LATIN1"}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for name, want := range map[string]string{"application_name": "startup test", "TimeZone": "UTC", "DateStyle": "ISO, MDY", "client_encoding": "UTF8"} {
+		var got string
+		if err := c.QueryRow(ctx, "SHOW "+name).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want || c.PgConn().ParameterStatus(name) != want {
+			t.Errorf("%s: SHOW %q, ParameterStatus %q; want %q", name, got, c.PgConn().ParameterStatus(name), want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -190,10 +191,41 @@ func validateVar(name, value string) error {
 		return errorf(codeCantChangeRuntime, "parameter %q cannot be changed", name)
 	case "client_encoding":
 		if u := strings.ToUpper(strings.ReplaceAll(value, "-", "")); u != "UTF8" {
-			return errorf(codeInvalidParamValue, "invalid value for parameter \"client_encoding\": %q", value)
+			return onlyValue("client_encoding", value, "UTF8")
+		}
+	case "timezone":
+		if !utcNames[strings.ToLower(strings.TrimSpace(value))] {
+			return onlyValue("TimeZone", value, "UTC")
+		}
+	case "datestyle":
+		// PostgreSQL's form: a comma-separated list of an output format
+		// and a field order, either or both.
+		for _, part := range strings.Split(value, ",") {
+			if p := strings.ToUpper(strings.TrimSpace(part)); p != "ISO" && p != "MDY" {
+				return onlyValue("DateStyle", value, "ISO, MDY")
+			}
+		}
+	case "intervalstyle":
+		if !strings.EqualFold(strings.TrimSpace(value), "postgres") {
+			return onlyValue("IntervalStyle", value, "postgres")
 		}
 	}
 	return nil
+}
+
+// utcNames are the TimeZone values that name UTC: times are read and
+// written in UTC only, so a session may not claim another zone (its
+// timestamptz values would not be shown in it).
+var utcNames = map[string]bool{"utc": true, "etc/utc": true, "gmt": true, "etc/gmt": true, "uct": true,
+	"zulu": true, "z": true, "+00:00": true, "+00": true, "00:00": true, "0": true, "+0": true}
+
+// onlyValue is the error of a SET of a parameter to a value other than the
+// one the server supports. (A startup parameter's invalid value is not an
+// error: the session keeps the default, as Materialize does.)
+func onlyValue(name, value, supported string) *Error {
+	e := errorf(codeInvalidParamValue, "invalid value for parameter %q: %q", name, value)
+	e.hint = fmt.Sprintf("shardtail supports only %s.", supported)
+	return e
 }
 
 func setValueText(values []sql.Expr) (string, error) {

@@ -17,7 +17,12 @@ import (
 
 // startupBytes is a valid trust StartupMessage for alice.
 func startupBytes() []byte {
-	b, _ := (&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": "alice"}}).Encode(nil)
+	return startupWith(map[string]string{"user": "alice"})
+}
+
+// startupWith is a StartupMessage with the given parameters.
+func startupWith(params map[string]string) []byte {
+	b, _ := (&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: params}).Encode(nil)
 	return b
 }
 
@@ -65,6 +70,11 @@ func TestGarbage(t *testing.T) {
 		{"MalformedParse", true, "P\x00\x00\x00\x05x", "08P01"},
 		{"PasswordAfterAuth", true, "p\x00\x00\x00\x08abc\x00", "08P01"},
 		{"SSLRequestAfterStartup", true, "\x00\x00\x00\x08\x04\xd2\x16\x2f", "08P01"},
+		// Not UTF-8: it would be echoed to the client and stored (the
+		// statement log) where it cannot be.
+		{"StartupValueNotUTF8", false, string(startupWith(map[string]string{"user": "alice", "application_name": "ev\xffil"})), "22021"},
+		{"StartupNameNotUTF8", false, string(startupWith(map[string]string{"user": "alice", "opt\xfe": "x"})), "22021"},
+		{"UserNotUTF8", false, string(startupWith(map[string]string{"user": "al\xffice"})), "22021"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ts.dialRawNoStartup(t)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgproto3/v2"
 )
@@ -126,8 +127,16 @@ func parseStartupParams(b []byte) (map[string]string, error) {
 		if j < 0 {
 			return nil, protocolErrorf("invalid startup packet layout: expected terminator as last byte")
 		}
-		params[name] = string(b[:j])
+		value := string(b[:j])
 		b = b[j+1:]
+		// The session's encoding is UTF-8 from the first byte: a name or
+		// value that is not would be echoed in ParameterStatus to the
+		// client, shown to others (pg_stat_activity, the statement log)
+		// and refused where it is stored, long after this connection.
+		if !utf8.ValidString(name) || !utf8.ValidString(value) {
+			return nil, Errorf("22021", "invalid byte sequence for encoding \"UTF8\" in startup parameter %q", name)
+		}
+		params[name] = value
 	}
 }
 

@@ -209,8 +209,16 @@ func (l *Log) Begin(rate float64, rec Record) *Execution {
 	return &Execution{log: l, rec: rec, refs: 1}
 }
 
-// add buffers a finished record, dropping it when the buffer is full.
+// add buffers a finished record, dropping it when the buffer is full, or
+// when it does not fit the schema (which would fail every append it is
+// in, and hold up the records behind it).
 func (l *Log) add(rec Record) {
+	rec.validText()
+	if err := row.CheckRow(Schema, rec.Row()); err != nil {
+		l.log.Warn("statement log: record dropped", "err", err)
+		l.metrics.dropped.Inc()
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf)+len(l.inflight) >= l.cfg.MaxBuffered {

@@ -254,3 +254,21 @@ func TestBufferedGauge(t *testing.T) {
 		t.Errorf("%s after a flush: got %v, want 0", name, got)
 	}
 }
+
+// TestInvalidTextLogged: a record whose text is not UTF-8 (an
+// application_name a client sent) is logged with U+FFFD in place of the
+// bad bytes, and does not hold up the records of other sessions.
+func TestInvalidTextLogged(t *testing.T) {
+	st := newStorage()
+	l := st.open(t, stmtlog.Config{})
+	e := l.Begin(1, stmtlog.Record{SessionID: uuid.New(), ApplicationName: "ev\xffil", User: "materialize", SQL: "SELECT '\xfe'", StatementType: "select"})
+	e.Release()
+	record(l, "SELECT 'other session'")
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	got := sqls(mustRecords(t, st.open(t, stmtlog.Config{})))
+	if got["SELECT '\uFFFD'"] != 1 || got["SELECT 'other session'"] != 1 {
+		t.Errorf("records read back: %v; want both, the bad bytes replaced", got)
+	}
+}

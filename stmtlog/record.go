@@ -3,7 +3,9 @@ package stmtlog
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -145,6 +147,28 @@ func nullText(s string) row.Datum {
 }
 
 func numeric(t uint64) row.Numeric { return row.Numeric(strconv.FormatUint(t, 10)) }
+
+// validText replaces what is not UTF-8 in r's text with U+FFFD. Text
+// columns hold UTF-8 only, and a record the shard refuses would hold up
+// every record behind it: pgwire refuses such startup parameters and
+// query text, but the log does not rely on every producer doing so.
+func (r *Record) validText() {
+	for _, s := range []*string{&r.ApplicationName, &r.User, &r.SQL, &r.StatementType, &r.MzVersion, &r.Status, &r.ErrorMessage, &r.ExecutionStrategy} {
+		*s = validUTF8(*s)
+	}
+	if r.Subscribe != nil {
+		sub := *r.Subscribe
+		sub.Path, sub.Collection, sub.EndReason = validUTF8(sub.Path), validUTF8(sub.Collection), validUTF8(sub.EndReason)
+		r.Subscribe = &sub
+	}
+}
+
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
 
 // Row encodes r as a row of Columns.
 func (r *Record) Row() row.Row {
