@@ -665,6 +665,10 @@ func TestErrorCodes(t *testing.T) {
 		// A 1 MB name is refused before it reaches the catalog.
 		{name: "NameTooLong", stmt: "CREATE TABLE " + strings.Repeat("n", 1<<20) + " (a int)", code: "42601"},
 		{name: "DDLInTransaction", stmt: "BEGIN; CREATE TABLE tx (a int)", code: "25000"},
+		// A subscribe could not show the block's writes (they wait for
+		// COMMIT): Materialize's transactions read or write.
+		{name: "SubscribeAfterWrite", stmt: "BEGIN; INSERT INTO t VALUES (9, 'w'); DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", code: "25000"},
+		{name: "WriteAfterSubscribe", stmt: "BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; INSERT INTO t VALUES (9, 'w')", code: "25006"},
 	} {
 		for _, m := range execModes[:2] {
 			t.Run(tc.name+"/"+m.name, func(t *testing.T) {

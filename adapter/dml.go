@@ -83,6 +83,11 @@ func checkNotNull(it *catalog.Item, r row.Row) error {
 func (s *Session) write(ctx context.Context, it *catalog.Item, updates []row.Update) error {
 	if s.tx != txIdle {
 		if len(updates) > 0 {
+			if s.txSubscribe || s.upSubscribe {
+				// Its changes would reach the subscribe only after it
+				// ended (Materialize refuses it too).
+				return errReadOnlyTx
+			}
 			s.txWrites = append(s.txWrites, pendingWrite{item: it, updates: updates})
 		}
 		return nil

@@ -93,6 +93,15 @@ const (
 // lose that write, as PostgreSQL's SERIALIZABLE would.
 var errSerialization = errorf(codeSerialization, "could not serialize access due to concurrent update")
 
+// errWriteOnlyTx fails a SUBSCRIBE after a write in its transaction
+// block, and errReadOnlyTx a write after a SUBSCRIBE: Materialize's
+// transactions either read or write, and a subscribe could not show the
+// block's writes, which wait for COMMIT.
+var (
+	errWriteOnlyTx = errorf(codeInvalidTxState, "transaction in write-only mode")
+	errReadOnlyTx  = errorf(codeReadOnlyTx, "transaction in read-only mode")
+)
+
 func errUnknownRelation(name string) *Error {
 	return errorf(codeUndefinedTable, "unknown catalog item '%s'", name)
 }

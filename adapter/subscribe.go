@@ -397,10 +397,16 @@ func (s *Session) noteUpstreamRead(subscribe bool) error {
 	return nil
 }
 
-// noteRead enforces that a SUBSCRIBE is the only read of its transaction.
+// noteRead enforces that a SUBSCRIBE is the only read of its transaction,
+// and, as Materialize does, that it follows no write: it could not show
+// the transaction's writes, which wait for COMMIT (the client gets 25000
+// instead of a snapshot without them).
 func (s *Session) noteRead(subscribe bool) error {
 	if !s.inBlock() {
 		return nil
+	}
+	if subscribe && len(s.txWrites) > 0 {
+		return errWriteOnlyTx
 	}
 	if (subscribe && s.txReads+s.upReads > 0) || (!subscribe && (s.txSubscribe || s.upSubscribe)) {
 		return errorf(codeInvalidTxState, "SUBSCRIBE in transactions must be the only read statement")
