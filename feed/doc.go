@@ -119,9 +119,17 @@
 // so an address guesses no faster over both transports): an attempt that
 // would wait past 10 s gets 429 (28000). Privileges are those of SUBSCRIBE. Errors
 // before streaming are JSON bodies naming the SQLSTATE with a fitting
-// status (401, 403, 404, 400, 503). Past Config.MaxConnections streams a
-// request gets 503 (53300). Config.CORSOrigins lists the origins whose
-// pages may read the feed.
+// status (401, 403, 404, 400, 503):
+//
+//	{"code":"42501","error":"permission denied for TABLE \"t\""}
+//	{"code":"42601","error":"where: syntax error at end of input","position":4}   (where=a>>)
+//
+// A where= predicate that does not parse gets the parser's SQLSTATE (42601
+// for a syntax error, as the statement over pgwire) and "position", the
+// 1-based character position of the error in the where= text (where
+// pgwire's ErrorResponse counts in the statement). Past
+// Config.MaxConnections streams a request gets 503 (53300).
+// Config.CORSOrigins lists the origins whose pages may read the feed.
 //
 // # Backpressure and memory
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,7 +132,7 @@ func TestBadRequests(t *testing.T) {
 		{"UnknownCollection", "/v1/subscribe/nope", 404, "42P01"},
 		{"UnknownColumn", "/v1/subscribe/t?columns=zz", 400, "42703"},
 		{"UnknownParameter", "/v1/subscribe/t?snapshots=false", 400, "22023"},
-		{"BadWhere", "/v1/subscribe/t?where=a%3D", 400, "22023"},
+		{"BadWhere", "/v1/subscribe/t?where=a%3D", 400, "42601"},
 		{"WhereInjection", "/v1/subscribe/t?where=true%20ORDER%20BY%20a", 400, "22023"},
 		{"WhereStatements", "/v1/subscribe/t?where=true%3B%20DROP%20TABLE%20t", 400, "22023"},
 		{"WhereSubquery", "/v1/subscribe/t?where=a%20IN%20(SELECT%201)", 400, "22023"},
@@ -155,6 +156,33 @@ func TestBadRequests(t *testing.T) {
 	// The table is still there (the injected DROP did not run).
 	execAll(t, c, "SELECT * FROM t")
 	_ = http.StatusOK
+}
+
+// TestWhereSyntaxError: a where= predicate that does not parse gets the
+// parser's SQLSTATE, 42601, as the statement would over pgwire, and the
+// error's position, counted in characters of the where= text.
+func TestWhereSyntaxError(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int, b text)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name, where, want string
+	}{
+		{"AtEnd", "a>>", `{"code":"42601","error":"where: syntax error at end of input","position":4}`},
+		{"Within", "a = = 1", `{"code":"42601","error":"where: syntax error at or near \"=\"","position":5}`},
+		// Characters, not bytes: é is two.
+		{"Characters", "b = 'é' b", `{"code":"42601","error":"where: syntax error at or near \"b\"","position":9}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t?live=false&where="+url.QueryEscape(tc.where))
+			b, err := io.ReadAll(resp.Body)
+			if got := strings.TrimSuffix(string(b), "\n"); resp.StatusCode != 400 || err != nil || got != tc.want {
+				t.Errorf("status %d, body %s (%v); want 400, %s", resp.StatusCode, got, err, tc.want)
+			}
+		})
+	}
 }
 
 // TestResetWhenHistoryLost: a resume point older than the collection's
