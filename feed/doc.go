@@ -77,7 +77,10 @@
 // what the shard retains, the stream sends event: reset and ends: the
 // client drops its state and reconnects without Last-Event-ID. A stream
 // that reached UP TO sends event: end; a reconnect after it gets 204,
-// which stops an EventSource.
+// which stops an EventSource. One whose as_of is its up_to completes with
+// no rows and event: end alone (at UP TO, no progress event, so no id): a
+// client closes on end (feed.js does), since a bare EventSource would
+// open it afresh.
 //
 // NDJSON (Accept: application/x-ndjson) sends the same as one JSON value
 // per line: row objects (they have mz_timestamp), {"frontier":"F"},

@@ -339,6 +339,54 @@ func TestUpTo(t *testing.T) {
 	}
 }
 
+// TestUpToAtAsOf: a stream whose as_of is its up_to completes with no
+// rows and no progress event, since the only one would be at AS OF,
+// whose id a client must not resume from (after=AS OF asks for AS OF-1,
+// which may be below since, and skips the snapshot): event: end alone,
+// at UP TO; an NDJSON stream is empty. So with several collections.
+func TestUpToAtAsOf(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "CREATE TABLE u (b int)", "INSERT INTO t VALUES (1)", "INSERT INTO u VALUES (2)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t?live=false")
+	io.Copy(io.Discard, resp.Body)
+	f, _ := strconv.ParseUint(resp.Header.Get("Shardtail-Frontier"), 10, 64)
+	at := strconv.FormatUint(f-1, 10) // the snapshot's time: readable
+	for _, tc := range []struct{ name, path string }{
+		{"One", "/v1/subscribe/t?"},
+		{"Several", "/v1/subscribe?collection=t&collection=u&"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := "http://" + srv.FeedAddr + tc.path + "as_of=" + at + "&up_to=" + at
+			resp := get(t, ctx, url)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d, want 200", resp.StatusCode)
+			}
+			r := newSSEReader(resp.Body)
+			var events []event
+			for {
+				ev, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("reading events: %v", err)
+				}
+				events = append(events, ev)
+			}
+			if want := []event{{Name: "end", Data: `{"frontier":"` + at + `"}`}}; fmt.Sprint(events) != fmt.Sprint(want) {
+				t.Errorf("events %+v, want %+v", events, want)
+			}
+			resp = get(t, ctx, url, "Accept", "application/x-ndjson")
+			if b, err := io.ReadAll(resp.Body); resp.StatusCode != 200 || err != nil || len(b) != 0 {
+				t.Errorf("NDJSON: status %d, body %q (%v); want 200 and nothing", resp.StatusCode, b, err)
+			}
+		})
+	}
+}
+
 // TestMetricsByTransport: subscribes are counted by transport, pgwire's
 // among them, and the feed counts its bytes.
 func TestMetricsByTransport(t *testing.T) {
