@@ -90,7 +90,8 @@
 // rest. Since the header comes first, the answer is held whole: past
 // Config.MaxSnapshotBytes (128 MiB), or growing while the memory budget is
 // over its limit, it fails with 503 (53200) and the client streams
-// instead.
+// instead. Streams and ?live=false answers alike are Cache-Control:
+// no-store: what they hold is the role's to see, and of their time.
 //
 // # Compression
 //
@@ -133,6 +134,10 @@
 // pgwire's ErrorResponse counts in the statement). Past
 // Config.MaxConnections streams a request gets 503 (53300).
 // Config.CORSOrigins lists the origins whose pages may read the feed.
+// With origins listed, every response carries Vary: Origin, an allowed
+// origin's or not, since its headers depend on the request's Origin; "*"
+// alone gives every response Access-Control-Allow-Origin: *, Origin or
+// not, and so needs no Vary.
 //
 // # Backpressure and memory
 //

@@ -264,6 +264,11 @@ func TestNDJSONAndSnapshot(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("live=false Content-Type %q", ct)
 	}
+	// The answer is the role's (its privileges) and of its time: no cache
+	// may keep it, as none keeps a stream.
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("live=false Cache-Control %q, want no-store", cc)
+	}
 
 	execAll(t, c, "INSERT INTO t VALUES (3)")
 	resp = get(t, ctx, base+"?after="+f, "Accept", "application/x-ndjson")
