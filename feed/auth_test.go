@@ -154,6 +154,77 @@ func TestLimitsAndCORS(t *testing.T) {
 	}
 }
 
+// TestCORSVary: with origins listed, every response says it varies with
+// Origin (Vary: Origin), the allowed origin's and the others' alike,
+// errors and preflights included, so that a shared cache does not give
+// one origin's answer to another; with "*" alone every response is the
+// same, Origin or not, and needs none.
+func TestCORSVary(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hasVaryOrigin := func(h http.Header) bool {
+		for _, v := range h.Values("Vary") {
+			for _, f := range strings.Split(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(f), "Origin") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		name    string
+		origins []string
+		vary    bool
+	}{
+		{"Listed", []string{"http://page.test"}, true},
+		{"ListedAndAny", []string{"http://page.test", "*"}, true},
+		{"AnyAlone", []string{"*"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := start(t, testserver.Options{Feed: feed.Config{CORSOrigins: tc.origins}})
+			c := connect(t, srv)
+			execAll(t, c, "CREATE TABLE t (a int)")
+			base := "http://" + srv.FeedAddr
+			var allowOrigins []string
+			for _, path := range []string{"/v1/subscribe/t?live=false", "/v1/subscribe/nope?live=false", "/"} {
+				for _, origin := range []string{"http://page.test", "http://evil.test", ""} {
+					var hs []string
+					if origin != "" {
+						hs = []string{"Origin", origin}
+					}
+					_, _, h := status(t, ctx, http.DefaultClient, base+path, "", "", hs...)
+					if got := hasVaryOrigin(h); got != tc.vary {
+						t.Errorf("%s from %q: Vary %q, want Origin in it: %v", path, origin, h.Values("Vary"), tc.vary)
+					}
+					allowOrigins = append(allowOrigins, h.Get("Access-Control-Allow-Origin"))
+				}
+			}
+			if !tc.vary {
+				// What does not vary is the same for every origin.
+				for _, got := range allowOrigins {
+					if got != "*" {
+						t.Errorf("Access-Control-Allow-Origin %q, want * on every response", got)
+					}
+				}
+			}
+			for _, origin := range []string{"http://page.test", "http://evil.test"} {
+				req, _ := http.NewRequestWithContext(ctx, "OPTIONS", base+"/v1/subscribe/t", nil)
+				req.Header.Set("Origin", origin)
+				req.Header.Set("Access-Control-Request-Method", "GET")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if got := hasVaryOrigin(resp.Header); got != tc.vary {
+					t.Errorf("preflight from %q: Vary %q, want Origin in it: %v", origin, resp.Header.Values("Vary"), tc.vary)
+				}
+			}
+		})
+	}
+}
+
 // TestHTTP2OverTLS: with a TLS certificate the feed speaks HTTP/2, and
 // several streams share one connection.
 func TestHTTP2OverTLS(t *testing.T) {

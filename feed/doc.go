@@ -77,7 +77,10 @@
 // what the shard retains, the stream sends event: reset and ends: the
 // client drops its state and reconnects without Last-Event-ID. A stream
 // that reached UP TO sends event: end; a reconnect after it gets 204,
-// which stops an EventSource.
+// which stops an EventSource. One whose as_of is its up_to completes with
+// no rows and event: end alone (at UP TO, no progress event, so no id): a
+// client closes on end (feed.js does), since a bare EventSource would
+// open it afresh.
 //
 // NDJSON (Accept: application/x-ndjson) sends the same as one JSON value
 // per line: row objects (they have mz_timestamp), {"frontier":"F"},
@@ -87,7 +90,8 @@
 // rest. Since the header comes first, the answer is held whole: past
 // Config.MaxSnapshotBytes (128 MiB), or growing while the memory budget is
 // over its limit, it fails with 503 (53200) and the client streams
-// instead.
+// instead. Streams and ?live=false answers alike are Cache-Control:
+// no-store: what they hold is the role's to see, and of their time.
 //
 // # Compression
 //
@@ -119,9 +123,21 @@
 // so an address guesses no faster over both transports): an attempt that
 // would wait past 10 s gets 429 (28000). Privileges are those of SUBSCRIBE. Errors
 // before streaming are JSON bodies naming the SQLSTATE with a fitting
-// status (401, 403, 404, 400, 503). Past Config.MaxConnections streams a
-// request gets 503 (53300). Config.CORSOrigins lists the origins whose
-// pages may read the feed.
+// status (401, 403, 404, 400, 503):
+//
+//	{"code":"42501","error":"permission denied for TABLE \"t\""}
+//	{"code":"42601","error":"where: syntax error at end of input","position":4}   (where=a>>)
+//
+// A where= predicate that does not parse gets the parser's SQLSTATE (42601
+// for a syntax error, as the statement over pgwire) and "position", the
+// 1-based character position of the error in the where= text (where
+// pgwire's ErrorResponse counts in the statement). Past
+// Config.MaxConnections streams a request gets 503 (53300).
+// Config.CORSOrigins lists the origins whose pages may read the feed.
+// With origins listed, every response carries Vary: Origin, an allowed
+// origin's or not, since its headers depend on the request's Origin; "*"
+// alone gives every response Access-Control-Allow-Origin: *, Origin or
+// not, and so needs no Vary.
 //
 // # Backpressure and memory
 //

@@ -3,6 +3,7 @@ package feed
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/shardtail/shardtail/pgrepr"
@@ -13,20 +14,30 @@ import (
 // errorBody is the JSON of an error, in a response body or an event:
 //
 //	{"code":"42501","error":"permission denied for TABLE \"t\""}
+//	{"code":"42601","error":"where: syntax error at end of input","position":4}
 //
-// code is the SQLSTATE a pgwire client would get for the same request.
+// code is the SQLSTATE a pgwire client would get for the same request;
+// position, when the error has one (a where= predicate's syntax error:
+// where=a>> above), is the 1-based character position in the where= text.
 type errorBody struct {
-	status int
-	Code   string
-	Msg    string
+	status   int
+	Code     string
+	Msg      string
+	Position int // 0: none
 }
 
-// appendFields appends "code":...,"error":... (no braces).
+// appendFields appends "code":...,"error":... and "position":... when
+// there is one (no braces).
 func (e *errorBody) appendFields(buf []byte) []byte {
 	buf = append(buf, `"code":`...)
 	buf = pgrepr.AppendJSONValue(buf, row.TypeText, e.Code)
 	buf = append(buf, `,"error":`...)
-	return pgrepr.AppendJSONValue(buf, row.TypeText, e.Msg)
+	buf = pgrepr.AppendJSONValue(buf, row.TypeText, e.Msg)
+	if e.Position > 0 {
+		buf = append(buf, `,"position":`...)
+		buf = strconv.AppendInt(buf, int64(e.Position), 10)
+	}
+	return buf
 }
 
 // appendJSON appends the error as a JSON object.
@@ -47,7 +58,13 @@ func toErrorBody(err error) *errorBody {
 	case errors.Is(err, ErrTooManyConnections):
 		return &errorBody{status: http.StatusServiceUnavailable, Code: "53300", Msg: err.Error()}
 	case errors.As(err, &coded):
-		return &errorBody{status: statusOf(coded.SQLState()), Code: coded.SQLState(), Msg: err.Error()}
+		e := &errorBody{status: statusOf(coded.SQLState()), Code: coded.SQLState(), Msg: err.Error()}
+		// As pgwire's ErrorResponse takes it (the feed's statement has no
+		// text of its own: only a where= predicate is parsed).
+		if p, ok := coded.(interface{ Position() int }); ok {
+			e.Position = p.Position()
+		}
+		return e
 	}
 	// Internal detail goes to the log, not to the client.
 	return &errorBody{status: http.StatusInternalServerError, Code: "XX000", Msg: "internal error"}
@@ -65,7 +82,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case code == "53300", code == "53200", code == "58000", code == "57P01":
 		return http.StatusServiceUnavailable
-	case strings.HasPrefix(code, "42"), strings.HasPrefix(code, "22"), code == "0A000":
+	case strings.HasPrefix(code, "42"), strings.HasPrefix(code, "22"), strings.HasPrefix(code, "54"), code == "0A000":
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

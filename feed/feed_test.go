@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,7 +132,7 @@ func TestBadRequests(t *testing.T) {
 		{"UnknownCollection", "/v1/subscribe/nope", 404, "42P01"},
 		{"UnknownColumn", "/v1/subscribe/t?columns=zz", 400, "42703"},
 		{"UnknownParameter", "/v1/subscribe/t?snapshots=false", 400, "22023"},
-		{"BadWhere", "/v1/subscribe/t?where=a%3D", 400, "22023"},
+		{"BadWhere", "/v1/subscribe/t?where=a%3D", 400, "42601"},
 		{"WhereInjection", "/v1/subscribe/t?where=true%20ORDER%20BY%20a", 400, "22023"},
 		{"WhereStatements", "/v1/subscribe/t?where=true%3B%20DROP%20TABLE%20t", 400, "22023"},
 		{"WhereSubquery", "/v1/subscribe/t?where=a%20IN%20(SELECT%201)", 400, "22023"},
@@ -155,6 +156,33 @@ func TestBadRequests(t *testing.T) {
 	// The table is still there (the injected DROP did not run).
 	execAll(t, c, "SELECT * FROM t")
 	_ = http.StatusOK
+}
+
+// TestWhereSyntaxError: a where= predicate that does not parse gets the
+// parser's SQLSTATE, 42601, as the statement would over pgwire, and the
+// error's position, counted in characters of the where= text.
+func TestWhereSyntaxError(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int, b text)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name, where, want string
+	}{
+		{"AtEnd", "a>>", `{"code":"42601","error":"where: syntax error at end of input","position":4}`},
+		{"Within", "a = = 1", `{"code":"42601","error":"where: syntax error at or near \"=\"","position":5}`},
+		// Characters, not bytes: é is two.
+		{"Characters", "b = 'é' b", `{"code":"42601","error":"where: syntax error at or near \"b\"","position":9}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t?live=false&where="+url.QueryEscape(tc.where))
+			b, err := io.ReadAll(resp.Body)
+			if got := strings.TrimSuffix(string(b), "\n"); resp.StatusCode != 400 || err != nil || got != tc.want {
+				t.Errorf("status %d, body %s (%v); want 400, %s", resp.StatusCode, got, err, tc.want)
+			}
+		})
+	}
 }
 
 // TestResetWhenHistoryLost: a resume point older than the collection's
@@ -236,6 +264,11 @@ func TestNDJSONAndSnapshot(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("live=false Content-Type %q", ct)
 	}
+	// The answer is the role's (its privileges) and of its time: no cache
+	// may keep it, as none keeps a stream.
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("live=false Cache-Control %q, want no-store", cc)
+	}
 
 	execAll(t, c, "INSERT INTO t VALUES (3)")
 	resp = get(t, ctx, base+"?after="+f, "Accept", "application/x-ndjson")
@@ -308,6 +341,54 @@ func TestUpTo(t *testing.T) {
 	resp = get(t, ctx, base+"?up_to="+upTo, "Last-Event-ID", upTo)
 	if resp.StatusCode != 204 {
 		t.Errorf("reconnect after the end: status %d, want 204", resp.StatusCode)
+	}
+}
+
+// TestUpToAtAsOf: a stream whose as_of is its up_to completes with no
+// rows and no progress event, since the only one would be at AS OF,
+// whose id a client must not resume from (after=AS OF asks for AS OF-1,
+// which may be below since, and skips the snapshot): event: end alone,
+// at UP TO; an NDJSON stream is empty. So with several collections.
+func TestUpToAtAsOf(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (a int)", "CREATE TABLE u (b int)", "INSERT INTO t VALUES (1)", "INSERT INTO u VALUES (2)")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t?live=false")
+	io.Copy(io.Discard, resp.Body)
+	f, _ := strconv.ParseUint(resp.Header.Get("Shardtail-Frontier"), 10, 64)
+	at := strconv.FormatUint(f-1, 10) // the snapshot's time: readable
+	for _, tc := range []struct{ name, path string }{
+		{"One", "/v1/subscribe/t?"},
+		{"Several", "/v1/subscribe?collection=t&collection=u&"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := "http://" + srv.FeedAddr + tc.path + "as_of=" + at + "&up_to=" + at
+			resp := get(t, ctx, url)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d, want 200", resp.StatusCode)
+			}
+			r := newSSEReader(resp.Body)
+			var events []event
+			for {
+				ev, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("reading events: %v", err)
+				}
+				events = append(events, ev)
+			}
+			if want := []event{{Name: "end", Data: `{"frontier":"` + at + `"}`}}; fmt.Sprint(events) != fmt.Sprint(want) {
+				t.Errorf("events %+v, want %+v", events, want)
+			}
+			resp = get(t, ctx, url, "Accept", "application/x-ndjson")
+			if b, err := io.ReadAll(resp.Body); resp.StatusCode != 200 || err != nil || len(b) != 0 {
+				t.Errorf("NDJSON: status %d, body %q (%v); want 200 and nothing", resp.StatusCode, b, err)
+			}
+		})
 	}
 }
 

@@ -131,16 +131,25 @@ func (h *Handler) enter() bool {
 
 // cors applies Config.CORSOrigins. It answers a preflight itself and
 // returns false then.
+//
+// With origins listed, every response varies with the request's Origin
+// (a listed one gets headers that another, or none, does not), and says
+// so (Vary: Origin), whether that origin is allowed or not: else a shared
+// cache could give one origin the answer meant for another. "*" alone
+// answers every request alike, Origin or not, and needs no Vary.
 func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
-	listed := slices.Contains(h.cfg.CORSOrigins, origin)
-	allowed := origin != "" && (listed || slices.Contains(h.cfg.CORSOrigins, "*"))
+	wildcard := slices.Contains(h.cfg.CORSOrigins, "*")
+	listed := origin != "" && origin != "*" && slices.Contains(h.cfg.CORSOrigins, origin)
+	allowed := listed || wildcard
+	if slices.ContainsFunc(h.cfg.CORSOrigins, func(o string) bool { return o != "*" }) {
+		w.Header().Add("Vary", "Origin")
+	}
 	switch {
-	case allowed && listed:
+	case listed:
 		// A listed origin's pages may send the browser's credentials.
 		w.Header().Set("Access-Control-Allow-Origin", origin)
 		w.Header().Set("Access-Control-Allow-Credentials", "true")
-		w.Header().Add("Vary", "Origin")
 	case allowed:
 		// "*": any page, but without the browser's credentials, so that
 		// a page elsewhere cannot read what a logged-in user may.
@@ -498,6 +507,9 @@ func (s *stream) finishSnapshot(frontier uint64) {
 	}
 	s.buf = append(s.buf, "]\n"...)
 	s.w.Header().Set("Content-Type", "application/json")
+	// As a stream's: the answer is the role's to see (its privileges),
+	// and a later one differs.
+	s.w.Header().Set("Cache-Control", "no-store")
 	s.w.Header().Set(FrontierHeader, strconv.FormatUint(frontier, 10))
 	body := s.buf
 	if s.gz != nil {

@@ -54,9 +54,14 @@ func (s *stream) openSources(ctx context.Context, user string, tr transport, req
 		if err != nil {
 			return nil, err
 		}
-		// The first row of every subscribe is a progress row at its AS OF.
+		// The first row of every subscribe is a progress row at its AS OF,
+		// unless AS OF is UP TO: that one completes with no row at all.
 		for {
 			rows, err := sub.Next(ctx, 0)
+			if errors.Is(err, io.EOF) && r.upTo != nil {
+				return &source{name: name, sub: sub, wire: newJSONWire(sub.Columns(), name, s.f.sep()),
+					frontier: *r.upTo, done: true}, nil
+			}
 			if err != nil {
 				sub.Close()
 				return nil, err
@@ -123,6 +128,9 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 	defer cancel()
 	batches := make(chan batch)
 	for _, src := range s.srcs {
+		if src.done {
+			continue // done at its start (AS OF = UP TO): nothing to read
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

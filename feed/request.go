@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/sql"
 )
 
@@ -225,9 +227,9 @@ func parseTimestamp(param, v string) (*uint64, error) {
 // filters are taken: no subquery, since a shape is one map, filter and
 // project over one collection.
 func parseWhere(pred string) (sql.Expr, error) {
-	st, err := sql.Parse("SELECT * FROM t WHERE " + pred)
+	st, err := sql.Parse(wherePrefix + pred)
 	if err != nil {
-		return nil, fmt.Errorf("%w: where: %v", ErrBadParameter, err)
+		return nil, whereError(pred, err)
 	}
 	sel, ok := st.(*sql.Select)
 	if !ok || sel.Where == nil || len(sel.Items) != 1 || len(sel.From) != 1 || sel.Distinct || sel.GroupBy != nil ||
@@ -246,6 +248,27 @@ func parseWhere(pred string) (sql.Expr, error) {
 		return nil, bad
 	}
 	return sel.Where, nil
+}
+
+// wherePrefix is the text parseWhere parses a predicate after.
+const wherePrefix = "SELECT * FROM t WHERE "
+
+// whereError is the parse error of where=pred as the client sees it: the
+// parser's SQLSTATE (42601 for a syntax error, as over pgwire) and its
+// position, which counts characters of pred rather than of the SELECT
+// parseWhere wraps it in. One without a position is text that holds
+// several statements ("true; DROP ..."): not one predicate, as others
+// that close it early are.
+func whereError(pred string, err error) error {
+	var pe *sql.ParseError
+	if !errors.As(err, &pe) || pe.Position == 0 {
+		return fmt.Errorf("%w: where=%q is not one predicate", ErrBadParameter, pred)
+	}
+	e := pgwire.Errorf(pe.SQLState(), "where: %s", pe.Message)
+	if pos := pe.Position - utf8.RuneCountInString(wherePrefix); pos > 0 {
+		e = e.WithPosition(pos)
+	}
+	return e
 }
 
 // collectionName reads the {collection} path segment: name, schema.name or

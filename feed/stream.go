@@ -187,8 +187,14 @@ func (s *stream) run(ctx context.Context) {
 		case errors.Is(err, io.EOF):
 			// UP TO: every row below it was sent. Its progress event
 			// first, so that a client that does not know the end event
-			// reconnects from it (and gets 204).
-			s.buf = s.f.progress(s.buf, s.upTo)
+			// reconnects from it (and gets 204); but not when UP TO is
+			// AS OF (the subscribe completed before its first progress
+			// row, the one at AS OF), which is no resume point: the
+			// stream sent nothing, and a client that resumed from it
+			// would ask for AS OF-1, perhaps below since.
+			if s.pos.known && s.upTo > s.pos.closed {
+				s.buf = s.f.progress(s.buf, s.upTo)
+			}
 			s.buf = s.f.end(s.buf, s.upTo)
 			s.writeLast()
 			return
