@@ -2,8 +2,11 @@ package adapter_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 )
@@ -55,5 +58,57 @@ func TestStorageShardsAndIDReference(t *testing.T) {
 	wantCode(t, err, "42P01", "subscribe by the dropped object's id")
 	if err := fetchOne("SUBSCRIBE orders"); err != nil {
 		t.Fatalf("subscribe by name: %v", err)
+	}
+}
+
+// TestSystemRelationLimitOffset: ORDER BY, LIMIT and OFFSET apply to
+// system relations as to tables.
+func TestSystemRelationLimitOffset(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connect(t, s)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)", "CREATE TABLE c (k int)")
+	rows := func(q string) []string {
+		t.Helper()
+		got, err := rawRows(ctx, c, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return got
+	}
+	// The CREATE TABLEs: the statement log grows with the test's own
+	// queries, and is written off the statement path.
+	const created = "SELECT sql FROM mz_internal.mz_recent_activity_log WHERE sql LIKE 'CREATE TABLE %'"
+	if err := waitFor(10*time.Second, func() error {
+		if n := len(rows(created)); n != 3 {
+			return fmt.Errorf("%d CREATE TABLEs logged, want 3", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []string{"SELECT object_id FROM mz_internal.mz_storage_shards", created} {
+		col := strings.Fields(sel)[1]
+		all := rows(sel + " ORDER BY " + col)
+		if len(all) < 3 {
+			t.Fatalf("%s: %v, want 3 rows or more", sel, all)
+		}
+		n := len(all)
+		for _, tc := range []struct {
+			q    string
+			want []string
+		}{
+			{sel + " ORDER BY " + col + " LIMIT 1", all[:1]},
+			{sel + " ORDER BY " + col + " OFFSET 1", all[1:]},
+			{sel + " ORDER BY " + col + " LIMIT 1 OFFSET 2", all[2:3]},
+			{sel + " ORDER BY " + col + " DESC LIMIT 2", []string{all[n-1], all[n-2]}},
+			{sel + " LIMIT 0", nil},
+			{sel + fmt.Sprintf(" OFFSET %d", n), nil},
+		} {
+			wantRows(t, tc.q, rows(tc.q), tc.want)
+		}
+		if got := rows(sel + " LIMIT 1"); len(got) != 1 {
+			t.Errorf("%s LIMIT 1: %d rows, want 1", sel, len(got))
+		}
 	}
 }

@@ -424,14 +424,19 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		}
 		all = append(all, rows...)
 	}
-	slices.SortStableFunc(all, func(a, b row.Row) int { return compareOrder(q.orderBy, a, b) })
-	if skip > 0 {
-		all = all[min(int64(len(all)), skip):]
+	return &querySource{next: sliceSource(q.finish(all)), close: func() {}}, nil
+}
+
+// finish applies ORDER BY, OFFSET and LIMIT to the query's whole result.
+func (q *queryPlan) finish(rows []row.Row) []row.Row {
+	if len(q.orderBy) > 0 {
+		slices.SortStableFunc(rows, func(a, b row.Row) int { return compareOrder(q.orderBy, a, b) })
 	}
-	if remaining >= 0 && int64(len(all)) > remaining {
-		all = all[:remaining]
+	rows = rows[min(int64(len(rows)), q.offset):]
+	if q.limit != nil && int64(len(rows)) > *q.limit {
+		rows = rows[:*q.limit]
 	}
-	return &querySource{next: sliceSource(all), close: func() {}}, nil
+	return rows
 }
 
 // readInput opens the query's input at its timestamp: the snapshot of the
@@ -532,7 +537,7 @@ var systemRelations = map[string]systemRelation{
 }
 
 // planSystemSelect serves queries over system relations (a select list,
-// WHERE and ORDER BY over one of them).
+// WHERE, ORDER BY, OFFSET and LIMIT over one of them).
 func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 	tn, ok := sel.From[0].(*sql.TableName)
 	if !ok || len(sel.From) != 1 {
@@ -554,15 +559,12 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
-	out := m.OutputSchema()
-	var keys []orderKey
-	for _, o := range sel.OrderBy {
-		col, err := resolveOrderColumn(o.Expr, out, sel.Items)
-		if err != nil {
-			return nil, true, err
-		}
-		keys = append(keys, orderKey{col: col, desc: o.Desc, nullsFirst: o.Nulls == sql.NullsFirst || (o.Nulls == sql.NullsDefault && o.Desc)})
+	// ORDER BY, OFFSET and LIMIT as over a collection.
+	q := &queryPlan{mfp: m}
+	if err := q.planTail(sel, sel.Items); err != nil {
+		return nil, true, err
 	}
+	out := q.schema()
 	return &plan{fields: fieldsOf(out.Columns), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
 		bound := m.bind(params)
 		var rows []row.Row
@@ -580,7 +582,6 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 				rows = append(rows, o)
 			}
 		}
-		slices.SortStableFunc(rows, func(a, b row.Row) int { return compareOrder(keys, a, b) })
-		return newRowsResult(out.Columns, formats, sliceSource(rows)), nil
+		return newRowsResult(out.Columns, formats, sliceSource(q.finish(rows))), nil
 	}}, true, nil
 }

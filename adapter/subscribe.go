@@ -734,8 +734,19 @@ func (s *Session) planFetch(st *sql.Fetch) (*plan, error) {
 	}}, nil
 }
 
+// fetchPollBytes bounds the rows a FETCH without TIMEOUT takes by polling
+// after its first ones. A fast-path cursor's poll reads the snapshot's
+// next piece from the shard (that history is ready, not waited for): a
+// FETCH ALL on a new cursor over a large collection must not read its
+// snapshot whole into one result, nor one over a stream that never pauses
+// poll on forever. The dataflow path's pipeline reads its snapshot about
+// as far ahead of the client (its snapshotAhead).
+const fetchPollBytes = 4 << 20
+
 // fetch takes rows from a SUBSCRIBE cursor with FETCH's semantics
-// (SUBSCRIBE-SPEC.md, "Cursors"). count < 0 means ALL.
+// (SUBSCRIBE-SPEC.md, "Cursors"). count < 0 means ALL. Without TIMEOUT,
+// what is ready is every row the subscription hands out without waiting
+// for new data (pollReady), up to count.
 func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *time.Duration) ([]formatter.Row, error) {
 	if count == 0 {
 		return nil, nil
@@ -768,10 +779,15 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 		wait, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
+	polled := int64(0)
 	for !full() {
 		if len(out) > 0 && timeout == nil {
-			// Without TIMEOUT, return what is ready once there is something;
-			// take what arrived already without waiting.
+			// Without TIMEOUT, return what is ready once there is
+			// something: take what arrived already, without waiting,
+			// until nothing more is (a poll on the fast path takes one
+			// step of its subscriber: the snapshot's end, the window's
+			// batches, the queue's), the subscribe completed, or the
+			// polls took fetchPollBytes.
 			rows, err := pollReady(cur.running)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, cur.sub.mapErr(err)
@@ -781,7 +797,13 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 			if errors.Is(err, io.EOF) {
 				cur.done = true
 			}
-			break
+			for _, r := range rows {
+				polled += r.Size()
+			}
+			if len(rows) == 0 || cur.done || polled >= fetchPollBytes {
+				break
+			}
+			continue
 		}
 		rows, err := cur.running.Next(wait, 0)
 		switch {
@@ -799,7 +821,12 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 	return out, nil
 }
 
-// pollReady returns rows that are ready without blocking.
+// pollReady returns rows that are ready without waiting for new data:
+// the subscription's Next with a done context. The dataflow path returns
+// its whole queue; the fast path one step of its subscriber (rows it
+// holds, the snapshot's next piece, the window's or the queue's batches)
+// and, once the rows are out, io.EOF at UP TO. nil, nil when nothing is
+// ready.
 func pollReady(sub subscribe.Subscription) ([]formatter.Row, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
