@@ -138,7 +138,8 @@
 //
 // Options (SUBSCRIBE's SNAPSHOT and PROGRESS, FETCH's TIMEOUT, COPY's FORMAT,
 // load generator options, RETAIN HISTORY, role options) are kept as written in
-// an []Option. Their values are literals or bare words; Option.Bool,
+// an []Option; in a parenthesized list each name may appear once, as in
+// Materialize (`PROGRESS specified more than once`, 42601). Their values are literals or bare words; Option.Bool,
 // Option.Text and FindOption interpret them the way Postgres does.
 //
 // # Rendering

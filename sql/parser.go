@@ -565,15 +565,28 @@ func (p *parser) parseWordValue() Expr {
 	return &ColumnRef{Column: t.text, Pos: t.pos}
 }
 
-// parseParenOptions parses "(option, ...)".
+// parseParenOptions parses "(option, ...)", where no option may repeat.
 func (p *parser) parseParenOptions(specs []optionSpec) []Option {
 	p.expectPunct("(")
 	opts := []Option{p.parseOption(specs)}
 	for p.acceptPunct(",") {
-		opts = append(opts, p.parseOption(specs))
+		opts = p.appendOption(opts, p.parseOption(specs))
 	}
 	p.expectPunct(")")
 	return opts
+}
+
+// appendOption appends o to opts, failing as Materialize does if opts
+// already has an option of that name: which of two values a statement
+// should follow is not for the planner to guess. (Lists are short: at the
+// first repeat, every name seen was a distinct one of a fixed set.)
+func (p *parser) appendOption(opts []Option, o Option) []Option {
+	for _, prev := range opts {
+		if prev.Name == o.Name {
+			panic(bailout{&ParseError{Code: CodeSyntaxError, Message: o.Name + " specified more than once", Position: o.Pos}})
+		}
+	}
+	return append(opts, o)
 }
 
 // parseWithOptions parses an optional "WITH (option, ...)".
