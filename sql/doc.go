@@ -34,6 +34,10 @@
 // reports it. The parser never panics on any input (FuzzParse checks this),
 // its own recursion is bounded, and every tree it returns is at most MaxDepth
 // levels deep, so code that walks a tree recursively cannot overflow the stack.
+// The text is lexed as the parser reads it and the height counted as the tree
+// is built, so a statement that breaks a limit costs what the parser read up
+// to the limit, not what the client sent: a megabyte of 1+1+...+1 fails after
+// MaxDepth terms. (Only the check for invalid UTF-8 reads the whole text.)
 //
 // # Grammar
 //
@@ -134,7 +138,8 @@
 //
 // Options (SUBSCRIBE's SNAPSHOT and PROGRESS, FETCH's TIMEOUT, COPY's FORMAT,
 // load generator options, RETAIN HISTORY, role options) are kept as written in
-// an []Option. Their values are literals or bare words; Option.Bool,
+// an []Option; in a parenthesized list each name may appear once, as in
+// Materialize (`PROGRESS specified more than once`, 42601). Their values are literals or bare words; Option.Bool,
 // Option.Text and FindOption interpret them the way Postgres does.
 //
 // # Rendering

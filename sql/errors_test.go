@@ -65,6 +65,15 @@ func TestErrors(t *testing.T) {
 		{"GRANT SELECT, ALL ON t TO r", CodeSyntaxError, `syntax error at or near "ALL"`, 15},
 		{"BEGIN ISOLATION LEVEL SERIALIZABLE, ISOLATION LEVEL SERIALIZABLE", CodeSyntaxError, "conflicting or redundant options", 37},
 		{"SET x", CodeSyntaxError, "syntax error at end of input", 6},
+		// An option repeated in a parenthesized list, as Materialize rejects it.
+		{"SUBSCRIBE h WITH (PROGRESS, PROGRESS)", CodeSyntaxError, "PROGRESS specified more than once", 29},
+		{"SUBSCRIBE h WITH (SNAPSHOT = false, PROGRESS, snapshot)", CodeSyntaxError, "SNAPSHOT specified more than once", 47},
+		{"DECLARE c CURSOR FOR SUBSCRIBE h WITH (PROGRESS = true, PROGRESS = false)", CodeSyntaxError, "PROGRESS specified more than once", 57},
+		{"FETCH 1 c WITH (TIMEOUT = '1s', TIMEOUT = '2s')", CodeSyntaxError, "TIMEOUT specified more than once", 33},
+		{"COPY t TO STDOUT WITH (FORMAT csv, HEADER, FORMAT text)", CodeSyntaxError, "FORMAT specified more than once", 44},
+		{"CREATE SOURCE s FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1s', TICK INTERVAL '2s')", CodeSyntaxError, "TICK INTERVAL specified more than once", 66},
+		{"CREATE TABLE t (a int) WITH (RETAIN HISTORY FOR '1h', RETAIN HISTORY FOR '2h')", CodeSyntaxError, "RETAIN HISTORY specified more than once", 55},
+		{"ALTER VIEW v RESET (RETAIN HISTORY, RETAIN HISTORY)", CodeSyntaxError, "RETAIN HISTORY specified more than once", 37},
 
 		// Lexical errors point at the start of the bad token and quote the
 		// rest of the input, like Postgres.

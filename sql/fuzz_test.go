@@ -8,7 +8,9 @@ import (
 
 // FuzzParse checks that the parser never panics, that every error is a
 // *ParseError positioned inside the input, and that String() is canonical:
-// parsing it gives an equal tree that renders to the same text.
+// parsing it gives an equal tree that renders to the same text. It also
+// checks that the bound of the height the parser keeps for its early
+// depth check never exceeds the real height.
 //
 // Run it with: go test -run='^$' -fuzz=FuzzParse -fuzztime=90s ./sql/
 // Interesting inputs found this way belong in testdata/fuzz/FuzzParse/.
@@ -17,7 +19,10 @@ func FuzzParse(f *testing.F) {
 		f.Add(tt.in)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		stmts, err := ParseAll(sql)
+		stmts, stats, err := parseAll(sql)
+		if stats.badBound {
+			t.Fatalf("ParseAll(%q): the parser's lower bound of the height exceeds the height", sql)
+		}
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) {

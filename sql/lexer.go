@@ -71,31 +71,39 @@ func getTokens() (buf []token, release func(toks []token)) {
 	}
 }
 
-// lexer turns the whole input into tokens up front, so that the parser can look
-// ahead freely. It fails by panicking with a bailout, like the parser.
+// lexer turns the input into tokens as the parser asks for them (see
+// parser.fill), so that a statement rejected early, by a syntax error or
+// a limit, costs what the parser read, not what the client sent: a 64 MiB
+// message lexed up front is some 16 million tokens, a gigabyte of them.
+// Tokens are kept from the first on, so the parser can look ahead and
+// back freely. It fails by panicking with a bailout, like the parser.
 type lexer struct {
 	src  string
 	off  int
 	toks []token
+	done bool // the tokEOF token has been emitted
 	// Character positions are counted incrementally: token starts only move
 	// forward, so counting from the previous start keeps lexing linear.
 	cntOff int
 	cntPos int
 }
 
-// lex tokenizes src, which must be valid UTF-8 without NUL bytes, into
-// toks[:0] (growing it as needed). The last token is always tokEOF,
-// positioned one character past the end.
-func lex(src string, toks []token) []token {
-	l := &lexer{src: src, toks: toks[:0], cntPos: 1}
-	for {
-		l.skipSpace()
-		if l.off >= len(src) {
-			l.toks = append(l.toks, token{kind: tokEOF, start: len(src), end: len(src), pos: l.charPos(len(src))})
-			return l.toks
-		}
-		l.lexToken()
+// newLexer returns a lexer of src, which must be valid UTF-8 without NUL
+// bytes, that appends its tokens to toks[:0] (growing it as needed).
+func newLexer(src string, toks []token) lexer {
+	return lexer{src: src, toks: toks[:0], cntPos: 1}
+}
+
+// next lexes one more token. The last token is always tokEOF, positioned
+// one character past the end; next must not be called after it.
+func (l *lexer) next() {
+	l.skipSpace()
+	if l.off >= len(l.src) {
+		l.toks = append(l.toks, token{kind: tokEOF, start: len(l.src), end: len(l.src), pos: l.charPos(len(l.src))})
+		l.done = true
+		return
 	}
+	l.lexToken()
 }
 
 // charPos converts a byte offset at or after the previous one to a 1-based
@@ -566,6 +574,11 @@ func hexVal(c byte) int {
 // firstInvalidUTF8 returns the byte offset of the first byte of s that is not
 // part of valid UTF-8 or is NUL, or -1. Postgres rejects both in text.
 func firstInvalidUTF8(s string) int {
+	// The common case first, at memory speed: the whole of a message is
+	// checked before it is parsed, whatever the parser reads of it.
+	if utf8.ValidString(s) {
+		return strings.IndexByte(s, 0)
+	}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if (r == utf8.RuneError && size == 1) || r == 0 {

@@ -11,9 +11,12 @@ import (
 // CONNECTION LIMIT.
 //
 // Each statement accepts a fixed set of names (an unknown one is a syntax
-// error, `option "x" not recognized`) and keeps the options in written order,
-// duplicates included; rejecting duplicates and checking values is the
-// planner's job, helped by Text and Bool.
+// error, `option "x" not recognized`) and keeps the options in written order.
+// In a parenthesized list (WITH (...), COPY's (...), a load generator's
+// (...), SET/RESET (...)) a name may appear once: a repeat is a syntax error,
+// `PROGRESS specified more than once`, as in Materialize. Role options and
+// COPY's old unparenthesized options are kept as written, repeats included.
+// Checking values is the planner's job, helped by Text and Bool.
 type Option struct {
 	// Name is the option's keywords in upper case, joined by single spaces:
 	// "SNAPSHOT", "TICK INTERVAL", "RETAIN HISTORY".
@@ -70,7 +73,8 @@ func formatOptions(w *printer, opts []Option, sep string) {
 }
 
 // FindOption returns the last option named name (upper case, as in
-// Option.Name), which is the one Postgres honours when an option repeats.
+// Option.Name): the only one in a parenthesized list, and the one Postgres
+// honours where an option may repeat.
 func FindOption(opts []Option, name string) (Option, bool) {
 	for i := len(opts) - 1; i >= 0; i-- {
 		if opts[i].Name == name {

@@ -245,7 +245,7 @@ func (p *parser) parseAlter() Statement {
 		for {
 			t := p.peek()
 			spec := p.parseOptionName(historyOptions)
-			s.Options = append(s.Options, Option{Name: strings.ToUpper(strings.Join(spec.words, " ")), Pos: t.pos})
+			s.Options = p.appendOption(s.Options, Option{Name: strings.ToUpper(strings.Join(spec.words, " ")), Pos: t.pos})
 			if !p.acceptPunct(",") {
 				break
 			}

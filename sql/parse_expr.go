@@ -25,16 +25,31 @@ func (p *parser) parseExprList() []Expr {
 	return es
 }
 
+// parseExprPrec leaves the height of the expression it returns, or a lower
+// bound of it, in p.h.
 func (p *parser) parseExprPrec(min int) Expr {
 	p.enter()
 	defer p.leave()
+	p.h = 0
 	left := p.parsePrefix()
+	h := max(p.h, 1)
 	for {
 		prec := p.infixPrec()
 		if prec == precNone || prec < min {
+			p.checkHeight(h)
+			p.h = h
 			return left
 		}
+		// The operator's node becomes the root of left, and the parent
+		// of everything parseInfix reads. It is checked before its
+		// operand is read, which may be long (x IN (1, 2, ...)).
+		h++
+		p.checkHeight(h)
+		p.level++
+		p.h = 0
 		left = p.parseInfix(left, prec)
+		p.level--
+		h = max(h, 1+p.h)
 	}
 }
 
@@ -223,7 +238,7 @@ func (p *parser) parsePrefix() Expr {
 		switch t.text {
 		case "-", "+":
 			p.advance()
-			return &UnaryExpr{Op: UnaryOp(t.text), X: p.parseExprPrec(precUnary)}
+			return &UnaryExpr{Op: UnaryOp(t.text), X: p.parseChildExpr(precUnary)}
 		}
 	case tokPunct:
 		if t.text == "(" {
@@ -241,13 +256,23 @@ func (p *parser) parsePrefix() Expr {
 	return nil
 }
 
+// parseChildExpr parses the only operand of a node that wraps it (a unary
+// operator, a cast), leaving the node's height in p.h.
+func (p *parser) parseChildExpr(min int) Expr {
+	p.level++
+	x := p.parseExprPrec(min)
+	p.level--
+	p.h++
+	return x
+}
+
 // parseKeywordExpr parses the terms introduced by a keyword, or returns nil if
 // t starts an ordinary name.
 func (p *parser) parseKeywordExpr(t token) Expr {
 	switch t.text {
 	case "not":
 		p.advance()
-		return &UnaryExpr{Op: UnaryNot, X: p.parseExprPrec(precNot)}
+		return &UnaryExpr{Op: UnaryNot, X: p.parseChildExpr(precNot)}
 	case "null":
 		p.advance()
 		return &NullLit{}
@@ -259,7 +284,7 @@ func (p *parser) parseKeywordExpr(t token) Expr {
 	case "cast":
 		p.advance()
 		p.expectPunct("(")
-		x := p.parseExpr()
+		x := p.parseChildExpr(precOr)
 		p.expectWords("as")
 		typ := p.parseTypeName()
 		p.expectPunct(")")
@@ -273,7 +298,7 @@ func (p *parser) parseKeywordExpr(t token) Expr {
 		if !p.isWords("select") {
 			p.unexpected()
 		}
-		q := p.parseSelect()
+		q := p.parseNodeSelect()
 		p.expectPunct(")")
 		return &Exists{Query: q}
 	case "array":
@@ -296,6 +321,7 @@ func (p *parser) parseKeywordExpr(t token) Expr {
 
 func (p *parser) parseCase() Expr {
 	p.advance()
+	p.level++
 	e := &CaseExpr{}
 	if !p.isWords("when") {
 		e.Operand = p.parseExpr()
@@ -312,14 +338,27 @@ func (p *parser) parseCase() Expr {
 		e.Else = p.parseExpr()
 	}
 	p.expectWords("end")
+	p.level--
+	p.h++ // p.h is its last operand's height
 	return e
+}
+
+// parseNodeSelect parses a SELECT held by a node of its own (a
+// *Subquery, an *Exists), leaving that node's height (a lower bound) in p.h.
+func (p *parser) parseNodeSelect() *Select {
+	p.level++
+	p.h = 0
+	q := p.parseSelect()
+	p.level--
+	p.h += 2 // the node and the Select above some descendant, or none
+	return q
 }
 
 // parseParenExpr parses (expr) or a scalar subquery (SELECT ...).
 func (p *parser) parseParenExpr() Expr {
 	p.expectPunct("(")
 	if p.isWords("select") {
-		q := p.parseSelect()
+		q := p.parseNodeSelect()
 		p.expectPunct(")")
 		return &Subquery{Query: q}
 	}
@@ -353,6 +392,11 @@ func (p *parser) parseNameExpr() Expr {
 			p.unexpected()
 		}
 		parts = append(parts, p.advance().text)
+		if len(parts) > 4 {
+			// No name has more parts: fail now rather than read on
+			// (and quote) a chain of any length.
+			p.fail(t, CodeSyntaxError, fmt.Sprintf("improper qualified name (too many dotted names): %s", strings.Join(parts, ".")))
+		}
 	}
 	if p.peek().isPunct("(") {
 		name, ok := objectName(parts, t.pos)
@@ -363,9 +407,6 @@ func (p *parser) parseNameExpr() Expr {
 	}
 	if len(parts) == 1 && p.peek().kind == tokString {
 		return p.typedLit(TypeName{Name: t.text, Pos: t.pos})
-	}
-	if len(parts) > 4 {
-		p.fail(t, CodeSyntaxError, fmt.Sprintf("improper qualified name (too many dotted names): %s", strings.Join(parts, ".")))
 	}
 	table, _ := objectName(parts[:len(parts)-1], t.pos)
 	return &ColumnRef{Table: table, Column: parts[len(parts)-1], Pos: t.pos}
@@ -389,9 +430,12 @@ func (p *parser) rejectIntervalFields(typ TypeName) {
 }
 
 // parseCall parses the argument list of a call to name, at "(".
+// It leaves the call's height (a lower bound) in p.h.
 func (p *parser) parseCall(name ObjectName) Expr {
 	p.expectPunct("(")
 	f := &FuncCall{Name: name}
+	p.level++
+	p.h = 0
 	switch {
 	case p.peek().isOp("*") && p.peekAt(1).isPunct(")"):
 		p.advance()
@@ -409,6 +453,8 @@ func (p *parser) parseCall(name ObjectName) Expr {
 		}
 	}
 	p.expectPunct(")")
+	p.level--
+	p.h++ // p.h is its last argument's height, or 0
 	switch {
 	case p.isWords("over"):
 		p.unsupported(p.peek(), "window functions")

@@ -16,6 +16,7 @@ func (p *parser) parseQuery() *Select {
 func (p *parser) parseValues() *Select {
 	p.enter()
 	defer p.leave()
+	p.level++ // the Select
 	p.expectWords("values")
 	s := &Select{}
 	for {
@@ -32,6 +33,7 @@ func (p *parser) parseValues() *Select {
 		}
 	}
 	p.parseQueryTail(s)
+	p.level--
 	return s
 }
 
@@ -39,6 +41,7 @@ func (p *parser) parseValues() *Select {
 func (p *parser) parseSelect() *Select {
 	p.enter()
 	defer p.leave()
+	p.level++ // the Select
 	p.expectWords("select")
 	s := &Select{}
 	switch {
@@ -72,6 +75,7 @@ func (p *parser) parseSelect() *Select {
 	p.unsupportedIf("WINDOW", "window")
 	p.parseQueryTail(s)
 	s.AsOf = p.parseAsOf()
+	p.level--
 	return s
 }
 
@@ -145,8 +149,10 @@ func (p *parser) parseSelectItem() SelectItem {
 		return SelectItem{Expr: &Star{}}
 	}
 	// qualifier.* : look ahead over name.name... for a final .*
+	// (Looking no further than a four-part qualifier, which is already
+	// too long: a chain of any length is not lexed to find its end.)
 	k := 0
-	for p.peekAt(k).kind == tokIdent && p.peekAt(k+1).isPunct(".") {
+	for k <= 6 && p.peekAt(k).kind == tokIdent && p.peekAt(k+1).isPunct(".") {
 		k += 2
 	}
 	if k > 0 && p.peekAt(k).isOp("*") {
@@ -208,18 +214,21 @@ func (p *parser) parseOrderItem() OrderItem {
 	return o
 }
 
-// parseTableExpr parses a FROM item and the joins that follow it.
+// parseTableExpr parses a FROM item and the joins that follow it. Like
+// parseExprPrec, it leaves the height of what it returns (a lower bound)
+// in p.h, and checks the height of the join chain at every join.
 func (p *parser) parseTableExpr() TableExpr {
 	p.enter()
 	defer p.leave()
+	p.h = 0
 	left := p.parseTableFactor()
+	h := max(p.h, 1)
 	for {
 		t := p.peek()
 		kind := JoinInner
 		switch {
 		case p.acceptWords("cross", "join"):
-			left = &Join{Kind: JoinCross, Left: left, Right: p.parseTableFactor()}
-			continue
+			kind = JoinCross
 		case p.acceptWords("join"), p.acceptWords("inner", "join"):
 		case p.acceptWords("left"):
 			kind = JoinLeft
@@ -230,23 +239,41 @@ func (p *parser) parseTableExpr() TableExpr {
 		case p.isWords("natural"):
 			p.unsupported(t, "NATURAL JOIN")
 		default:
+			p.checkHeight(h)
+			p.h = h
 			return left
 		}
-		if kind != JoinInner {
-			p.acceptWords("outer")
-			p.expectWords("join")
-		}
-		j := &Join{Kind: kind, Left: left, Right: p.parseTableFactor()}
-		switch {
-		case p.acceptWords("on"):
-			j.On = p.parseExpr()
-		case p.acceptWords("using"):
-			j.Using = p.parseParenIdentList()
-		default:
-			p.unexpected()
-		}
-		left = j
+		// The join becomes the root of left and the parent of what
+		// follows; p.h ends as the height of its last part.
+		h++
+		p.checkHeight(h)
+		p.level++
+		p.h = 0
+		left = p.parseJoin(kind, left)
+		p.level--
+		h = max(h, 1+p.h)
 	}
+}
+
+// parseJoin parses what follows the JOIN keyword of a join of kind.
+func (p *parser) parseJoin(kind JoinKind, left TableExpr) TableExpr {
+	if kind == JoinCross {
+		return &Join{Kind: JoinCross, Left: left, Right: p.parseTableFactor()}
+	}
+	if kind != JoinInner {
+		p.acceptWords("outer")
+		p.expectWords("join")
+	}
+	j := &Join{Kind: kind, Left: left, Right: p.parseTableFactor()}
+	switch {
+	case p.acceptWords("on"):
+		j.On = p.parseExpr()
+	case p.acceptWords("using"):
+		j.Using = p.parseParenIdentList()
+	default:
+		p.unexpected()
+	}
+	return j
 }
 
 // parseTableFactor parses one FROM item without the joins that follow it.
@@ -259,7 +286,11 @@ func (p *parser) parseTableFactor() TableExpr {
 	}
 	if p.acceptPunct("(") {
 		if p.isQuery() {
+			p.level++
+			p.h = 0
 			d := &DerivedTable{Query: p.parseQuery()}
+			p.level--
+			p.h += 2 // the DerivedTable and the Select above some descendant
 			p.expectPunct(")")
 			d.Alias, d.Columns = p.parseTableAlias(true)
 			return d
@@ -274,11 +305,15 @@ func (p *parser) parseTableFactor() TableExpr {
 	}
 	name := p.parseObjectName()
 	if p.peek().isPunct("(") {
+		p.level++
 		call := p.parseCall(name).(*FuncCall)
+		p.level--
+		p.h++ // p.h is the call's height
 		alias, _ := p.parseTableAlias(false)
 		return &TableFunc{Func: call, Alias: alias}
 	}
 	alias, _ := p.parseTableAlias(false)
+	p.h = 1
 	return &TableName{Name: name, Alias: alias}
 }
 

@@ -12,6 +12,7 @@ import (
 func (p *parser) parseSubscribe() *Subscribe {
 	p.enter()
 	defer p.leave()
+	p.level++ // the Subscribe
 	p.expectWords("subscribe")
 	p.acceptWords("to")
 	s := &Subscribe{}
@@ -37,6 +38,7 @@ func (p *parser) parseSubscribe() *Subscribe {
 		s.UpTo = p.parseExpr()
 	}
 	p.parseSubscribeOutput(s)
+	p.level--
 	return s
 }
 

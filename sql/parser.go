@@ -32,11 +32,29 @@ const maxRecursion = 4 * MaxDepth
 // a syntax error no statement is returned: Postgres runs none of them either.
 // Every error is a *ParseError.
 func ParseAll(sql string) (stmts []Statement, err error) {
+	stmts, _, err = parseAll(sql)
+	return stmts, err
+}
+
+// parseStats is what tests learn of a parse beyond its result.
+type parseStats struct {
+	// lexed is the number of tokens lexed: the work done, which for a
+	// rejected statement should be bounded by the limits, not by its length.
+	lexed int
+	// badBound is set if the parser's lower bound of a statement's height
+	// (parser.level and h) exceeded the real height: a bug, which could
+	// reject a statement within MaxDepth.
+	badBound bool
+}
+
+// parseAll is ParseAll, also reporting parseStats.
+func parseAll(sql string) (stmts []Statement, stats parseStats, err error) {
 	buf, release := getTokens()
 	var p *parser
 	defer func() {
 		if p != nil {
-			release(p.toks)
+			stats.lexed = len(p.lx.toks)
+			release(p.lx.toks)
 		} else {
 			release(nil)
 		}
@@ -53,13 +71,18 @@ func ParseAll(sql string) (stmts []Statement, err error) {
 		for p.acceptPunct(";") {
 		}
 		if p.peek().kind == tokEOF {
-			return stmts, nil
+			return stmts, stats, nil
 		}
-		start := p.peek()
+		p.start, p.bound = p.peek(), 0
 		stmt := p.parseStatement()
-		if height(stmt) > MaxDepth {
-			p.tooComplex(start)
+		// The parser rejects most trees that are too deep as it builds
+		// them (checkHeight), but it only knows a lower bound of the
+		// height; this is the exact check.
+		h := height(stmt)
+		if h > MaxDepth {
+			p.tooComplex(p.start)
 		}
+		stats.badBound = stats.badBound || p.bound > h
 		stmts = append(stmts, stmt)
 		if !p.peek().isPunct(";") && p.peek().kind != tokEOF {
 			p.unexpected()
@@ -92,9 +115,26 @@ type bailout struct{ err *ParseError }
 // parseX consume an X or fail; acceptX consume one if present; isX only look.
 type parser struct {
 	src   string
-	toks  []token // ends with tokEOF
+	lx    lexer
+	toks  []token // the tokens lexed so far, lx.toks; ends with tokEOF once lx.done
 	pos   int     // index of the current token
 	depth int     // current recursion, bounded by maxRecursion
+	start token   // the first token of the statement being parsed
+
+	// level and h bound the height of the tree being built from below, so
+	// that a statement too deep is rejected as soon as that is known, at a
+	// cost bounded by MaxDepth rather than by its length (checkHeight).
+	// level counts the nodes certain to be ancestors of whatever is being
+	// parsed; the statement's height is at least level plus the height of
+	// any subtree being built. h is the height of the expression or FROM
+	// item most recently parsed (0 for none): a reader resets it to 0
+	// before parsing a subtree and afterwards finds in it the height of
+	// some descendant of that subtree, or of the subtree itself. Both
+	// only ever err low: a construct that does not count itself makes the
+	// bound looser, never wrong.
+	level int
+	h     int
+	bound int // the highest level+h checked in this statement, for tests
 }
 
 func newParser(src string, toks []token) *parser {
@@ -107,21 +147,38 @@ func newParser(src string, toks []token) *parser {
 			Position: utf8.RuneCountInString(src[:bad]) + 1,
 		}})
 	}
-	return &parser{src: src, toks: lex(src, toks)}
+	return &parser{src: src, lx: newLexer(src, toks)}
 }
 
-func (p *parser) peek() token { return p.toks[p.pos] }
+// fill lexes until token i exists or the input ends.
+func (p *parser) fill(i int) {
+	for len(p.lx.toks) <= i && !p.lx.done {
+		p.lx.next()
+	}
+	p.toks = p.lx.toks
+}
+
+func (p *parser) peek() token {
+	if p.pos >= len(p.toks) {
+		p.fill(p.pos)
+	}
+	return p.toks[p.pos]
+}
 
 // peekAt returns the token k places ahead; past the end it is the EOF token.
 func (p *parser) peekAt(k int) token {
-	if i := p.pos + k; i < len(p.toks) {
-		return p.toks[i]
+	i := p.pos + k
+	if i >= len(p.toks) {
+		p.fill(i)
+		if i >= len(p.toks) {
+			return p.toks[len(p.toks)-1]
+		}
 	}
-	return p.toks[len(p.toks)-1]
+	return p.toks[i]
 }
 
 func (p *parser) advance() token {
-	t := p.toks[p.pos]
+	t := p.peek()
 	if t.kind != tokEOF {
 		p.pos++
 	}
@@ -231,6 +288,18 @@ func (p *parser) enter() {
 	}
 }
 
+// checkHeight fails with CodeStatementTooComplex if a subtree of height h
+// under p.level ancestors makes the statement deeper than MaxDepth. The
+// loops that build long chains (a + b + ..., a JOIN b JOIN ...) call it at
+// every link, so that such a statement fails after MaxDepth links, not
+// after the whole text has been lexed and parsed.
+func (p *parser) checkHeight(h int) {
+	p.bound = max(p.bound, p.level+h)
+	if p.bound > MaxDepth {
+		p.tooComplex(p.start)
+	}
+}
+
 func (p *parser) tooComplex(t token) {
 	p.fail(t, CodeStatementTooComplex, fmt.Sprintf("statement too complex: nesting exceeds %d levels", MaxDepth))
 }
@@ -280,10 +349,12 @@ func (p *parser) parseParenIdentList() []string {
 func (p *parser) parseObjectName() ObjectName {
 	start := p.peek()
 	parts := []string{p.parseIdent()}
-	for p.peek().isPunct(".") {
+	for p.peek().isPunct(".") && len(parts) <= 3 {
 		p.advance()
 		parts = append(parts, p.parseIdent())
 	}
+	// More than three parts fails here, at the fourth: a chain of any
+	// length is neither read on nor quoted.
 	n, ok := objectName(parts, start.pos)
 	if !ok {
 		p.fail(start, CodeSyntaxError, fmt.Sprintf("improper qualified name (too many dotted names): %s", strings.Join(parts, ".")))
@@ -340,6 +411,12 @@ var unsupportedStatements = map[string]string{
 
 func (p *parser) parseStatement() Statement {
 	t := p.peek()
+	// A statement's node is an ancestor of all it holds; a query (a
+	// *Select) and SUBSCRIBE, which may also be nested, count themselves.
+	p.level = 1
+	if t.isWord("select") || t.isWord("values") || t.isWord("subscribe") {
+		p.level = 0
+	}
 	if t.kind == tokIdent && !t.quoted {
 		switch t.text {
 		case "select":
@@ -488,15 +565,28 @@ func (p *parser) parseWordValue() Expr {
 	return &ColumnRef{Column: t.text, Pos: t.pos}
 }
 
-// parseParenOptions parses "(option, ...)".
+// parseParenOptions parses "(option, ...)", where no option may repeat.
 func (p *parser) parseParenOptions(specs []optionSpec) []Option {
 	p.expectPunct("(")
 	opts := []Option{p.parseOption(specs)}
 	for p.acceptPunct(",") {
-		opts = append(opts, p.parseOption(specs))
+		opts = p.appendOption(opts, p.parseOption(specs))
 	}
 	p.expectPunct(")")
 	return opts
+}
+
+// appendOption appends o to opts, failing as Materialize does if opts
+// already has an option of that name: which of two values a statement
+// should follow is not for the planner to guess. (Lists are short: at the
+// first repeat, every name seen was a distinct one of a fixed set.)
+func (p *parser) appendOption(opts []Option, o Option) []Option {
+	for _, prev := range opts {
+		if prev.Name == o.Name {
+			panic(bailout{&ParseError{Code: CodeSyntaxError, Message: o.Name + " specified more than once", Position: o.Pos}})
+		}
+	}
+	return append(opts, o)
 }
 
 // parseWithOptions parses an optional "WITH (option, ...)".

@@ -649,6 +649,66 @@ func TestDepthLimit(t *testing.T) {
 	tooComplex("SELECT * FROM " + strings.Repeat("(", 5*MaxDepth) + "t" + strings.Repeat(")", 5*MaxDepth))
 }
 
+// TestLimitsCostBounded sends statements of about a megabyte that a
+// limit rejects, and checks that the parser gives up soon after the limit
+// is passed: the work done, counted in tokens lexed, must not grow with the
+// length of the text. (Before, "SELECT 1+1+...+1" was lexed and parsed to
+// its end, a second or so for 2 MB, before the depth limit rejected it.)
+func TestLimitsCostBounded(t *testing.T) {
+	const size = 1 << 20
+	// rep repeats s until the text is about size bytes long.
+	rep := func(s string) string { return strings.Repeat(s, size/len(s)) }
+	chain := func(n int) string { return "1" + strings.Repeat("+1", n-1) } // n levels deep
+	tooComplex := fmt.Sprintf("statement too complex: nesting exceeds %d levels", MaxDepth)
+	tests := []struct {
+		name, sql, code, msg string
+	}{
+		{"Plus", "SELECT 1" + rep("+1"), CodeStatementTooComplex, tooComplex},
+		{"Or", "SELECT a" + rep(" OR a"), CodeStatementTooComplex, tooComplex},
+		{"IsNull", "SELECT a" + rep(" IS NULL"), CodeStatementTooComplex, tooComplex},
+		{"Cast", "SELECT a" + rep("::int"), CodeStatementTooComplex, tooComplex},
+		{"Concat", "SELECT a" + rep(" || a"), CodeStatementTooComplex, tooComplex},
+		// A chain of chains, each within the limit alone.
+		{"ChainOfChains", "SELECT (" + chain(MaxDepth-2) + ")" + rep(" + ("+chain(MaxDepth-2)+")"), CodeStatementTooComplex, tooComplex},
+		// Too deep at the start, then long and flat.
+		{"DeepThenWide", "SELECT -(" + chain(MaxDepth) + ")" + rep(", 1"), CodeStatementTooComplex, tooComplex},
+		{"DeepThenLongIn", "SELECT (" + chain(MaxDepth-1) + ") IN (1" + rep(", 1") + ")", CodeStatementTooComplex, tooComplex},
+		{"DeepCallArg", "SELECT f(" + chain(MaxDepth) + rep(", 1") + ")", CodeStatementTooComplex, tooComplex},
+		{"DeepCase", "SELECT CASE WHEN " + chain(MaxDepth) + " THEN 1" + rep(" WHEN 1 THEN 1") + " END", CodeStatementTooComplex, tooComplex},
+		{"DeepSubquery", "SELECT (SELECT " + chain(MaxDepth-2) + rep(", 1") + ")", CodeStatementTooComplex, tooComplex},
+		{"Joins", "SELECT * FROM t" + rep(" JOIN t ON true"), CodeStatementTooComplex, tooComplex},
+		{"CrossJoins", "SELECT * FROM t" + rep(" CROSS JOIN t"), CodeStatementTooComplex, tooComplex},
+		{"SubscribeOption", "SUBSCRIBE t WITH (SNAPSHOT = 1" + rep(" + 1") + ")", CodeStatementTooComplex, tooComplex},
+		{"DeclareSubscribe", "DECLARE c CURSOR FOR SUBSCRIBE (SELECT 1" + rep(" + 1") + ")", CodeStatementTooComplex, tooComplex},
+		{"InsertValues", "INSERT INTO t VALUES (" + chain(MaxDepth) + rep(", 1") + ")", CodeStatementTooComplex, tooComplex},
+		{"SecondStatement", "SELECT 1; SELECT 1" + rep("+1"), CodeStatementTooComplex, tooComplex},
+		// Parentheses deepen only the parser's recursion, which is bounded.
+		{"Parens", "SELECT " + rep("("), CodeStatementTooComplex, tooComplex},
+		{"ParenJoins", "SELECT * FROM " + rep("("), CodeStatementTooComplex, tooComplex},
+		{"Unions", "SELECT 1" + rep(" UNION SELECT 1"), CodeFeatureNotSupported, "set operations (UNION, INTERSECT, EXCEPT) not supported"},
+		// A name has at most four parts; the error quotes no more than five.
+		{"ColumnName", "SELECT a" + rep(".a"), CodeSyntaxError, "improper qualified name (too many dotted names): a.a.a.a.a"},
+		{"ColumnStar", "SELECT a" + rep(".a") + ".*", CodeSyntaxError, "improper qualified name (too many dotted names): a.a.a.a.a"},
+		{"TableName", "SELECT * FROM a" + rep(".a"), CodeSyntaxError, "improper qualified name (too many dotted names): a.a.a.a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stats, err := parseAll(tt.sql)
+			if err == nil {
+				t.Fatalf("accepted, want %s %s", tt.code, tt.msg)
+			}
+			if pe, ok := err.(*ParseError); !ok || pe.SQLState() != tt.code || pe.Message != tt.msg {
+				t.Fatalf("got %s, want %s %s", describe(err), tt.code, tt.msg)
+			}
+			// The statements are some 100 000 to 500 000 tokens long; the
+			// longest prefix within the limits here some 6 000.
+			if limit := 8 * MaxDepth; stats.lexed > limit {
+				t.Errorf("lexed %d tokens before failing, want at most %d", stats.lexed, limit)
+			}
+		})
+	}
+}
+
 // TestDepthLimitRoundTrip builds trees of many shapes as deep as MaxDepth
 // allows and checks that their renderings, which may add parentheses, parse
 // again: the limit is on the tree, so String() never produces text that
@@ -703,6 +763,9 @@ func TestDepthLimitRoundTrip(t *testing.T) {
 				}
 			}
 			stmt := mustParse(t, shape(lo))
+			if _, stats, _ := parseAll(shape(lo)); stats.badBound {
+				t.Fatalf("the parser's lower bound of the height exceeds the height")
+			}
 			if h := height(stmt); h < MaxDepth-3 {
 				t.Fatalf("deepest accepted tree has height %d, want about %d", h, MaxDepth)
 			}
@@ -753,5 +816,24 @@ func BenchmarkParseInsert(b *testing.B) {
 		if _, err := Parse(src); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkParseTooDeep measures what a statement rejected by the depth
+// limit costs: "SELECT 1+1+...+1" of a given size, one chain far deeper
+// than MaxDepth. The parser gives up once the limit is passed, so the
+// cost does not grow with the size.
+func BenchmarkParseTooDeep(b *testing.B) {
+	for _, size := range []int{64 << 10, 2 << 20} {
+		src := "SELECT 1" + strings.Repeat("+1", size/2)
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				if _, err := Parse(src); err == nil {
+					b.Fatal("accepted")
+				}
+			}
+		})
 	}
 }
