@@ -669,6 +669,9 @@ func TestErrorCodes(t *testing.T) {
 		// COMMIT): Materialize's transactions read or write.
 		{name: "SubscribeAfterWrite", stmt: "BEGIN; INSERT INTO t VALUES (9, 'w'); DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", code: "25000"},
 		{name: "WriteAfterSubscribe", stmt: "BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; INSERT INTO t VALUES (9, 'w')", code: "25006"},
+		// By statement, not by the rows it touched.
+		{name: "SubscribeAfterEmptyWrite", stmt: "BEGIN; DELETE FROM t WHERE a = 12345; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", code: "25000"},
+		{name: "EmptyWriteAfterSubscribe", stmt: "BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; DELETE FROM t WHERE a = 12345", code: "25006"},
 	} {
 		for _, m := range execModes[:2] {
 			t.Run(tc.name+"/"+m.name, func(t *testing.T) {

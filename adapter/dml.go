@@ -82,12 +82,13 @@ func checkNotNull(it *catalog.Item, r row.Row) error {
 // transaction.
 func (s *Session) write(ctx context.Context, it *catalog.Item, updates []row.Update) error {
 	if s.tx != txIdle {
+		if s.txSubscribe || s.upSubscribe {
+			// Its changes would reach the subscribe only after it ended
+			// (Materialize refuses it too, whatever rows it touches).
+			return errReadOnlyTx
+		}
+		s.txWrote = true
 		if len(updates) > 0 {
-			if s.txSubscribe || s.upSubscribe {
-				// Its changes would reach the subscribe only after it
-				// ended (Materialize refuses it too).
-				return errReadOnlyTx
-			}
 			s.txWrites = append(s.txWrites, pendingWrite{item: it, updates: updates})
 		}
 		return nil

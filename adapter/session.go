@@ -73,8 +73,9 @@ type Session struct {
 	// gone is set when the session closes, so that what it still runs
 	// ends as aborted. txMulti marks the implicit transaction of a
 	// multi-statement simple query: its UPDATEs and DELETEs are buffered
-	// too (see bufferModify).
-	gone, varsSaved, txMulti, txSubscribe, upSubscribe bool
+	// too (see bufferModify). txWrote marks a block that ran a write
+	// statement, whatever rows it touched: no SUBSCRIBE may follow.
+	gone, varsSaved, txMulti, txSubscribe, upSubscribe, txWrote bool
 
 	cursors map[string]*cursor
 
@@ -401,7 +402,7 @@ func (s *Session) endTx() {
 	s.txWrites, s.txMulti = nil, false
 	s.txRead = nil
 	s.txReads, s.upReads = 0, 0
-	s.txSubscribe, s.upSubscribe = false, false
+	s.txSubscribe, s.upSubscribe, s.txWrote = false, false, false
 	s.closeCursors()
 }
 

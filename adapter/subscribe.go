@@ -405,7 +405,7 @@ func (s *Session) noteRead(subscribe bool) error {
 	if !s.inBlock() {
 		return nil
 	}
-	if subscribe && len(s.txWrites) > 0 {
+	if subscribe && s.txWrote {
 		return errWriteOnlyTx
 	}
 	if (subscribe && s.txReads+s.upReads > 0) || (!subscribe && (s.txSubscribe || s.upSubscribe)) {
@@ -599,6 +599,9 @@ type cursor struct {
 	exec    *stmtlog.Execution
 	pending []formatter.Row
 	done    bool
+	// failed is an error a FETCH met polling after it had rows: it
+	// returned them, and the next FETCH returns the error.
+	failed error
 	// selectRows buffers a SELECT cursor's rows.
 	selectRes pgwire.Result
 	selectBuf [][]byte
@@ -770,7 +773,10 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 	}
 	full := func() bool { return count > 0 && len(out) >= count }
 	take()
-	if full() || cur.done {
+	if cur.failed != nil && len(out) == 0 {
+		return nil, cur.failed
+	}
+	if full() || cur.done || cur.failed != nil {
 		return out, nil
 	}
 	wait := ctx
@@ -790,7 +796,10 @@ func (s *Session) fetch(ctx context.Context, cur *cursor, count int, timeout *ti
 			// polls took fetchPollBytes.
 			rows, err := pollReady(cur.running)
 			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, cur.sub.mapErr(err)
+				// The rows taken are the client's: the error waits for
+				// the next FETCH, as the end of a failed scan would.
+				cur.failed = cur.sub.mapErr(err)
+				break
 			}
 			cur.pending = append(cur.pending, rows...)
 			take()

@@ -181,7 +181,7 @@ func validateVar(name, value string) error {
 		return err
 	case "subscribe_max_buffered_bytes", "max_result_size":
 		if n, err := parseBytes(value); err != nil || n < 0 {
-			return errorf(codeInvalidParamValue, "invalid value for parameter %q: %q", name, value)
+			return invalidValue(name, value)
 		}
 	case "statement_logging_sample_rate":
 		if _, err := parseSampleRate(value); err != nil {
@@ -216,16 +216,21 @@ func validateVar(name, value string) error {
 // utcNames are the TimeZone values that name UTC: times are read and
 // written in UTC only, so a session may not claim another zone (its
 // timestamptz values would not be shown in it).
-var utcNames = map[string]bool{"utc": true, "etc/utc": true, "gmt": true, "etc/gmt": true, "uct": true,
-	"zulu": true, "z": true, "+00:00": true, "+00": true, "00:00": true, "0": true, "+0": true}
+var utcNames = map[string]bool{"utc": true, "etc/utc": true, "gmt": true, "etc/gmt": true, "uct": true, "etc/uct": true,
+	"universal": true, "etc/universal": true, "zulu": true, "etc/zulu": true, "z": true, "gmt0": true, "etc/gmt0": true,
+	"+00:00": true, "-00:00": true, "+00": true, "00:00": true, "0": true, "+0": true}
 
 // onlyValue is the error of a SET of a parameter to a value other than the
 // one the server supports. (A startup parameter's invalid value is not an
 // error: the session keeps the default, as Materialize does.)
 func onlyValue(name, value, supported string) *Error {
-	e := errorf(codeInvalidParamValue, "invalid value for parameter %q: %q", name, value)
+	e := invalidValue(name, value)
 	e.hint = fmt.Sprintf("shardtail supports only %s.", supported)
 	return e
+}
+
+func invalidValue(name, value string) *Error {
+	return errorf(codeInvalidParamValue, "invalid value for parameter %q: %q", name, value)
 }
 
 func setValueText(values []sql.Expr) (string, error) {

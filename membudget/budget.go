@@ -330,11 +330,11 @@ type stage struct {
 }
 
 // AddStage registers shed as a step of the policy at order (StageCache,
-// StageShrink, StageDetach): Enforce calls it while the total is over the budget. shed
-// must free what it can (stopping early once Over is false, or at a lower
-// mark of its own: room below the limit that later growth takes a while to
-// fill) and must not
-// call Enforce. The returned func removes the stage.
+// StageShrink, StageDetach): Enforce calls it while the total is over the
+// budget. shed must free what it can (stopping early once Over is false,
+// or at a lower mark of its own: room below the limit that later growth
+// takes a while to fill) and must not call Enforce. The returned func
+// removes the stage.
 func (b *Budget) AddStage(order int, shed func()) (remove func()) {
 	if b == nil {
 		return func() {}

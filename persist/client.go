@@ -77,7 +77,10 @@ func NewClient(blob Blob, consensus Consensus, cfg Config) (*Client, error) {
 	}
 	cacheMem := cfg.Memory
 	if cfg.Budget != nil {
-		cacheMem = cfg.Budget.Holder(membudget.HolderPartCache)
+		// Transient: what the cache holds is an optimisation, never a
+		// reason to end a subscribe (StageCache empties it first; the
+		// fills left are bounded).
+		cacheMem = cfg.Budget.TransientHolder(membudget.HolderPartCache)
 	}
 	c.parts = newPartCache(cfg.PartCacheBytes, cacheMem, cfg.Budget, c.metrics)
 	if w, ok := consensus.(Watcher); ok {

@@ -229,6 +229,9 @@ func (r *runIter) collect(key string, cols *row.Columns, first bool) {
 		return // not read from its first batch, or given up
 	}
 	n := cols.Size()
+	if first {
+		n += int64(len(key)) // as the entry will count it
+	}
 	if r.fillSize+n > r.c.parts.maxEntry() || !r.c.parts.hold(n) {
 		r.giveUpFill()
 		return

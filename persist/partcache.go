@@ -29,13 +29,17 @@ import (
 // The limit bounds the entries and the fills together: the batches the
 // cursors reading parts from their first batch collect for an entry (hold),
 // which would otherwise be up to an eighth of the limit per cursor that no
-// one counts. Both are charged to mem as they grow. Under a memory budget,
-// the cache is the first thing the policy empties (membudget.StageCache:
-// its least recently used entries go while the budget is over), and while
-// the budget is over it takes no new entry and begins no fill: what it
-// holds only saves work, where the other holders hold what clients wait
-// for. Fills in progress stay until their part ends (their cursors own
-// them), each at most an eighth of the limit.
+// one counts. Both are charged to mem as they grow (a part's first batch
+// twice while a fill holds it too). Under a memory budget, the cache is
+// the first thing the policy empties (membudget.StageCache: its least
+// recently used entries go while the budget is over), and while the budget
+// is over it does not grow: a new entry or a fill's batch evicts at least
+// as much first, or is not kept. What it holds only saves work, where the
+// other holders hold what clients wait for. Fills in progress stay until
+// their part ends (their cursors own them), each at most an eighth of the
+// limit. The cache does not call Enforce itself (a snapshot read would
+// then run the policy's stages): growing while the budget is under, it may
+// take the total over by one entry until the next holder's enforcement.
 type partCache struct {
 	limit   int64
 	mem     *membudget.Holder
@@ -112,7 +116,7 @@ func (h *partCache) hold(n int64) bool {
 		return false
 	}
 	h.mu.Lock()
-	ok := h.room(n)
+	ok := h.room(n, h.bytes)
 	if ok {
 		h.add(n)
 	}
@@ -148,15 +152,19 @@ func (h *partCache) put(key string, cols []*row.Columns, batches int, held int64
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	floor := h.bytes // a fill becoming an entry does not grow the cache
 	h.add(-held)
-	if old, ok := h.byKey[key]; ok {
-		e := old.Value.(*partEntry)
-		if e.whole() || len(cols) < batches {
-			return
-		}
+	old, ok := h.byKey[key]
+	if ok && (old.Value.(*partEntry).whole() || len(cols) < batches) {
+		return
+	}
+	if size > h.maxEntry() || h.closed {
+		return // the head, if any, stays
+	}
+	if ok {
 		h.remove(old)
 	}
-	if h.closed || !h.room(size) {
+	if !h.room(size, floor) {
 		return
 	}
 	h.byKey[key] = h.lru.PushFront(&partEntry{key: key, cols: cols, batches: batches, size: size})
@@ -164,16 +172,20 @@ func (h *partCache) put(key string, cols []*row.Columns, batches int, held int64
 }
 
 // room evicts the least recently used entries until n more bytes fit in
-// the limit, and reports whether they do: not when n is over maxEntry,
-// the cache is dropped or the budget is over. h.mu must be held.
-func (h *partCache) room(n int64) bool {
-	if n > h.maxEntry() || h.closed || h.budget.Over() {
+// the limit and, while the budget is over, until the cache with them holds
+// no more than floor (what it held before: over the budget it may replace
+// what it holds, not grow), and reports whether they fit: not when n is
+// over maxEntry or the cache is dropped. h.mu must be held.
+func (h *partCache) room(n, floor int64) bool {
+	if n > h.maxEntry() || h.closed {
 		return false
 	}
-	for h.bytes+n > h.limit && h.lru.Len() > 0 {
+	over := h.budget.Over()
+	fits := func() bool { return h.bytes+n <= h.limit && (!over || h.bytes+n <= floor) }
+	for !fits() && h.lru.Len() > 0 {
 		h.remove(h.lru.Back())
 	}
-	return h.bytes+n <= h.limit
+	return fits()
 }
 
 // remove evicts an entry. h.mu must be held.
