@@ -40,16 +40,7 @@ func (p *parser) parseExprPrec(min int) Expr {
 			p.h = h
 			return left
 		}
-		// The operator's node becomes the root of left, and the parent
-		// of everything parseInfix reads. It is checked before its
-		// operand is read, which may be long (x IN (1, 2, ...)).
-		h++
-		p.checkHeight(h)
-		p.level++
-		p.h = 0
-		left = p.parseInfix(left, prec)
-		p.level--
-		h = max(h, 1+p.h)
+		left = chainLink(p, &h, func() Expr { return p.parseInfix(left, prec) })
 	}
 }
 

@@ -244,14 +244,8 @@ func (p *parser) parseTableExpr() TableExpr {
 			return left
 		}
 		// The join becomes the root of left and the parent of what
-		// follows; p.h ends as the height of its last part.
-		h++
-		p.checkHeight(h)
-		p.level++
-		p.h = 0
-		left = p.parseJoin(kind, left)
-		p.level--
-		h = max(h, 1+p.h)
+		// follows; parseJoin leaves the height of its last part in p.h.
+		left = chainLink(p, &h, func() TableExpr { return p.parseJoin(kind, left) })
 	}
 }
 

@@ -300,6 +300,22 @@ func (p *parser) checkHeight(h int) {
 	}
 }
 
+// chainLink parses the next link of a chain whose tree so far has height
+// *h (a + b + ..., a JOIN b JOIN ...): the link's node becomes the root of
+// what is parsed, and the parent of what parse reads, which is checked
+// before it is read (it may be long: x IN (1, 2, ...)). *h ends as the
+// height of the chain with the link.
+func chainLink[T any](p *parser, h *int, parse func() T) T {
+	*h++
+	p.checkHeight(*h)
+	p.level++
+	p.h = 0
+	v := parse()
+	p.level--
+	*h = max(*h, 1+p.h)
+	return v
+}
+
 func (p *parser) tooComplex(t token) {
 	p.fail(t, CodeStatementTooComplex, fmt.Sprintf("statement too complex: nesting exceeds %d levels", MaxDepth))
 }
