@@ -912,3 +912,33 @@ func TestProxySuspendedPortal(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyTxnReadOrWrite: a proxy keeps the transaction rule that a
+// SUBSCRIBE follows no write and no write follows a SUBSCRIBE, although
+// the writes run upstream and a fast-path SUBSCRIBE runs on the proxy.
+func TestProxyTxnReadOrWrite(t *testing.T) {
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	ctx := context.Background()
+	up := connect(t, p.up)
+	mustExec(t, up, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
+	c := connect(t, p.proxy)
+	for _, tc := range []struct{ stmts, code string }{
+		{"BEGIN; INSERT INTO t VALUES (2); DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+		{"BEGIN; DELETE FROM t WHERE a = 12345; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+		{"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; INSERT INTO t VALUES (2)", "25006"},
+	} {
+		var err error
+		for _, st := range strings.Split(tc.stmts, "; ") {
+			if _, err = c.Exec(ctx, st); err != nil {
+				break
+			}
+		}
+		wantCode(t, err, tc.code, tc.stmts)
+		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := queryRows(t, up, "SELECT a FROM t"); len(got) != 1 {
+		t.Errorf("t holds %q after the refused blocks, want the one row", got)
+	}
+}

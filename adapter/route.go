@@ -120,6 +120,15 @@ func (s *Session) runProxied(ctx context.Context, st sql.Statement, text string)
 		}
 		return s.run(ctx, st, nil, nil)
 	}
+	if isWrite(st) && s.inBlock() {
+		// The write runs upstream, where the block's local SUBSCRIBE is
+		// unknown: the block's rule (noteRead, Session.write) is kept
+		// here.
+		if s.txSubscribe || s.upSubscribe {
+			return nil, errReadOnlyTx
+		}
+		s.txWrote = true
+	}
 	if cp, ok := st.(*sql.Copy); ok {
 		return s.proxyCopy(ctx, cp, text)
 	}
@@ -170,6 +179,17 @@ func isRead(st sql.Statement) bool {
 		return true
 	case *sql.DeclareCursor:
 		return isRead(st.Query)
+	}
+	return false
+}
+
+// isWrite reports whether st writes a table.
+func isWrite(st sql.Statement) bool {
+	switch st := st.(type) {
+	case *sql.Insert, *sql.Update, *sql.Delete:
+		return true
+	case *sql.Copy:
+		return st.Direction == sql.CopyFrom
 	}
 	return false
 }
