@@ -209,16 +209,9 @@ func (l *Log) Begin(rate float64, rec Record) *Execution {
 	return &Execution{log: l, rec: rec, refs: 1}
 }
 
-// add buffers a finished record, dropping it when the buffer is full, or
-// when it does not fit the schema (which would fail every append it is
-// in, and hold up the records behind it).
+// add buffers a finished record, dropping it when the buffer is full.
 func (l *Log) add(rec Record) {
 	rec.validText()
-	if err := row.CheckRow(Schema, rec.Row()); err != nil {
-		l.log.Warn("statement log: record dropped", "err", err)
-		l.metrics.dropped.Inc()
-		return
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.buf)+len(l.inflight) >= l.cfg.MaxBuffered {
@@ -274,6 +267,7 @@ func (l *Log) appendBatch(ctx context.Context, batch []Record, sweep bool) error
 	if len(batch) == 0 && !sweep {
 		return nil
 	}
+	rows := l.rows(batch)
 	upper := l.w.Upper()
 	var updates []row.Update
 	var ts uint64
@@ -289,9 +283,9 @@ func (l *Log) appendBatch(ctx context.Context, batch []Record, sweep bool) error
 			}
 		}
 		ts = max(upper, uint64(l.cfg.Now().UnixMilli()))
-		updates = make([]row.Update, 0, len(batch)+len(expired))
-		for i := range batch {
-			updates = append(updates, row.Update{Row: batch[i].Row(), T: ts, Diff: 1})
+		updates = make([]row.Update, 0, len(rows)+len(expired))
+		for _, r := range rows {
+			updates = append(updates, row.Update{Row: r, T: ts, Diff: 1})
 		}
 		for _, r := range expired {
 			updates = append(updates, row.Update{Row: r, T: ts, Diff: -1})
@@ -329,6 +323,23 @@ func (l *Log) appendBatch(ctx context.Context, batch []Record, sweep bool) error
 			return err
 		}
 	}
+}
+
+// rows encodes batch's records, dropping those that do not fit the schema:
+// one would fail every append it is in, and hold up the records behind it
+// (add has made their text UTF-8 already; this is the check of the rest).
+func (l *Log) rows(batch []Record) []row.Row {
+	rows := make([]row.Row, 0, len(batch))
+	for i := range batch {
+		r := batch[i].Row()
+		if err := row.CheckRow(Schema, r); err != nil {
+			l.log.Warn("statement log: record dropped", "err", err)
+			l.metrics.dropped.Inc()
+			continue
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // advanceSince moves the retention reader's since to t, so that compaction
