@@ -38,6 +38,24 @@ func queueArrays(subs ...*Subscriber) int64 {
 	return n
 }
 
+// windowOnly is the bytes the policy's shrink frees: the windows' batches
+// before each one's newest that no queue references.
+func windowOnly(m *Manager) int64 {
+	var n int64
+	for _, t := range m.running() {
+		t.mu.Lock()
+		for i, b := range t.window {
+			b.acct.Lock()
+			if i < len(t.window)-1 && b.queueRefs.Load() == 0 {
+				n += b.bytes + b.extra
+			}
+			b.acct.Unlock()
+		}
+		t.mu.Unlock()
+	}
+	return n
+}
+
 // TestBudgetPolicyOrder: over budget, the windows shrink first, and only
 // if that is not enough are queues detached, largest first, until the
 // total is down to a quarter of the budget (detachTarget): not just
@@ -72,13 +90,13 @@ func TestBudgetPolicyOrder(t *testing.T) {
 	}
 	total := budget.Total()
 
-	// 1. Over by less than a batch, and by more than the window alone
-	// holds (the queues pin all but its empty first batches): after the
-	// shrink the largest queue goes, freeing the 2 batches only it holds,
-	// which brings the total under the budget but not down to a quarter
-	// of it (the other queue pins the 4 newest): that queue goes too. The
-	// reader, which took everything, stays.
-	budget.SetLimit(total - 300)
+	// 1. Over by one byte more than the window alone holds (the queues pin
+	// all but the progress-only batches, as many as the ticks published):
+	// after the shrink the largest queue goes, freeing the 2 batches only
+	// it holds, which brings the total under the budget but not down to a
+	// quarter of it (the other queue pins the 4 newest): that queue goes
+	// too. The reader, which took everything, stays.
+	budget.SetLimit(total - windowOnly(f.m) - 1)
 	f.m.enforce()
 	if got := testutil.ToFloat64(f.m.Metrics().budgetShrinks); got != 1 {
 		t.Errorf("window shrinks = %v, want 1", got)
