@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/shardtail/shardtail/internal/testsupport/clients"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
@@ -466,6 +467,7 @@ const { Client } = require('pg');
   out.errors = [await code('SELECT * FROM nope'), await code('SELECT zz FROM nt'), await code('CREATE TABLE nt (a int)'),
     await code('SELEC 1'), await code('INSERT INTO nt VALUES ($1, $2)', ['abc', 'x']), await code('SELECT a FROM nt WHERE a = $1', ['x'])];
   out.after = (await c.query('SELECT a, b FROM nt ORDER BY a')).rows;
+  out.limit = (await c.query('SELECT a FROM nt ORDER BY a LIMIT $1 OFFSET $2', [1, 1])).rows;
   await c.end();
   console.log(JSON.stringify(out));
 })().catch(e => { console.error(e); process.exit(1); });
@@ -490,6 +492,7 @@ func TestClientNodePostgres(t *testing.T) {
 		"update": 1.0, "delete": 1.0,
 		"errors": []any{"42P01", "42703", "42P07", "42601", "22P02", "22P02"},
 		"after":  []any{map[string]any{"a": "1", "b": "uno"}, map[string]any{"a": "2", "b": nil}},
+		"limit":  []any{map[string]any{"a": "2"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("node-postgres:\n got %v\nwant %v", got, want)
@@ -1315,5 +1318,85 @@ func TestStartupParameters(t *testing.T) {
 		if got != want || c.PgConn().ParameterStatus(name) != want {
 			t.Errorf("%s: SHOW %q, ParameterStatus %q; want %q", name, got, c.PgConn().ParameterStatus(name), want)
 		}
+	}
+}
+
+// TestClauseParameters: a parameter in LIMIT, OFFSET, AS OF or UP TO is
+// typed by its clause (bigint; an mz_timestamp, described as numeric) and
+// bound at each execution, on every protocol shape: a client resumes a
+// subscribe with `AS OF $1`.
+func TestClauseParameters(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := context.Background()
+	for i, m := range execModes {
+		t.Run(m.name, func(t *testing.T) {
+			c := connectMode(t, s, m.mode)
+			tbl := fmt.Sprintf("cp%d", i)
+			mustExec(t, c, "CREATE TABLE "+tbl+" (a int8)", "INSERT INTO "+tbl+" VALUES (1), (2), (3), (4), (5)")
+			sel := "SELECT a FROM " + tbl + " WHERE a > $1 ORDER BY a LIMIT $2 OFFSET $3"
+			if got := queryRows(t, c, sel, int64(1), int64(2), int64(1)); !reflect.DeepEqual(got, []string{"3", "4"}) {
+				t.Errorf("LIMIT 2 OFFSET 1: got %q", got)
+			}
+			if got := queryRows(t, c, sel, int64(0), nil, int64(3)); !reflect.DeepEqual(got, []string{"4", "5"}) {
+				t.Errorf("LIMIT NULL OFFSET 3: got %q", got)
+			}
+			_, err := c.Exec(ctx, sel, int64(0), int64(-1), int64(0))
+			wantCode(t, err, "2201W", "negative LIMIT")
+			_, err = c.Exec(ctx, sel, int64(0), int64(1), int64(-1))
+			wantCode(t, err, "2201X", "negative OFFSET")
+
+			// A time at which the rows are: a subscribe's first progress row.
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustExec(t, c, "DECLARE cur CURSOR FOR SUBSCRIBE "+tbl+" WITH (PROGRESS)")
+			var at pgtype.Numeric
+			var rest [3]any
+			if err := tx.QueryRow(ctx, "FETCH 1 cur").Scan(&at, &rest[0], &rest[1], &rest[2]); err != nil {
+				t.Fatal(err)
+			}
+			tx.Rollback(ctx)
+			asOf, err := at.Int64Value()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for q, want := range map[string]int{
+				"SUBSCRIBE " + tbl + " AS OF $1 UP TO $2":                              5,
+				"SUBSCRIBE " + tbl + " AS OF AT LEAST $1 UP TO $2":                     5,
+				"SUBSCRIBE (SELECT a FROM " + tbl + " WHERE a > $3) AS OF $1 UP TO $2": 3,
+			} {
+				args := []any{asOf.Int64, asOf.Int64 + 1}
+				if strings.Contains(q, "$3") {
+					args = append(args, int64(2))
+				}
+				got, err := tryQueryRows(c, q, args...)
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				if len(got) != want {
+					t.Errorf("%s: got %d rows %q, want %d", q, len(got), got, want)
+				}
+			}
+			if m.mode == pgx.QueryExecModeSimpleProtocol {
+				return // the client interpolates: nothing is described
+			}
+			for q, want := range map[string][]uint32{
+				sel: {pgtype.Int8OID, pgtype.Int8OID, pgtype.Int8OID},
+				"SUBSCRIBE " + tbl + " AS OF $1 UP TO $2":                                   {pgtype.NumericOID, pgtype.NumericOID},
+				"SUBSCRIBE (SELECT a FROM " + tbl + " WHERE a > $2) AS OF AT LEAST $1":      {pgtype.NumericOID, pgtype.Int8OID},
+				"DECLARE c CURSOR FOR SUBSCRIBE " + tbl + " UP TO $1":                       {pgtype.NumericOID},
+				"SELECT a FROM " + tbl + " LIMIT $2 AS OF $1":                               {pgtype.NumericOID, pgtype.Int8OID},
+				"SELECT * FROM mz_internal.mz_subscriptions WHERE collection = $1 LIMIT $2": {pgtype.TextOID, pgtype.Int8OID},
+			} {
+				sd, err := c.Prepare(ctx, "", q)
+				if err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+				if !reflect.DeepEqual(sd.ParamOIDs, want) {
+					t.Errorf("%s: parameter types %v, want %v", q, sd.ParamOIDs, want)
+				}
+			}
+		})
 	}
 }

@@ -217,10 +217,81 @@ func (vi *valuesInput) updates(params []row.Datum, t uint64) ([]row.Update, erro
 	return out, nil
 }
 
-// evalTimestamp evaluates AS OF / UP TO: a constant castable to
-// mz_timestamp (epoch milliseconds).
-func evalTimestamp(e sql.Expr) (uint64, error) {
-	d, err := expr.EvalConst(e, expr.TypeMzTimestamp, &expr.EvalContext{Now: uint64(time.Now().UnixMilli())})
+// constScope is the scope a statement's constant clauses (AS OF, UP TO,
+// LIMIT, OFFSET) are compiled in, after the rest of it: params are the
+// parameter types the rest declared or inferred. Text is also what a
+// parameter nothing determined reports, so it is left to be inferred: a
+// parameter only a clause uses takes the clause's type (LIMIT $1 bigint,
+// AS OF $1 an mz_timestamp, described as numeric). The scope's parameter
+// types are then the statement's (paramOIDsOf).
+func constScope(params []uint32) *expr.Scope {
+	types := paramTypes(params)
+	for i, oid := range params {
+		if oid == pgrepr.OIDText {
+			types[i] = expr.TypeUnknown
+		}
+	}
+	scope := expr.NewScope(row.Schema{}, "")
+	scope.SetParamTypes(types)
+	return scope
+}
+
+// constant is a statement's constant clause (AS OF, UP TO, LIMIT,
+// OFFSET), compiled when the statement is planned and evaluated each time
+// it runs, with its parameters' values.
+type constant struct {
+	e expr.Expr
+}
+
+// compileConst compiles e (nil for none) in scope as a value of type want.
+func compileConst(e sql.Expr, want expr.Type, scope *expr.Scope) (*constant, error) {
+	if e == nil {
+		return nil, nil
+	}
+	x, err := expr.CompileConst(e, want, scope)
+	if err != nil {
+		return nil, err
+	}
+	return &constant{e: x}, nil
+}
+
+// compileCount compiles LIMIT or OFFSET (nil for none) in scope.
+func compileCount(e sql.Expr, scope *expr.Scope) (*constant, error) {
+	return compileConst(e, expr.TypeInt8, scope)
+}
+
+// compileTimestamp compiles UP TO (nil for none) or AS OF's time in scope.
+func compileTimestamp(e sql.Expr, scope *expr.Scope) (*constant, error) {
+	return compileConst(e, expr.TypeMzTimestamp, scope)
+}
+
+// eval evaluates c with the statement's parameter values.
+func (c *constant) eval(params []row.Datum) (row.Datum, error) {
+	return c.e.Eval(&expr.EvalContext{Params: params, Now: uint64(time.Now().UnixMilli())}, nil)
+}
+
+// asOfClause is a read's AS OF [AT LEAST], compiled.
+type asOfClause struct {
+	at      *constant // an mz_timestamp
+	atLeast bool
+}
+
+// compileAsOf compiles a (nil for none) in scope.
+func compileAsOf(a *sql.AsOf, scope *expr.Scope) (*asOfClause, error) {
+	if a == nil {
+		return nil, nil
+	}
+	at, err := compileTimestamp(a.Expr, scope)
+	if err != nil {
+		return nil, err
+	}
+	return &asOfClause{at: at, atLeast: a.AtLeast}, nil
+}
+
+// evalTimestamp evaluates AS OF's time or UP TO, an mz_timestamp (epoch
+// milliseconds), with the statement's parameter values.
+func evalTimestamp(c *constant, params []row.Datum) (uint64, error) {
+	d, err := c.eval(params)
 	if err != nil {
 		return 0, err
 	}
@@ -250,15 +321,24 @@ func evalInterval(e sql.Expr) (time.Duration, error) {
 	return dur, nil
 }
 
-// evalCount evaluates LIMIT / OFFSET.
-func evalCount(e sql.Expr, what string) (int64, error) {
-	d, err := expr.EvalConst(e, expr.TypeInt8, nil)
-	if err != nil {
-		return 0, err
+// evalCount evaluates LIMIT / OFFSET (nil for none) with the statement's
+// parameter values: -1 for no LIMIT (none, or NULL, as in PostgreSQL), 0
+// for no OFFSET.
+func evalCount(c *constant, params []row.Datum, what string) (int64, error) {
+	none, code := int64(0), "2201X" // invalid row count in result offset clause
+	if what == "LIMIT" {
+		none, code = -1, "2201W" // invalid row count in limit clause
+	}
+	if c == nil {
+		return none, nil
+	}
+	d, err := c.eval(params)
+	if err != nil || d == nil {
+		return none, err
 	}
 	n, ok := d.(int64)
 	if !ok || n < 0 {
-		return 0, errorf("2201W", "%s must not be negative", what)
+		return 0, errorf(code, "%s must not be negative", what)
 	}
 	return n, nil
 }

@@ -30,9 +30,9 @@ type queryPlan struct {
 	from    *catalog.Item // the relation the query names (a view is inlined into input)
 	mfp     *mfp
 	orderBy []orderKey
-	limit   *int64
-	offset  int64
-	asOf    *sql.AsOf
+	limit   *constant // nil: none
+	offset  *constant // nil: none
+	asOf    *asOfClause
 	params  []uint32
 }
 
@@ -116,7 +116,7 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	if err != nil {
 		return nil, err
 	}
-	q := &queryPlan{input: input, from: input, mfp: m, asOf: sel.AsOf, params: params}
+	q := &queryPlan{input: input, from: input, mfp: m, params: params}
 	if base != nil {
 		q.input, q.values = base.input, base.values
 		q.mfp = composeMFP(base.mfp, m)
@@ -150,7 +150,10 @@ func (s *Session) planValuesTable(d *sql.DerivedTable) (*queryPlan, error) {
 	return &queryPlan{values: vi, mfp: m}, nil
 }
 
-// planTail plans ORDER BY, LIMIT and OFFSET over the query's output.
+// planTail plans ORDER BY, LIMIT, OFFSET and AS OF over the query's
+// output. The last three are compiled after the rest, so that a parameter
+// in them (LIMIT $1) is typed by its clause, and evaluated each time the
+// query runs.
 func (q *queryPlan) planTail(sel *sql.Select, items []sql.SelectItem) error {
 	out := q.schema()
 	for _, o := range sel.OrderBy {
@@ -160,21 +163,29 @@ func (q *queryPlan) planTail(sel *sql.Select, items []sql.SelectItem) error {
 		}
 		q.orderBy = append(q.orderBy, orderKey{col: col, desc: o.Desc, nullsFirst: nullsFirst(o)})
 	}
-	if sel.Limit != nil {
-		n, err := evalCount(sel.Limit, "LIMIT")
-		if err != nil {
-			return err
-		}
-		q.limit = &n
+	scope := constScope(q.params)
+	var err error
+	if q.limit, err = compileCount(sel.Limit, scope); err != nil {
+		return err
 	}
-	if sel.Offset != nil {
-		n, err := evalCount(sel.Offset, "OFFSET")
-		if err != nil {
-			return err
-		}
-		q.offset = n
+	if q.offset, err = compileCount(sel.Offset, scope); err != nil {
+		return err
 	}
+	if q.asOf, err = compileAsOf(sel.AsOf, scope); err != nil {
+		return err
+	}
+	q.params = paramOIDsOf(scope)
 	return nil
+}
+
+// bounds evaluates OFFSET and LIMIT with the parameter values: the rows to
+// skip, and how many to return (-1: all).
+func (q *queryPlan) bounds(params []row.Datum) (skip, limit int64, err error) {
+	if skip, err = evalCount(q.offset, params, "OFFSET"); err != nil {
+		return 0, 0, err
+	}
+	limit, err = evalCount(q.limit, params, "LIMIT")
+	return skip, limit, err
 }
 
 // nullsFirst reports whether o sorts NULLs first: as written, else as
@@ -270,28 +281,29 @@ func (s *Session) latestTime(ctx context.Context, it *catalog.Item, state *persi
 // timestamp. Chosen first and held after, the time could be compacted away
 // in between — on a loaded machine the reader's registration can take
 // longer than the collection's RETAIN HISTORY window.
-func (s *Session) readTimestamp(ctx context.Context, it *catalog.Item, asOf *sql.AsOf, held uint64) (uint64, error) {
+func (s *Session) readTimestamp(ctx context.Context, it *catalog.Item, asOf *asOfClause, params []row.Datum, held uint64) (uint64, error) {
 	state, err := s.c.persist.ReadState(ctx, it.Shard)
 	if err != nil {
 		return 0, mapPersistErr(err, it.Name)
 	}
-	return s.chooseTimestamp(ctx, it, state, asOf, max(state.Since, held))
+	return s.chooseTimestamp(ctx, it, state, asOf, params, max(state.Since, held))
 }
 
 // chooseTimestamp is the timestamp rule of SELECT and SUBSCRIBE given the
 // collection's state (read linearizably) and the since the read is held
-// at: AS OF if given (AT LEAST: no earlier than since; else an error below
-// it), else the latest complete time, no earlier than since.
-func (s *Session) chooseTimestamp(ctx context.Context, it *catalog.Item, state *persist.State, asOf *sql.AsOf, since uint64) (uint64, error) {
+// at: AS OF if given, with the statement's parameter values (AT LEAST: no
+// earlier than since; else an error below it), else the latest complete
+// time, no earlier than since.
+func (s *Session) chooseTimestamp(ctx context.Context, it *catalog.Item, state *persist.State, asOf *asOfClause, params []row.Datum, since uint64) (uint64, error) {
 	if asOf == nil {
 		t, err := s.latestTime(ctx, it, state)
 		return max(t, since), err
 	}
-	t, err := evalTimestamp(asOf.Expr)
+	t, err := evalTimestamp(asOf.at, params)
 	if err != nil {
 		return 0, err
 	}
-	if asOf.AtLeast {
+	if asOf.atLeast {
 		return max(t, since), nil
 	}
 	if t < since {
@@ -344,15 +356,15 @@ type querySource struct {
 // is never held whole; with ORDER BY the result is sorted in memory (top-k
 // with LIMIT).
 func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum) (*querySource, error) {
+	skip, remaining, err := q.bounds(params)
+	if err != nil {
+		return nil, err
+	}
 	next, closeAll, err := s.readInput(ctx, q, params)
 	if err != nil {
 		return nil, err
 	}
 	m := q.mfp.bind(params)
-	skip, remaining := q.offset, int64(-1)
-	if q.limit != nil {
-		remaining = *q.limit
-	}
 	// mapped reads the next chunk through the MFP, expanding diffs into
 	// repeated rows. A negative multiplicity is an error, as in Materialize.
 	mapped := func(ctx context.Context) ([]row.Row, error) {
@@ -424,17 +436,18 @@ func (s *Session) runQuery(ctx context.Context, q *queryPlan, params []row.Datum
 		}
 		all = append(all, rows...)
 	}
-	return &querySource{next: sliceSource(q.finish(all)), close: func() {}}, nil
+	return &querySource{next: sliceSource(q.finish(all, skip, remaining)), close: func() {}}, nil
 }
 
-// finish applies ORDER BY, OFFSET and LIMIT to the query's whole result.
-func (q *queryPlan) finish(rows []row.Row) []row.Row {
+// finish applies ORDER BY, then OFFSET and LIMIT (q.bounds), to the
+// query's whole result.
+func (q *queryPlan) finish(rows []row.Row, skip, limit int64) []row.Row {
 	if len(q.orderBy) > 0 {
 		slices.SortStableFunc(rows, func(a, b row.Row) int { return compareOrder(q.orderBy, a, b) })
 	}
-	rows = rows[min(int64(len(rows)), q.offset):]
-	if q.limit != nil && int64(len(rows)) > *q.limit {
-		rows = rows[:*q.limit]
+	rows = rows[min(int64(len(rows)), skip):]
+	if limit >= 0 && int64(len(rows)) > limit {
+		rows = rows[:limit]
 	}
 	return rows
 }
@@ -448,7 +461,7 @@ func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datu
 	if q.values != nil {
 		// A constant is the same at every time: AS OF is checked, not used.
 		if q.asOf != nil {
-			if _, err := evalTimestamp(q.asOf.Expr); err != nil {
+			if _, err := evalTimestamp(q.asOf.at, params); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -471,7 +484,7 @@ func (s *Session) readInput(ctx context.Context, q *queryPlan, params []row.Datu
 	if err != nil {
 		return nil, nil, mapPersistErr(err, q.input.Name)
 	}
-	asOf, err := s.readTimestamp(ctx, q.input, q.asOf, r.Since())
+	asOf, err := s.readTimestamp(ctx, q.input, q.asOf, params, r.Since())
 	if err != nil {
 		r.Close()
 		return nil, nil, err
@@ -560,12 +573,16 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 		return nil, true, err
 	}
 	// ORDER BY, OFFSET and LIMIT as over a collection.
-	q := &queryPlan{mfp: m}
+	q := &queryPlan{mfp: m, params: params}
 	if err := q.planTail(sel, sel.Items); err != nil {
 		return nil, true, err
 	}
 	out := q.schema()
-	return &plan{fields: fieldsOf(out.Columns), params: params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
+	return &plan{fields: fieldsOf(out.Columns), params: q.params, exec: func(ctx context.Context, params []row.Datum, formats []int16) (pgwire.Result, error) {
+		skip, limit, err := q.bounds(params)
+		if err != nil {
+			return nil, err
+		}
 		bound := m.bind(params)
 		var rows []row.Row
 		s.current.SetStrategy(strategyConstant)
@@ -582,6 +599,6 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 				rows = append(rows, o)
 			}
 		}
-		return newRowsResult(out.Columns, formats, sliceSource(q.finish(rows))), nil
+		return newRowsResult(out.Columns, formats, sliceSource(q.finish(rows, skip, limit))), nil
 	}}, true, nil
 }

@@ -30,6 +30,9 @@ type subscribePlan struct {
 	q      *queryPlan
 	opts   *formatter.Options
 	snap   bool
+	asOf   *asOfClause // nil: none
+	upToAt *constant   // UP TO; nil: none
+	params []uint32    // the parameter types the statement inferred
 }
 
 // planSubscribeStmt resolves a SUBSCRIBE's relation and output shape.
@@ -129,16 +132,25 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe, paramOIDs []uint32) (*sub
 		}
 		p.opts.Order = append(p.opts.Order, formatter.OrderItem{Col: idx, Desc: o.Desc, NullsFirst: nullsFirst(o)})
 	}
+	// AS OF and UP TO last, so that a parameter only they use is typed by
+	// them (see constScope).
+	params := paramOIDs
+	if p.q != nil {
+		params = p.q.params
+	}
+	scope := constScope(params)
+	if p.asOf, err = compileAsOf(st.AsOf, scope); err != nil {
+		return nil, err
+	}
+	if p.upToAt, err = compileTimestamp(st.UpTo, scope); err != nil {
+		return nil, err
+	}
+	p.params = paramOIDsOf(scope)
 	return p, nil
 }
 
-// paramOIDs are the parameter types the subscribe's query inferred.
-func (p *subscribePlan) paramOIDs() []uint32 {
-	if p.q == nil {
-		return nil
-	}
-	return p.q.params
-}
+// paramOIDs are the parameter types the subscribe inferred.
+func (p *subscribePlan) paramOIDs() []uint32 { return p.params }
 
 // fields describes the subscribe's output columns.
 func (p *subscribePlan) fields(formats []int16) []pgwire.Field {
@@ -176,7 +188,7 @@ func (p *subscribePlan) start(ctx context.Context, params []row.Datum, e *stmtlo
 		return nil, errDropped(p.relationName())
 	}
 	readAt := time.Now()
-	asOf, upTo, err := p.timestamps(ctx, src)
+	asOf, upTo, err := p.timestamps(ctx, src, params)
 	if err != nil {
 		return nil, err
 	}
@@ -253,14 +265,14 @@ func (p *subscribePlan) startConstant(params []row.Datum, e *stmtlog.Execution) 
 		return nil, errDropped(p.relationName())
 	}
 	asOf := max(uint64(time.Now().UnixMilli()), s.c.oracle.Peek())
-	if p.st.AsOf != nil {
-		t, err := evalTimestamp(p.st.AsOf.Expr)
+	if p.asOf != nil {
+		t, err := evalTimestamp(p.asOf.at, params)
 		if err != nil {
 			return nil, err
 		}
 		asOf = t
 	}
-	upTo, err := p.upTo(asOf)
+	upTo, err := p.upTo(asOf, params)
 	if err != nil {
 		return nil, err
 	}
@@ -287,10 +299,11 @@ func (p *subscribePlan) startDataflow(req subscribe.Request, m *mfp, constant []
 // asOfAtLeast reports whether the subscribe may start later than the AS OF
 // chosen for it: the statement named no AS OF (any time after its
 // acknowledged writes will do) or AS OF AT LEAST.
-func (p *subscribePlan) asOfAtLeast() bool { return p.st.AsOf == nil || p.st.AsOf.AtLeast }
+func (p *subscribePlan) asOfAtLeast() bool { return p.asOf == nil || p.asOf.atLeast }
 
-// timestamps selects AS OF and UP TO (SUBSCRIBE-SPEC.md, "Timestamps").
-func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item) (uint64, *uint64, error) {
+// timestamps selects AS OF and UP TO (SUBSCRIBE-SPEC.md, "Timestamps")
+// with the statement's parameter values.
+func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item, params []row.Datum) (uint64, *uint64, error) {
 	s := p.s
 	// A linearizable read of the shard's frontiers: every write acknowledged
 	// before this statement is below the upper. Concurrent subscribes in
@@ -299,20 +312,21 @@ func (p *subscribePlan) timestamps(ctx context.Context, src *catalog.Item) (uint
 	if err != nil {
 		return 0, nil, mapPersistErr(err, p.relationName())
 	}
-	asOf, err := s.chooseTimestamp(ctx, src, state, p.st.AsOf, state.Since)
+	asOf, err := s.chooseTimestamp(ctx, src, state, p.asOf, params, state.Since)
 	if err != nil {
 		return 0, nil, err
 	}
-	upTo, err := p.upTo(asOf)
+	upTo, err := p.upTo(asOf, params)
 	return asOf, upTo, err
 }
 
-// upTo evaluates UP TO (nil without one), which must not be below asOf.
-func (p *subscribePlan) upTo(asOf uint64) (*uint64, error) {
-	if p.st.UpTo == nil {
+// upTo evaluates UP TO (nil without one) with the statement's parameter
+// values; it must not be below asOf.
+func (p *subscribePlan) upTo(asOf uint64, params []row.Datum) (*uint64, error) {
+	if p.upToAt == nil {
 		return nil, nil
 	}
-	u, err := evalTimestamp(p.st.UpTo)
+	u, err := evalTimestamp(p.upToAt, params)
 	if err != nil {
 		return nil, err
 	}

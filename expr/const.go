@@ -14,18 +14,27 @@ import (
 // and the timestamp of now(); it may be nil when neither is used. Column
 // references fail with 42703.
 func EvalConst(e sql.Expr, want Type, ctx *EvalContext) (row.Datum, error) {
-	c := &compiler{scope: &Scope{}}
+	x, err := CompileConst(e, want, &Scope{})
+	if err != nil {
+		return nil, err
+	}
+	return x.Eval(ctx, nil)
+}
+
+// CompileConst compiles a constant expression as EvalConst evaluates it,
+// for a statement that evaluates it each time it runs (a prepared
+// statement's LIMIT $1 or AS OF $1): scope holds the parameter types the
+// rest of the statement declared or inferred, and a parameter whose type
+// nothing determined takes want's (an mz_timestamp is described as
+// numeric, its Rep). Evaluate the result with a nil row.
+func CompileConst(e sql.Expr, want Type, scope *Scope) (Expr, error) {
+	c := &compiler{scope: scope}
 	x, err := c.expr(e)
 	if err != nil {
 		return nil, err
 	}
 	if want == TypeInvalid {
-		x, err = c.resolveUnknown(x)
-	} else {
-		x, err = c.castTo(x, typeRef{typ: want}, castAssignment)
+		return c.resolveUnknown(x)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return x.Eval(ctx, nil)
+	return c.castTo(x, typeRef{typ: want}, castAssignment)
 }
