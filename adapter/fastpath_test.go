@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -315,4 +317,55 @@ func counter(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestPastSameOnBothPaths: a subscribe of the past (AS OF and UP TO below
+// now) gets the same rows on both paths, progress rows included, while a
+// live subscriber keeps the collection's shared tail, whose window holds
+// every tick since: below the time a subscribe began, progress is per
+// timestamp, not per batch (formatter.Batcher.SetLive).
+func TestPastSameOnBothPaths(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	ctx := context.Background()
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	mustExec(t, c, "CREATE TABLE h (a int) WITH (RETAIN HISTORY FOR '10m')",
+		"CREATE MATERIALIZED VIEW hm WITH (RETAIN HISTORY FOR '10m') AS SELECT a FROM h WHERE a > 0")
+	for _, rel := range []string{"h", "hm"} {
+		live := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		mustExec(t, live, "BEGIN", "DECLARE x CURSOR FOR SUBSCRIBE "+rel, "FETCH 1 x WITH (TIMEOUT = '0s')")
+	}
+	now := func() uint64 {
+		var ts string
+		if err := c.QueryRow(ctx, "SELECT mz_now()::text").Scan(&ts); err != nil {
+			t.Fatal(err)
+		}
+		n, err := strconv.ParseUint(ts, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	from := now()
+	mustExec(t, c, "INSERT INTO h VALUES (1)")
+	time.Sleep(5 * 100 * time.Millisecond) // five of the test server's ticks
+	mustExec(t, c, "INSERT INTO h VALUES (2)")
+	time.Sleep(200 * time.Millisecond)
+	to := now() + 1
+	for _, rel := range []string{"h", "hm"} {
+		q := fmt.Sprintf("SUBSCRIBE %s WITH (PROGRESS) AS OF %d UP TO %d", rel, from, to)
+		got := map[string][]string{}
+		for _, path := range []string{"on", "off"} {
+			p := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+			mustExec(t, p, "SET enable_subscribe_persist_fast_path = "+path)
+			got[path] = queryRows(t, p, q)
+		}
+		if !reflect.DeepEqual(got["on"], got["off"]) {
+			t.Errorf("%s:\nfast path     %q\ndataflow path %q", q, got["on"], got["off"])
+		}
+		// The progress at AS OF and AS OF + 1, the two rows and a progress
+		// row after each.
+		if len(got["off"]) != 6 {
+			t.Errorf("%s: %d rows %q, want 6", q, len(got["off"]), got["off"])
+		}
+	}
 }

@@ -193,7 +193,9 @@ func (p *subscribePlan) start(ctx context.Context, params []row.Datum, e *stmtlo
 		return nil, err
 	}
 	req := p.request(src, asOf, upTo)
-	req.ReadAt = readAt
+	// Live from now: what is below the clock was complete before the
+	// statement began (timestamps are the oracle's, epoch milliseconds).
+	req.ReadAt, req.Live = readAt, uint64(readAt.UnixMilli())
 	var bound *mfp
 	if p.q != nil {
 		bound = p.q.mfp.bind(params)

@@ -160,8 +160,7 @@ func (s *Subscribe) pipeline(ctx context.Context) error {
 	}
 	defer r.Close()
 	asOf := s.cfg.StartAt(r.Since())
-	b := formatter.NewBatcher(s.cfg.Output, asOf, s.cfg.UpTo)
-	b.SetMaxBuffered(s.cfg.MaxResultSize)
+	b := s.cfg.Batcher(asOf)
 	done, err := s.sendSnapshot(ctx, b, func() ([]row.Update, error) {
 		cur, err := r.Snapshot(ctx, asOf)
 		if err != nil {
@@ -244,7 +243,7 @@ func (d *downgradeLimiter) due() bool {
 // nothing ever changes, completion at UP TO (every time below it is
 // complete already) or, without UP TO, a wait until closed.
 func (s *Subscribe) constant(ctx context.Context) error {
-	b := formatter.NewBatcher(s.cfg.Output, s.cfg.AsOf, s.cfg.UpTo)
+	b := s.cfg.Batcher(s.cfg.AsOf)
 	done, err := s.sendSnapshot(ctx, b, func() ([]row.Update, error) {
 		return s.apply(s.cfg.Constant)
 	})

@@ -18,7 +18,8 @@ import (
 //   - After each batch comes a progress row at its frontier (also for a
 //     batch with no data), except the frontier that completes the
 //     subscribe: no row has mz_timestamp >= UP TO, and there is no
-//     progress row at completion.
+//     progress row at completion; and except below the time the subscribe
+//     went live (SetLive): there progress is per timestamp only.
 //
 //   - AS OF = UP TO completes at once with zero rows.
 //
@@ -41,6 +42,7 @@ type Batcher struct {
 	hasUpTo  bool
 	done     bool
 	frontier uint64
+	live     uint64 // see SetLive
 	snap     snapshotBuffer
 }
 
@@ -59,6 +61,16 @@ func NewBatcher(opts *Options, asOf uint64, upTo *uint64) *Batcher {
 // back (max_result_size): past it Snapshot fails with a *ResultSizeError.
 // 0 means no bound.
 func (b *Batcher) SetMaxBuffered(n int64) { b.snap.limit = n }
+
+// SetLive sets the time from which the subscribe is live
+// (subscribe.Request.Live). A batch whose frontier is below it is history
+// that was complete when the subscribe began, and closes without a
+// progress row at its frontier; the progress row at t + 1 after the rows
+// at t still follows. Which batches hold that history — ticks in a shared
+// tail's window, batches that compaction merged in the shard — differs
+// between the paths and from run to run: per-timestamp progress does not,
+// so a read of the past is the same on both paths and in every run.
+func (b *Batcher) SetLive(t uint64) { b.live = t }
 
 // Buffered is the estimated size of the snapshot updates held back.
 func (b *Batcher) Buffered() int64 { return b.snap.bytes }
@@ -146,6 +158,10 @@ func (b *Batcher) AppendGroups(out []Row, groups []TimeRows, frontier uint64) []
 			return out
 		}
 	}
+	if frontier < b.live {
+		b.move(frontier) // history: no progress row of the batch's own
+		return out
+	}
 	return b.advance(out, frontier)
 }
 
@@ -155,7 +171,7 @@ func (b *Batcher) AppendGroups(out []Row, groups []TimeRows, frontier uint64) []
 // itself rather than copied. It is what a subscriber of a shape takes from
 // a batch that holds nothing for it.
 func (b *Batcher) Progress(frontier uint64, progress []Row) []Row {
-	if b.done || !b.move(frontier) {
+	if b.done || !b.move(frontier) || frontier < b.live {
 		return nil
 	}
 	return progress[:1:1]
@@ -164,12 +180,12 @@ func (b *Batcher) Progress(frontier uint64, progress []Row) []Row {
 // Whole reports whether Groups(groups, frontier) would hand out every row
 // of groups and the progress rows after them as Options.BatchRows lists
 // them: the batcher's frontier is at or below the first time, past AS OF,
-// below frontier, and UP TO is not reached. If so it advances as Groups
+// below frontier, frontier is live (SetLive), and UP TO is not reached. If so it advances as Groups
 // would, and the caller hands out BatchRows's list, which every subscriber
 // at that point shares (a shared tail computes it once per batch), instead
 // of a list of its own.
 func (b *Batcher) Whole(groups []TimeRows, frontier uint64) bool {
-	if b.done || frontier <= b.frontier || (b.hasUpTo && frontier >= b.upTo) {
+	if b.done || frontier <= b.frontier || frontier < b.live || (b.hasUpTo && frontier >= b.upTo) {
 		return false
 	}
 	if len(groups) > 0 && (groups[0].T <= b.asOf || groups[0].T < b.frontier) {

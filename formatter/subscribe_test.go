@@ -256,6 +256,45 @@ func TestBatcherProgress(t *testing.T) {
 	}
 }
 
+// TestBatcherLive: below the time the subscribe went live, a batch closes
+// with no progress row of its own, whichever way it is delivered (Batch,
+// Progress, Whole); the rows' per-timestamp progress rows still follow
+// them, and the frontier moves. From the live time on, every batch's
+// frontier is reported again.
+func TestBatcherLive(t *testing.T) {
+	opts := &Options{Relation: t3, Progress: true}
+	b := NewBatcher(opts, 5, nil)
+	b.SetLive(20)
+	rows := append(b.Start(), b.SnapshotDone()...)
+	rows = append(rows, b.Batch([]row.Update{u(1, "x", 10, 7, 1)}, 9)...)
+	rows = append(rows, b.Batch(nil, 12)...)
+	rows = append(rows, b.Progress(14, Shared([]Row{opts.ProgressRow(14)}))...)
+	groups := opts.Format([]row.Update{u(2, "y", 20, 15, 1)})
+	if b.Whole(groups, 17) {
+		t.Fatal("Whole below the live time")
+	}
+	rows = append(rows, b.Groups(groups, 17)...)
+	if b.Frontier() != 17 {
+		t.Fatalf("frontier %d after the batches below the live time, want 17", b.Frontier())
+	}
+	rows = append(rows, b.Batch([]row.Update{u(3, "z", 30, 18, 1)}, 21)...)
+	rows = append(rows, b.Progress(22, Shared([]Row{opts.ProgressRow(22)}))...)
+	want := `5 progress
+6 progress
+7 1 1 x 10
+8 progress
+15 1 2 y 20
+16 progress
+18 1 3 z 30
+19 progress
+21 progress
+22 progress
+`
+	if got := render(rows); got != want {
+		t.Fatalf("got:\n%swant:\n%s", got, want)
+	}
+}
+
 // progressRows renders rows that are progress rows, or says which is not.
 func progressRows(rows []Row) string {
 	var out []string

@@ -51,6 +51,12 @@ type Request struct {
 	AsOfAtLeast bool
 	// UpTo, when set, completes the subscribe once progress reaches it.
 	UpTo *uint64
+	// Live is the time from which the subscribe is live, when it began
+	// (0: from AS OF). Below it progress is reported per timestamp only,
+	// not at each batch's frontier too: the batches that hold a collection's
+	// past differ between the paths and from run to run, per-timestamp
+	// progress does not (formatter.Batcher.SetLive).
+	Live uint64
 	// Snapshot sends the collection's contents at AsOf first (WITH
 	// (SNAPSHOT), the default).
 	Snapshot bool
@@ -68,6 +74,16 @@ type Request struct {
 	// whole (max_result_size): past it the subscribe fails with a
 	// *formatter.ResultSizeError. 0 means no bound.
 	MaxResultSize int64
+}
+
+// Batcher returns the output state machine of a subscribe of r that
+// starts at asOf (StartAt): the request's shape, UP TO, MaxResultSize and
+// Live.
+func (r *Request) Batcher(asOf uint64) *formatter.Batcher {
+	b := formatter.NewBatcher(r.Output, asOf, r.UpTo)
+	b.SetMaxBuffered(r.MaxResultSize)
+	b.SetLive(r.Live)
+	return b
 }
 
 // StartAt is the AS OF a subscribe starts at when its reader holds the

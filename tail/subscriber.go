@@ -146,9 +146,8 @@ func (m *Manager) Subscribe(ctx context.Context, req subscribe.Request) (*Subscr
 	}
 	t.mu.Lock()
 	req.AsOf = req.StartAt(max(t.snapFloor, t.snapReader.Since()))
-	s := &Subscriber{t: t, req: req, b: formatter.NewBatcher(req.Output, req.AsOf, req.UpTo), outKey: outputKey(req.Shape, req.Output),
+	s := &Subscriber{t: t, req: req, b: req.Batcher(req.AsOf), outKey: outputKey(req.Shape, req.Output),
 		progKey: progressKey(req.Output)}
-	s.b.SetMaxBuffered(req.MaxResultSize)
 	s.frontier.Store(req.AsOf)
 	// Holding from here: the snapshot reader's since stays at or below
 	// req.AsOf (snapshotHold runs under t.mu too).
