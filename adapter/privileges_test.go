@@ -720,3 +720,22 @@ func TestDropRoleInUse(t *testing.T) {
 	_, err := grt.Exec(ctx, "SELECT a FROM t")
 	wantCode(t, err, denied, "SELECT by a new role under a dropped grantee's name")
 }
+
+// TestDefaultRoleStaysSuperuser: the default role cannot lose SUPERUSER,
+// not by itself nor by another superuser (PostgreSQL's rule for its
+// bootstrap superuser): the server starts with no other superuser, and a
+// catalog left without one could not be mended through SQL.
+func TestDefaultRoleStaysSuperuser(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	ctx := context.Background()
+	for _, who := range []string{"materialize", privSuper} {
+		c := login(t, p.up, who, who+"-pw")
+		_, err := c.Exec(ctx, "ALTER ROLE materialize NOSUPERUSER")
+		wantCode(t, err, denied, "ALTER ROLE materialize NOSUPERUSER as "+who)
+	}
+	if r := p.up.Coordinator.Catalog().State().Roles["materialize"]; r == nil || !r.Superuser {
+		t.Fatalf("materialize after the denied ALTER ROLEs: %+v", r)
+	}
+	root := login(t, p.up, "materialize", "materialize-pw")
+	mustExec(t, root, "ALTER ROLE materialize PASSWORD 'again'", "ALTER ROLE boss NOSUPERUSER")
+}
