@@ -141,6 +141,12 @@ func (c *Coordinator) createCollection(ctx context.Context, it *catalog.Item) (*
 		if err := checkNewName(cs, it.Name); err != nil {
 			return err
 		}
+		if _, ok := cs.Roles[it.Owner]; !ok {
+			// A session whose role was dropped since it logged in: an
+			// item of a missing owner would go to whichever role is
+			// created next under its name.
+			return errorf(codeUndefinedObject, "unknown role '%s'", it.Owner)
+		}
 		item := *it
 		item.ID = cs.NextID
 		cs.NextID++

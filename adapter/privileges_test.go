@@ -739,3 +739,31 @@ func TestDefaultRoleStaysSuperuser(t *testing.T) {
 	root := login(t, p.up, "materialize", "materialize-pw")
 	mustExec(t, root, "ALTER ROLE materialize PASSWORD 'again'", "ALTER ROLE boss NOSUPERUSER")
 }
+
+// TestDroppedRoleCreatesNothing: a session whose role was dropped after it
+// logged in cannot create objects: they would be owned by no role, and by
+// whichever role is created next under the name (the hole DROP ROLE's
+// 2BP01 closes for existing objects). Through a tail process the upstream
+// refuses it too, or refuses its new upstream connection (08006).
+func TestDroppedRoleCreatesNothing(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	ctx := context.Background()
+	boss := login(t, p.up, privSuper, privSuper+"-pw")
+	mustExec(t, boss, "CREATE ROLE carol LOGIN PASSWORD 'carol-pw'", "CREATE TABLE shared (a int8)", "GRANT SELECT ON shared TO PUBLIC")
+	for _, s := range []*testserver.Server{p.up, p.proxy} {
+		carol := login(t, s, "carol", "carol-pw")
+		mustExec(t, carol, "SELECT a FROM shared")
+		mustExec(t, boss, "DROP ROLE carol")
+		for _, q := range []string{"CREATE TABLE orphan (a int8)", "CREATE VIEW orphan AS SELECT a FROM shared",
+			"CREATE MATERIALIZED VIEW orphan AS SELECT a FROM shared"} {
+			_, err := carol.Exec(ctx, q)
+			if code := pgCode(err); code != "42704" && (s == p.up || code != "08006") {
+				t.Errorf("%s by a dropped role: got %v, want 42704", q, err)
+			}
+		}
+		if it := p.up.Coordinator.Catalog().State().Items["orphan"]; it != nil {
+			t.Fatalf("a dropped role created %+v", it)
+		}
+		mustExec(t, boss, "CREATE ROLE carol LOGIN PASSWORD 'carol-pw'")
+	}
+}
