@@ -449,6 +449,10 @@ func parseInterval(text string) (time.Duration, error) {
 }
 
 func (s *Session) planCreateRole(st *sql.CreateRole) (*plan, error) {
+	if st.Name == "public" {
+		// Grants to PUBLIC are stored under this name.
+		return nil, errorf(codeReservedName, "role name %q is reserved", st.Name)
+	}
 	role := &catalog.Role{Name: st.Name}
 	if err := applyRoleOptions(role, st.Options); err != nil {
 		return nil, err

@@ -767,3 +767,21 @@ func TestDroppedRoleCreatesNothing(t *testing.T) {
 		mustExec(t, boss, "CREATE ROLE carol LOGIN PASSWORD 'carol-pw'")
 	}
 }
+
+// TestPublicRoleReserved: no role may be named public (42939, as
+// PostgreSQL and Materialize), the name grants to PUBLIC are kept under: a
+// role of that name could not be dropped while any grant to PUBLIC exists.
+func TestPublicRoleReserved(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	ctx := context.Background()
+	for _, s := range []*testserver.Server{p.up, p.proxy} {
+		boss := login(t, s, privSuper, privSuper+"-pw")
+		for _, q := range []string{"CREATE ROLE public", "CREATE ROLE PUBLIC LOGIN PASSWORD 'x'"} {
+			_, err := boss.Exec(ctx, q)
+			wantCode(t, err, "42939", q)
+		}
+	}
+	if _, ok := p.up.Coordinator.Catalog().State().Roles["public"]; ok {
+		t.Fatal("a role named public was created")
+	}
+}
