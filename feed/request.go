@@ -271,11 +271,11 @@ func whereError(pred string, err error) error {
 	return e
 }
 
-// collectionName reads the {collection} path segment: name, schema.name or
+// collectionName reads the {collection} path segment or collection
+// parameter, both unescaped already: name, schema.name or
 // database.schema.name, each part taken as written.
 func collectionName(seg string) (sql.ObjectName, error) {
-	seg, err := url.PathUnescape(seg)
-	if err != nil || !utf8.ValidString(seg) {
+	if !utf8.ValidString(seg) {
 		return sql.ObjectName{}, fmt.Errorf("%w: collection %q", ErrBadParameter, seg)
 	}
 	parts := strings.Split(seg, ".")

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"net/url"
 )
 
 // uiFiles are the page of one collection and its script: plain HTML and a
@@ -14,10 +15,10 @@ var uiFiles embed.FS
 
 var (
 	tableTemplate = template.Must(template.ParseFS(uiFiles, "ui/table.html"))
-	indexTemplate = template.Must(template.New("index").Parse(`<!doctype html>
+	indexTemplate = template.Must(template.New("index").Funcs(template.FuncMap{"path": url.PathEscape}).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>shardtail feed</title></head>
 <body><h1>Collections</h1><ul>
-{{range .}}<li><a href="/ui/{{.}}">{{.}}</a> (<a href="/v1/subscribe/{{.}}">stream</a>)</li>
+{{range .}}<li><a href="/ui/{{path .}}">{{.}}</a> (<a href="/v1/subscribe/{{path .}}">stream</a>)</li>
 {{else}}<li>none readable by this role</li>
 {{end}}</ul></body></html>
 `))
