@@ -543,14 +543,16 @@ func TestSnapshotBound(t *testing.T) {
 
 // TestEscapedCollectionNames: a collection is the one its name, escaped in
 // the URL, names: the path segment and the collection parameter are
-// unescaped once (p%2541 is "p%41", not the table "pA"), and the index
-// links every readable collection by a URL that streams it.
+// unescaped once (p%2541 is "p%41", not the table "pA"), a name with a dot
+// is reached qualified, and the index links every readable collection by
+// a URL that streams it.
 func TestEscapedCollectionNames(t *testing.T) {
 	srv := start(t, testserver.Options{})
 	c := connect(t, srv)
 	execAll(t, c, `CREATE TABLE "p%41" (a int)`, `INSERT INTO "p%41" VALUES (1)`,
 		`CREATE TABLE "pA" (a int)`, `INSERT INTO "pA" VALUES (2)`,
-		`CREATE TABLE "a/b" (a int)`, `INSERT INTO "a/b" VALUES (3)`)
+		`CREATE TABLE "a/b" (a int)`, `INSERT INTO "a/b" VALUES (3)`,
+		`CREATE TABLE "x.y" (a int)`, `INSERT INTO "x.y" VALUES (4)`)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	base := "http://" + srv.FeedAddr
@@ -568,13 +570,15 @@ func TestEscapedCollectionNames(t *testing.T) {
 		{"/v1/subscribe?collection=p%2541&live=false", `"a":1}`},
 		{"/v1/subscribe/pA?live=false", `"a":2}`},
 		{"/v1/subscribe/a%2Fb?live=false", `"a":3}`},
+		{"/v1/subscribe/materialize.public.x.y?live=false", `"a":4}`},
+		{"/v1/subscribe?collection=materialize.public.x.y&live=false", `"a":4}`},
 	} {
 		if got := snapshot(base + tc.url); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %s, want the row %s", tc.url, got, tc.want)
 		}
 	}
 	index := snapshot(base + "/")
-	for _, want := range []string{`"a":1}`, `"a":2}`, `"a":3}`} {
+	for _, want := range []string{`"a":1}`, `"a":2}`, `"a":3}`, `"a":4}`} {
 		found := false
 		for _, m := range regexp.MustCompile(`href="(/v1/subscribe/[^"]*)"`).FindAllStringSubmatch(index, -1) {
 			found = found || strings.Contains(snapshot(base+html.UnescapeString(m[1])+"?live=false"), want)
