@@ -785,3 +785,23 @@ func TestPublicRoleReserved(t *testing.T) {
 		t.Fatal("a role named public was created")
 	}
 }
+
+// TestEmptyPasswordIsNone: an empty PASSWORD string sets no password but
+// clears it, as in PostgreSQL (with its notice), so that --require-password
+// refuses the role rather than let it in with an empty password.
+func TestEmptyPasswordIsNone(t *testing.T) {
+	p := startPasswordServers(t, append(privSetup, "CREATE ROLE emp LOGIN PASSWORD ''")...)
+	boss := login(t, p.up, privSuper, privSuper+"-pw")
+	mustExec(t, boss, "CREATE ROLE emp2 LOGIN PASSWORD 'x'", "ALTER ROLE emp2 PASSWORD ''")
+	for _, r := range []string{"emp", "emp2"} {
+		if v := p.up.Coordinator.Catalog().State().Roles[r].Verifier; v != "" {
+			t.Errorf("%s's verifier after PASSWORD '': %q", r, v)
+		}
+		for _, s := range []*testserver.Server{p.up, p.proxy} {
+			for _, pw := range []string{"", "x"} {
+				_, err := connectWith(t, s, r, pw, pgx.QueryExecModeSimpleProtocol)
+				wantCode(t, err, "28P01", r+" with password "+strconv.Quote(pw))
+			}
+		}
+	}
+}
