@@ -141,6 +141,12 @@ func (c *Coordinator) createCollection(ctx context.Context, it *catalog.Item) (*
 		if err := checkNewName(cs, it.Name); err != nil {
 			return err
 		}
+		if _, ok := cs.Roles[it.Owner]; !ok {
+			// A session whose role was dropped since it logged in: an
+			// item of a missing owner would go to whichever role is
+			// created next under its name.
+			return errorf(codeUndefinedObject, "unknown role '%s'", it.Owner)
+		}
 		item := *it
 		item.ID = cs.NextID
 		cs.NextID++
@@ -443,11 +449,16 @@ func parseInterval(text string) (time.Duration, error) {
 }
 
 func (s *Session) planCreateRole(st *sql.CreateRole) (*plan, error) {
+	if st.Name == "public" {
+		// Grants to PUBLIC are stored under this name.
+		return nil, errorf(codeReservedName, "role name %q is reserved", st.Name)
+	}
 	role := &catalog.Role{Name: st.Name}
 	if err := applyRoleOptions(role, st.Options); err != nil {
 		return nil, err
 	}
 	return s.ddlPlan("CREATE ROLE", func(ctx context.Context) ([][]byte, error) {
+		msgs := emptyPasswordNotice(st.Options)
 		_, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 			if err := checkCreateRole(cs, s.user, st.Options); err != nil {
 				return err
@@ -459,12 +470,13 @@ func (s *Session) planCreateRole(st *sql.CreateRole) (*plan, error) {
 			cs.Roles[r.Name] = &r
 			return nil
 		})
-		return nil, err
+		return msgs, err
 	}), nil
 }
 
 func (s *Session) planAlterRole(st *sql.AlterRole) (*plan, error) {
 	return s.ddlPlan("ALTER ROLE", func(ctx context.Context) ([][]byte, error) {
+		msgs := emptyPasswordNotice(st.Options)
 		_, err := s.c.catalog.Update(ctx, func(cs *catalog.State) error {
 			cur, ok := cs.Roles[st.Name]
 			if !ok {
@@ -480,8 +492,19 @@ func (s *Session) planAlterRole(st *sql.AlterRole) (*plan, error) {
 			cs.Roles[r.Name] = &r
 			return nil
 		})
-		return nil, err
+		return msgs, err
 	}), nil
+}
+
+// emptyPasswordNotice is PostgreSQL's notice for an empty PASSWORD string,
+// which sets no password but clears it.
+func emptyPasswordNotice(opts []sql.Option) [][]byte {
+	for _, o := range opts {
+		if pw, ok := sql.ValueText(o.Value); ok && o.Name == "PASSWORD" && pw == "" {
+			return [][]byte{notice("00000", "empty string is not a valid password, clearing password", "")}
+		}
+	}
+	return nil
 }
 
 func applyRoleOptions(r *catalog.Role, opts []sql.Option) error {
@@ -503,6 +526,12 @@ func applyRoleOptions(r *catalog.Role, opts []sql.Option) error {
 			pw, ok := sql.ValueText(o.Value)
 			if !ok {
 				return errorf(codeInvalidParamValue, "PASSWORD requires a string")
+			}
+			if pw == "" {
+				// No password, as PostgreSQL takes it (emptyPasswordNotice):
+				// --require-password then refuses the role.
+				r.Verifier = ""
+				continue
 			}
 			r.Verifier = pgwire.NewSCRAMVerifier(pw)
 		case "CONNECTION LIMIT":

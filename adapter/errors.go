@@ -59,6 +59,7 @@ const (
 	codeUndefinedObject   = "42704"
 	codeDuplicateTable    = "42P07"
 	codeDuplicateObject   = "42710"
+	codeReservedName      = "42939"
 	codeDuplicateCursor   = "42P03"
 	codeInvalidCursor     = "34000"
 	codeDatatypeMismatch  = "42804"

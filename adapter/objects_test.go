@@ -112,3 +112,22 @@ func TestSystemRelationLimitOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemRelationGrouping: DISTINCT, GROUP BY and HAVING over a system
+// relation are refused as over a table (0A000), not ignored: SELECT
+// DISTINCT type FROM mz_internal.mz_storage_shards returned every row.
+func TestSystemRelationGrouping(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connect(t, s)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)")
+	for _, q := range []string{
+		"SELECT DISTINCT type FROM mz_internal.mz_storage_shards",
+		"SELECT type FROM mz_internal.mz_storage_shards GROUP BY type",
+		"SELECT type FROM mz_internal.mz_storage_shards HAVING true",
+		"SELECT DISTINCT path FROM mz_internal.mz_subscriptions",
+	} {
+		_, err := rawRows(ctx, c, q)
+		wantCode(t, err, "0A000", q)
+	}
+}

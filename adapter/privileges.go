@@ -21,8 +21,9 @@ import (
 //     grants.
 //   - Roles: CREATE, ALTER and DROP ROLE need the CREATEROLE attribute;
 //     giving or taking SUPERUSER, and touching a superuser role, need
-//     superuser. Without CREATEROLE a role may change its own password and
-//     nothing else. A role that owns items or holds grants is not dropped.
+//     superuser; the default role stays a superuser. Without CREATEROLE
+//     a role may change its own password and nothing else. A role that
+//     owns items or holds grants is not dropped.
 //   - ALTER SYSTEM needs superuser.
 //   - pg_cancel_backend cancels sessions of the caller's own role; a
 //     superuser's only a superuser may cancel. A CancelRequest is not a
@@ -144,6 +145,10 @@ func checkCreateRole(cs *catalog.State, actor string, opts []sql.Option) error {
 func checkAlterRole(cs *catalog.State, actor string, target *catalog.Role, opts []sql.Option) error {
 	a := cs.Roles[actor]
 	switch {
+	case target.Name == defaultRole && slices.ContainsFunc(opts, func(o sql.Option) bool { return o.Name == "NOSUPERUSER" }):
+		// As PostgreSQL's bootstrap superuser: the server starts with no
+		// other, and a catalog left without one cannot be mended by SQL.
+		return errRolePrivilege("alter role", "The bootstrap user must have the SUPERUSER attribute.")
 	case a != nil && a.Superuser:
 		return nil
 	case touchesSuperuser(opts):

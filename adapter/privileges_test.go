@@ -720,3 +720,88 @@ func TestDropRoleInUse(t *testing.T) {
 	_, err := grt.Exec(ctx, "SELECT a FROM t")
 	wantCode(t, err, denied, "SELECT by a new role under a dropped grantee's name")
 }
+
+// TestDefaultRoleStaysSuperuser: the default role cannot lose SUPERUSER,
+// not by itself nor by another superuser (PostgreSQL's rule for its
+// bootstrap superuser): the server starts with no other superuser, and a
+// catalog left without one could not be mended through SQL.
+func TestDefaultRoleStaysSuperuser(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	ctx := context.Background()
+	for _, who := range []string{"materialize", privSuper} {
+		c := login(t, p.up, who, who+"-pw")
+		_, err := c.Exec(ctx, "ALTER ROLE materialize NOSUPERUSER")
+		wantCode(t, err, denied, "ALTER ROLE materialize NOSUPERUSER as "+who)
+	}
+	if r := p.up.Coordinator.Catalog().State().Roles["materialize"]; r == nil || !r.Superuser {
+		t.Fatalf("materialize after the denied ALTER ROLEs: %+v", r)
+	}
+	root := login(t, p.up, "materialize", "materialize-pw")
+	mustExec(t, root, "ALTER ROLE materialize PASSWORD 'again'", "ALTER ROLE boss NOSUPERUSER")
+}
+
+// TestDroppedRoleCreatesNothing: a session whose role was dropped after it
+// logged in cannot create objects: they would be owned by no role, and by
+// whichever role is created next under the name (the hole DROP ROLE's
+// 2BP01 closes for existing objects). Through a tail process the upstream
+// refuses it too, or refuses its new upstream connection (08006).
+func TestDroppedRoleCreatesNothing(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	ctx := context.Background()
+	boss := login(t, p.up, privSuper, privSuper+"-pw")
+	mustExec(t, boss, "CREATE ROLE carol LOGIN PASSWORD 'carol-pw'", "CREATE TABLE shared (a int8)", "GRANT SELECT ON shared TO PUBLIC")
+	for _, s := range []*testserver.Server{p.up, p.proxy} {
+		carol := login(t, s, "carol", "carol-pw")
+		mustExec(t, carol, "SELECT a FROM shared")
+		mustExec(t, boss, "DROP ROLE carol")
+		for _, q := range []string{"CREATE TABLE orphan (a int8)", "CREATE VIEW orphan AS SELECT a FROM shared",
+			"CREATE MATERIALIZED VIEW orphan AS SELECT a FROM shared"} {
+			_, err := carol.Exec(ctx, q)
+			if code := pgCode(err); code != "42704" && (s == p.up || code != "08006") {
+				t.Errorf("%s by a dropped role: got %v, want 42704", q, err)
+			}
+		}
+		if it := p.up.Coordinator.Catalog().State().Items["orphan"]; it != nil {
+			t.Fatalf("a dropped role created %+v", it)
+		}
+		mustExec(t, boss, "CREATE ROLE carol LOGIN PASSWORD 'carol-pw'")
+	}
+}
+
+// TestPublicRoleReserved: no role may be named public (42939, as
+// PostgreSQL and Materialize), the name grants to PUBLIC are kept under: a
+// role of that name could not be dropped while any grant to PUBLIC exists.
+func TestPublicRoleReserved(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	ctx := context.Background()
+	for _, s := range []*testserver.Server{p.up, p.proxy} {
+		boss := login(t, s, privSuper, privSuper+"-pw")
+		for _, q := range []string{"CREATE ROLE public", "CREATE ROLE PUBLIC LOGIN PASSWORD 'x'"} {
+			_, err := boss.Exec(ctx, q)
+			wantCode(t, err, "42939", q)
+		}
+	}
+	if _, ok := p.up.Coordinator.Catalog().State().Roles["public"]; ok {
+		t.Fatal("a role named public was created")
+	}
+}
+
+// TestEmptyPasswordIsNone: an empty PASSWORD string sets no password but
+// clears it, as in PostgreSQL (with its notice), so that --require-password
+// refuses the role rather than let it in with an empty password.
+func TestEmptyPasswordIsNone(t *testing.T) {
+	p := startPasswordServers(t, append(privSetup, "CREATE ROLE emp LOGIN PASSWORD ''")...)
+	boss := login(t, p.up, privSuper, privSuper+"-pw")
+	mustExec(t, boss, "CREATE ROLE emp2 LOGIN PASSWORD 'x'", "ALTER ROLE emp2 PASSWORD ''")
+	for _, r := range []string{"emp", "emp2"} {
+		if v := p.up.Coordinator.Catalog().State().Roles[r].Verifier; v != "" {
+			t.Errorf("%s's verifier after PASSWORD '': %q", r, v)
+		}
+		for _, s := range []*testserver.Server{p.up, p.proxy} {
+			for _, pw := range []string{"", "x"} {
+				_, err := connectWith(t, s, r, pw, pgx.QueryExecModeSimpleProtocol)
+				wantCode(t, err, "28P01", r+" with password "+strconv.Quote(pw))
+			}
+		}
+	}
+}

@@ -44,6 +44,18 @@ type orderKey struct {
 
 func (q *queryPlan) schema() row.Schema { return q.mfp.OutputSchema() }
 
+// checkGrouping refuses what a query over one relation does not run yet:
+// GROUP BY, HAVING and DISTINCT.
+func checkGrouping(sel *sql.Select) error {
+	if sel.GroupBy != nil || sel.Having != nil {
+		return errorf(codeFeatureNotSupp, "GROUP BY and aggregates are not supported yet")
+	}
+	if sel.Distinct {
+		return errorf(codeFeatureNotSupp, "SELECT DISTINCT is not supported yet")
+	}
+	return nil
+}
+
 // planQuery plans a SELECT with FROM over one relation, or a VALUES list.
 func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, error) {
 	if sel.IsValues() {
@@ -65,11 +77,8 @@ func (s *Session) planQuery(sel *sql.Select, paramOIDs []uint32) (*queryPlan, er
 	if len(sel.From) > 1 {
 		return nil, errorf(codeFeatureNotSupp, "joins are not supported yet")
 	}
-	if sel.GroupBy != nil || sel.Having != nil {
-		return nil, errorf(codeFeatureNotSupp, "GROUP BY and aggregates are not supported yet")
-	}
-	if sel.Distinct {
-		return nil, errorf(codeFeatureNotSupp, "SELECT DISTINCT is not supported yet")
+	if err := checkGrouping(sel); err != nil {
+		return nil, err
 	}
 	var input *catalog.Item
 	var alias string
@@ -563,6 +572,9 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 	rel, ok := systemRelations[name]
 	if !ok {
 		return nil, true, errorf(codeUndefinedTable, "unknown catalog item '%s'", name)
+	}
+	if err := checkGrouping(sel); err != nil {
+		return nil, true, err
 	}
 	alias := tn.Alias
 	if alias == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ func (s *Session) execute(ctx context.Context, st sql.Statement, text string, ru
 	}
 	app, _ := s.getVar("application_name")
 	e := s.c.stmtlog.Begin(s.sampleRate(), stmtlog.Record{SessionID: s.sid, ConnectionID: s.id, ApplicationName: app,
-		User: s.user, SQL: text, StatementType: statementType(st), MzVersion: s.c.cfg.Version})
+		User: s.user, SQL: loggedText(st, text), StatementType: statementType(st), MzVersion: s.c.cfg.Version})
 	if e == nil {
 		return run(ctx)
 	}
@@ -52,6 +53,39 @@ func (s *Session) execute(ctx context.Context, st sql.Statement, text string, ru
 		return &loggedCopyIn{loggedResult{Result: res, s: s, e: e}, cr}, nil
 	}
 	return &loggedResult{Result: res, s: s, e: e}, nil
+}
+
+// loggedText is the text a statement is logged with: its own, but a role
+// statement that sets a password is logged re-rendered with the password
+// redacted, so that the log (on the shared storage, and read by
+// superusers) never holds a password: only its verifier is stored.
+func loggedText(st sql.Statement, text string) string {
+	switch r := st.(type) {
+	case *sql.CreateRole:
+		if opts, ok := redactPassword(r.Options); ok {
+			return (&sql.CreateRole{Name: r.Name, Options: opts}).String()
+		}
+	case *sql.AlterRole:
+		if opts, ok := redactPassword(r.Options); ok {
+			return (&sql.AlterRole{Name: r.Name, Options: opts}).String()
+		}
+	}
+	return text
+}
+
+// redactPassword returns role options with every PASSWORD value replaced
+// by '<REDACTED>', and whether there was one.
+func redactPassword(opts []sql.Option) ([]sql.Option, bool) {
+	if !slices.ContainsFunc(opts, func(o sql.Option) bool { return o.Name == "PASSWORD" }) {
+		return nil, false
+	}
+	opts = slices.Clone(opts)
+	for i := range opts {
+		if opts[i].Name == "PASSWORD" {
+			opts[i].Value = &sql.StringLit{Value: "<REDACTED>"}
+		}
+	}
+	return opts, true
 }
 
 // settle ends the records of results closed without an outcome: pgwire

@@ -481,3 +481,35 @@ func TestStatementLogVisibility(t *testing.T) {
 		t.Errorf("SUBSCRIBE of the statement log: got %v, want an error", err)
 	}
 }
+
+// TestStatementLogRedactsPasswords: a role statement that sets a password
+// is logged with the password redacted, from a role-all server and through
+// a tail process: the log is on the shared storage and superusers read it,
+// and only a password's verifier may be stored.
+func TestStatementLogRedactsPasswords(t *testing.T) {
+	p := startPasswordServers(t, privSetup...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, s := range []*testserver.Server{p.up, p.proxy} {
+		boss := login(t, s, privSuper, privSuper+"-pw")
+		mustExec(t, boss, "CREATE ROLE pw_marker LOGIN PASSWORD 'hunter2'",
+			"ALTER ROLE pw_marker WITH PASSWORD 'hunter3' LOGIN", "DROP ROLE pw_marker")
+		for _, srv := range []*testserver.Server{p.proxy, p.up} {
+			if err := srv.Coordinator.StatementLog().Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r := waitRecord(t, ctx, boss, "ALTER ROLE pw_marker"); r.sql != "ALTER ROLE pw_marker PASSWORD '<REDACTED>' LOGIN" {
+			t.Errorf("logged ALTER ROLE: %q", r.sql)
+		}
+		recs, err := logRecords(ctx, boss)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if strings.Contains(r.sql, "hunter") {
+				t.Errorf("a password in the statement log: %q", r.sql)
+			}
+		}
+	}
+}

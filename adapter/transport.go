@@ -44,12 +44,16 @@ func (c *Coordinator) Subscribe(ctx context.Context, user, transport string, st 
 }
 
 func (s *Session) startSubscribe(ctx context.Context, st *sql.Subscribe) (*Subscription, error) {
-	if s.c.isProxy() && s.route(ctx, st) != routeLocal {
-		return nil, errorf(codeFeatureNotSupp, "a tail process serves only subscribes of its fast path over HTTP; use its upstream for this one")
-	}
+	routed := s.c.isProxy() && s.route(ctx, st) != routeLocal
+	// A subscribe that does not plan (a collection the role may not read,
+	// or none by that name) fails with its own error, in a tail process
+	// too, as its upstream would fail it over pgwire.
 	p, err := s.planSubscribeStmt(st, nil)
 	if err != nil {
 		return nil, err
+	}
+	if routed {
+		return nil, errorf(codeFeatureNotSupp, "a tail process serves only subscribes of its fast path over HTTP; use its upstream for this one")
 	}
 	// Logged as the SUBSCRIBE it is, under the transport's name; the
 	// subscription holds the record until it ends.

@@ -2,11 +2,13 @@ package adapter_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
 	"github.com/shardtail/shardtail/sql"
 )
@@ -52,4 +54,33 @@ func TestWouldWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(true)
+}
+
+// TestTailSubscribeErrors: a tail process refuses a feed subscribe of a
+// collection the role may not read, or of none, with the error a pgwire
+// client gets (42501, 42P01), not with the 0A000 meant for subscribes off
+// its fast path: the feed answers 403 and 404, not 400.
+func TestTailSubscribeErrors(t *testing.T) {
+	p := startPasswordServers(t, append(privSetup, "CREATE TABLE tse (a int8)", "CREATE VIEW tse_v AS SELECT a FROM tse WHERE a > 1")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct{ stmt, code string }{
+		{"SUBSCRIBE tse", denied},
+		{"SUBSCRIBE (SELECT a FROM tse WHERE a > 1)", denied},
+		{"SUBSCRIBE tse_v", denied},
+		{"SUBSCRIBE nonexistent", "42P01"},
+	} {
+		st, err := sql.Parse(tc.stmt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub, err := p.proxy.Coordinator.Subscribe(ctx, privNone, "test", st.(*sql.Subscribe))
+		if err == nil {
+			sub.Close()
+		}
+		var e *adapter.Error
+		if !errors.As(err, &e) || e.Code != tc.code {
+			t.Errorf("%s in a tail process: got %v, want SQLSTATE %s", tc.stmt, err, tc.code)
+		}
+	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -535,6 +537,54 @@ func TestSnapshotBound(t *testing.T) {
 	} {
 		if got, code, _ := status(t, ctx, http.DefaultClient, tc.url, "", ""); got != tc.status || code != tc.code {
 			t.Errorf("%s: status %d code %q, want %d %q", tc.url, got, code, tc.status, tc.code)
+		}
+	}
+}
+
+// TestEscapedCollectionNames: a collection is the one its name, escaped in
+// the URL, names: the path segment and the collection parameter are
+// unescaped once (p%2541 is "p%41", not the table "pA"), a name with a dot
+// is reached qualified, and the index links every readable collection by
+// a URL that streams it.
+func TestEscapedCollectionNames(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, `CREATE TABLE "p%41" (a int)`, `INSERT INTO "p%41" VALUES (1)`,
+		`CREATE TABLE "pA" (a int)`, `INSERT INTO "pA" VALUES (2)`,
+		`CREATE TABLE "a/b" (a int)`, `INSERT INTO "a/b" VALUES (3)`,
+		`CREATE TABLE "x.y" (a int)`, `INSERT INTO "x.y" VALUES (4)`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := "http://" + srv.FeedAddr
+	snapshot := func(url string) string {
+		t.Helper()
+		resp := get(t, ctx, url)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d %s", url, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	for _, tc := range []struct{ url, want string }{
+		{"/v1/subscribe/p%2541?live=false", `"a":1}`},
+		{"/v1/subscribe?collection=p%2541&live=false", `"a":1}`},
+		{"/v1/subscribe/pA?live=false", `"a":2}`},
+		{"/v1/subscribe/a%2Fb?live=false", `"a":3}`},
+		{"/v1/subscribe/materialize.public.x.y?live=false", `"a":4}`},
+		{"/v1/subscribe?collection=materialize.public.x.y&live=false", `"a":4}`},
+	} {
+		if got := snapshot(base + tc.url); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %s, want the row %s", tc.url, got, tc.want)
+		}
+	}
+	index := snapshot(base + "/")
+	for _, want := range []string{`"a":1}`, `"a":2}`, `"a":3}`, `"a":4}`} {
+		found := false
+		for _, m := range regexp.MustCompile(`href="(/v1/subscribe/[^"]*)"`).FindAllStringSubmatch(index, -1) {
+			found = found || strings.Contains(snapshot(base+html.UnescapeString(m[1])+"?live=false"), want)
+		}
+		if !found {
+			t.Errorf("no link of the index streams the row %s:\n%s", want, index)
 		}
 	}
 }

@@ -271,14 +271,15 @@ func whereError(pred string, err error) error {
 	return e
 }
 
-// collectionName reads the {collection} path segment: name, schema.name or
-// database.schema.name, each part taken as written.
+// collectionName reads the {collection} path segment or collection
+// parameter, both unescaped already: name, schema.name or
+// database.schema.name, each part taken as written; a name that holds a
+// dot is reached as database.schema.name (its dots are the name's).
 func collectionName(seg string) (sql.ObjectName, error) {
-	seg, err := url.PathUnescape(seg)
-	if err != nil || !utf8.ValidString(seg) {
+	if !utf8.ValidString(seg) {
 		return sql.ObjectName{}, fmt.Errorf("%w: collection %q", ErrBadParameter, seg)
 	}
-	parts := strings.Split(seg, ".")
+	parts := strings.SplitN(seg, ".", 3)
 	for _, p := range parts {
 		if p == "" {
 			return sql.ObjectName{}, fmt.Errorf("%w: collection %q", ErrBadParameter, seg)
@@ -289,10 +290,8 @@ func collectionName(seg string) (sql.ObjectName, error) {
 		return sql.ObjectName{Name: parts[0]}, nil
 	case 2:
 		return sql.ObjectName{Schema: parts[0], Name: parts[1]}, nil
-	case 3:
-		return sql.ObjectName{Database: parts[0], Schema: parts[1], Name: parts[2]}, nil
 	}
-	return sql.ObjectName{}, fmt.Errorf("%w: collection %q has more than three parts", ErrBadParameter, seg)
+	return sql.ObjectName{Database: parts[0], Schema: parts[1], Name: parts[2]}, nil
 }
 
 // resumeStart is the AS OF and SNAPSHOT a resume from frontier after
