@@ -346,6 +346,7 @@ func TestPastSameOnBothPaths(t *testing.T) {
 		return n
 	}
 	from := now()
+	time.Sleep(20 * time.Millisecond) // the first row is written after from
 	mustExec(t, c, "INSERT INTO h VALUES (1)")
 	time.Sleep(5 * 100 * time.Millisecond) // five of the test server's ticks
 	mustExec(t, c, "INSERT INTO h VALUES (2)")
