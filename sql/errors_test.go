@@ -74,6 +74,11 @@ func TestErrors(t *testing.T) {
 		{"CREATE SOURCE s FROM LOAD GENERATOR COUNTER (TICK INTERVAL '1s', TICK INTERVAL '2s')", CodeSyntaxError, "TICK INTERVAL specified more than once", 66},
 		{"CREATE TABLE t (a int) WITH (RETAIN HISTORY FOR '1h', RETAIN HISTORY FOR '2h')", CodeSyntaxError, "RETAIN HISTORY specified more than once", 55},
 		{"ALTER VIEW v RESET (RETAIN HISTORY, RETAIN HISTORY)", CodeSyntaxError, "RETAIN HISTORY specified more than once", 37},
+		// A role attribute set twice, as PostgreSQL rejects it.
+		{"CREATE ROLE r LOGIN LOGIN", CodeSyntaxError, "conflicting or redundant options", 21},
+		{"CREATE ROLE r WITH LOGIN PASSWORD 'a' NOLOGIN", CodeSyntaxError, "conflicting or redundant options", 39},
+		{"ALTER ROLE r PASSWORD 'a' PASSWORD 'b'", CodeSyntaxError, "conflicting or redundant options", 27},
+		{"ALTER ROLE r CONNECTION LIMIT 1 CONNECTION LIMIT 2", CodeSyntaxError, "conflicting or redundant options", 33},
 
 		// Lexical errors point at the start of the bad token and quote the
 		// rest of the input, like Postgres.

@@ -14,8 +14,10 @@ import (
 // error, `option "x" not recognized`) and keeps the options in written order.
 // In a parenthesized list (WITH (...), COPY's (...), a load generator's
 // (...), SET/RESET (...)) a name may appear once: a repeat is a syntax error,
-// `PROGRESS specified more than once`, as in Materialize. Role options and
-// COPY's old unparenthesized options are kept as written, repeats included.
+// `PROGRESS specified more than once`, as in Materialize. A role attribute
+// set twice (LOGIN NOLOGIN) is `conflicting or redundant options`, as in
+// PostgreSQL. COPY's old unparenthesized options are kept as written,
+// repeats included.
 // Checking values is the planner's job, helped by Text and Bool.
 type Option struct {
 	// Name is the option's keywords in upper case, joined by single spaces:

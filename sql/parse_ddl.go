@@ -187,14 +187,26 @@ func (p *parser) parseCreateSource() Statement {
 }
 
 // parseRoleOptions parses [WITH] option ... for CREATE ROLE and ALTER ROLE.
+// An attribute set twice (LOGIN LOGIN, LOGIN NOLOGIN, PASSWORD twice) is
+// PostgreSQL's "conflicting or redundant options".
 func (p *parser) parseRoleOptions() []Option {
 	p.acceptWords("with")
 	var opts []Option
 	for !p.atEnd() {
-		opts = append(opts, p.parseOption(roleOptions))
+		t := p.peek()
+		o := p.parseOption(roleOptions)
+		for _, prev := range opts {
+			if roleAttribute(prev.Name) == roleAttribute(o.Name) {
+				p.fail(t, CodeSyntaxError, "conflicting or redundant options")
+			}
+		}
+		opts = append(opts, o)
 	}
 	return opts
 }
+
+// roleAttribute is the attribute a role option sets: NOLOGIN sets LOGIN.
+func roleAttribute(option string) string { return strings.TrimPrefix(option, "NO") }
 
 func (p *parser) parseDrop() Statement {
 	p.expectWords("drop")
