@@ -6,18 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgproto3/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/shardtail/shardtail/internal/testsupport/clients"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
+	blobmem "github.com/shardtail/shardtail/persist/blob/mem"
+	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
 	"github.com/shardtail/shardtail/pgwire"
 )
 
@@ -1399,5 +1403,66 @@ func TestClauseParameters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// scramSalt returns the salt a server answers user's SCRAM exchange with.
+func scramSalt(t *testing.T, s *testserver.Server, user string) string {
+	t.Helper()
+	host, port := s.HostPort()
+	nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	fe := pgproto3.NewFrontend(pgproto3.NewChunkReader(nc), nc)
+	if err := fe.Send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersionNumber, Parameters: map[string]string{"user": user}}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := fe.Receive(); err != nil {
+		t.Fatal(err)
+	} else if _, ok := m.(*pgproto3.AuthenticationSASL); !ok {
+		t.Fatalf("%s: got %T, want AuthenticationSASL", user, m)
+	}
+	if err := fe.Send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256", Data: []byte("n,,n=,r=0123456789abcdef")}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := fe.Receive()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cont, ok := m.(*pgproto3.AuthenticationSASLContinue)
+	if !ok {
+		t.Fatalf("%s: got %T, want AuthenticationSASLContinue", user, m)
+	}
+	for _, f := range strings.Split(string(cont.Data), ",") {
+		if salt, ok := strings.CutPrefix(f, "s="); ok {
+			return salt
+		}
+	}
+	t.Fatalf("%s: no salt in %q", user, cont.Data)
+	return ""
+}
+
+// TestUnknownRoleSalt: a name that is no role is answered with a salt
+// that is the same on every server of one catalog (behind a load balancer,
+// after a restart), as a role's is, so that comparing salts tells no one
+// which roles exist; another catalog's differs.
+func TestUnknownRoleSalt(t *testing.T) {
+	cons, blob := consmem.New(), blobmem.New()
+	opts := testserver.Options{Consensus: cons, Blob: blob, PGWire: pgwire.Config{Auth: pgwire.AuthSCRAM}}
+	a := testserver.Start(t, opts)
+	mustExec(t, connectMode(t, a, pgx.QueryExecModeSimpleProtocol), "CREATE ROLE r LOGIN PASSWORD 'pw'")
+	b := testserver.Start(t, opts) // as a server restarted on a's storage
+	if sa, sb := scramSalt(t, a, "nobody"), scramSalt(t, b, "nobody"); sa != sb {
+		t.Errorf("unknown role: salt %s on one server, %s on the other", sa, sb)
+	}
+	if sa, sb := scramSalt(t, a, "r"), scramSalt(t, b, "r"); sa != sb {
+		t.Errorf("role r: salt %s on one server, %s on the other", sa, sb)
+	}
+	other := testserver.Start(t, testserver.Options{PGWire: pgwire.Config{Auth: pgwire.AuthSCRAM}})
+	if scramSalt(t, a, "nobody") == scramSalt(t, other, "nobody") {
+		t.Error("two catalogs answer an unknown role with the same salt")
 	}
 }

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -210,7 +211,13 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 	return c, nil
 }
 
-// bootstrap creates the default role and resumes every collection.
+// AuthSecret is the catalog's seed of the fake verifiers of unknown role
+// names (catalog.State.AuthSecret, pgwire.Config.MockSecret); nil while the
+// catalog has none (a tail process whose upstream has not set it yet).
+func (c *Coordinator) AuthSecret() []byte { return c.catalog.State().AuthSecret }
+
+// bootstrap creates the default role and the catalog's AuthSecret, and
+// resumes every collection.
 func (c *Coordinator) bootstrap(ctx context.Context) error {
 	if c.isProxy() {
 		// A proxy process never writes the catalog: it follows the
@@ -219,10 +226,14 @@ func (c *Coordinator) bootstrap(ctx context.Context) error {
 		go c.followCatalog()
 		return nil
 	}
-	if _, ok := c.catalog.State().Roles[defaultRole]; !ok {
+	if cs := c.catalog.State(); cs.Roles[defaultRole] == nil || cs.AuthSecret == nil {
 		if _, err := c.catalog.Update(ctx, func(s *catalog.State) error {
 			if _, ok := s.Roles[defaultRole]; !ok {
 				s.Roles[defaultRole] = &catalog.Role{Name: defaultRole, Login: true, Superuser: true}
+			}
+			if s.AuthSecret == nil {
+				s.AuthSecret = make([]byte, 32)
+				rand.Read(s.AuthSecret)
 			}
 			return nil
 		}); err != nil {

@@ -70,10 +70,16 @@ type State struct {
 	Roles  map[string]*Role  `json:"roles"`
 	System map[string]string `json:"system"` // ALTER SYSTEM SET values
 	NextID uint64            `json:"next_id"`
+	// AuthSecret seeds the fake password verifiers of names that are no
+	// role (pgwire.Config.MockSecret): kept here, every process on the
+	// catalog and every restart answers an unknown name with the same
+	// salt, as a role's stays the same, so that salts tell no one which
+	// roles exist. Set at bootstrap.
+	AuthSecret []byte `json:"auth_secret,omitempty"`
 }
 
 func (s *State) clone() *State {
-	c := &State{Items: maps.Clone(s.Items), Roles: maps.Clone(s.Roles), System: maps.Clone(s.System), NextID: s.NextID}
+	c := &State{Items: maps.Clone(s.Items), Roles: maps.Clone(s.Roles), System: maps.Clone(s.System), NextID: s.NextID, AuthSecret: s.AuthSecret}
 	if c.Items == nil {
 		c.Items = map[string]*Item{}
 	}

@@ -135,6 +135,13 @@ type Config struct {
 
 	// AuthThrottle slows password guessing from one address; see its doc.
 	AuthThrottle AuthThrottle
+	// MockSecret seeds the fake password verifiers that names that are no
+	// role are answered with (their salt is stable per name, as a real
+	// role's is). Servers that share their roles should share it, and keep
+	// it across restarts, or comparing salts tells which roles exist. Nil:
+	// a random one of the server's own.
+	MockSecret []byte
+
 	// Throttle, when set, is the process's throttle of password logins,
 	// shared with its other transports (the HTTP feed); AuthThrottle is
 	// then ignored. Nil: a throttle of AuthThrottle of the server's own.

@@ -29,7 +29,7 @@ type Server struct {
 
 	// mockSalt seeds the salts of the fake verifiers used for unknown roles,
 	// so that the same unknown user always sees the same salt, as a real one
-	// would.
+	// would (Config.MockSecret).
 	mockSalt []byte
 
 	throttle *Throttle // of password logins, by address
@@ -79,8 +79,11 @@ func NewServer(backend Backend, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	salt := make([]byte, 32)
-	rand.Read(salt)
+	salt := cfg.MockSecret
+	if salt == nil {
+		salt = make([]byte, 32)
+		rand.Read(salt)
+	}
 	s := &Server{
 		backend:       backend,
 		cfg:           cfg,

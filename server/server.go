@@ -121,6 +121,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	pcfg := cfg.PGWire
 	pcfg.Registerer = s.registry
+	if pcfg.MockSecret == nil {
+		pcfg.MockSecret = s.coord.AuthSecret()
+	}
 	if pcfg.Throttle == nil {
 		// One throttle of password logins for both transports: an
 		// address guesses no faster over pgwire and the feed together.
