@@ -250,6 +250,15 @@ func (q *querySteps) take() sql.Statement {
 
 // Stop implements pgwire.QuerySteps.
 func (q *querySteps) Stop() {
+	if !q.done && q.pull == nil {
+		// Left early: the last result failed while being sent (an error
+		// evaluating a row, a bad COPY row) or the client is gone. The
+		// statement failed as if it had failed to start.
+		q.s.fail()
+		if q.implicit {
+			q.s.rollback()
+		}
+	}
 	q.done = true
 	if q.stopPull != nil {
 		q.stopPull()

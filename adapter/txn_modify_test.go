@@ -128,6 +128,37 @@ func TestTxnModifyMultiStatement(t *testing.T) {
 	wantTable(t, c, "SELECT * FROM b", "3")
 }
 
+// TestTxnErrorWhileSending: a statement that fails while its result is
+// sent (a row's expression, a bad COPY row), not when it starts, fails its
+// transaction as any error does: a block then refuses every statement with
+// 25P02, and a multi-statement query's earlier writes are rolled back.
+func TestTxnErrorWhileSending(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)", "INSERT INTO a VALUES (1)")
+
+	_, err := c.Exec(ctx, "INSERT INTO b VALUES (1); SELECT k / 0 FROM a; INSERT INTO b VALUES (2)")
+	wantCode(t, err, "22012", "multi-statement query failing in a row")
+	wantTag(t, c, "INSERT INTO b VALUES (3)", "INSERT 0 1")
+	wantTable(t, c, "SELECT * FROM b", "3")
+
+	mustExec(t, c, "BEGIN", "INSERT INTO b VALUES (4)")
+	_, err = c.Exec(ctx, "SELECT k / 0 FROM a")
+	wantCode(t, err, "22012", "SELECT failing in a row in a block")
+	_, err = c.Exec(ctx, "INSERT INTO b VALUES (5)")
+	wantCode(t, err, "25P02", "INSERT after a row's error in the block")
+	wantTag(t, c, "COMMIT", "ROLLBACK")
+
+	mustExec(t, c, "BEGIN", "INSERT INTO b VALUES (6)")
+	_, err = c.PgConn().CopyFrom(ctx, strings.NewReader("7\nbad\n"), "COPY b FROM STDIN")
+	wantCode(t, err, "22P02", "COPY of a bad row in a block")
+	_, err = c.Exec(ctx, "INSERT INTO b VALUES (8)")
+	wantCode(t, err, "25P02", "INSERT after a failed COPY in the block")
+	wantTag(t, c, "COMMIT", "ROLLBACK")
+	wantTable(t, c, "SELECT * FROM b", "3")
+}
+
 // TestTxnModifySubscribersSeeOneTimestamp: subscribers on both paths see
 // a block's (and a multi-statement query's) inserts, updates and deletes
 // over several tables at one timestamp.
