@@ -74,7 +74,12 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 		return execOnly(func(ctx context.Context) (pgwire.Result, error) {
 			switch s.tx {
 			case txIdle, txImplicit:
-				s.endTx()
+				// As in PostgreSQL, an implicit transaction's writes
+				// (a multi-statement query's, an extended-protocol
+				// batch's) commit.
+				if err := s.commit(ctx); err != nil {
+					return nil, err
+				}
 				return command("COMMIT", notice("25P01", "there is no transaction in progress", "")), nil
 			case txFailed:
 				s.rollback()

@@ -159,6 +159,32 @@ func TestTxnErrorWhileSending(t *testing.T) {
 	wantTable(t, c, "SELECT * FROM b", "3")
 }
 
+// TestTxnCommitInImplicit: as in PostgreSQL, a COMMIT among a
+// multi-statement query's statements (or an extended-protocol batch's)
+// commits the implicit transaction's writes before it, and the statements
+// after it run in another implicit transaction.
+func TestTxnCommitInImplicit(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)", "INSERT INTO a VALUES (1)")
+
+	mustExec(t, c, "INSERT INTO b VALUES (1); COMMIT")
+	_, err := c.Exec(ctx, "INSERT INTO b VALUES (2); COMMIT; INSERT INTO b VALUES (3); SELECT k / 0 FROM a")
+	wantCode(t, err, "22012", "failure after a COMMIT in a query")
+	mustExec(t, c, "BEGIN", "INSERT INTO b VALUES (4); COMMIT; INSERT INTO b VALUES (5); ROLLBACK")
+	wantTable(t, c, "SELECT * FROM b", "1", "2", "4")
+
+	x := connectMode(t, s, pgx.QueryExecModeDescribeExec)
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO b VALUES (7)")
+	b.Queue("COMMIT")
+	if err := x.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	wantTable(t, c, "SELECT * FROM b", "1", "2", "4", "7")
+}
+
 // TestTxnModifySubscribersSeeOneTimestamp: subscribers on both paths see
 // a block's (and a multi-statement query's) inserts, updates and deletes
 // over several tables at one timestamp.
