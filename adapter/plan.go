@@ -66,7 +66,7 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 				return command("BEGIN", notice("25001", "there is already a transaction in progress", "")), nil
 			}
 			s.tx = txBlock
-			s.savedVars = slices.Clone(s.vars)
+			s.saveVars().saved = slices.Clone(s.vars)
 			s.varsSaved = true
 			return command("BEGIN"), nil
 		}), nil

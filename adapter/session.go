@@ -49,9 +49,9 @@ type Session struct {
 	// vars are the variables the session SET (or its startup packet did);
 	// system variables not in it follow ALTER SYSTEM.
 	vars varList
-	// savedVars are the variables at BEGIN (varsSaved), restored by
-	// ROLLBACK.
-	savedVars varList
+	// txVars are the variables a transaction's end restores; nil outside
+	// a transaction that saved any.
+	txVars *txVars
 
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
@@ -75,7 +75,7 @@ type Session struct {
 	// multi-statement simple query: its UPDATEs and DELETEs are buffered
 	// too (see bufferModify). txWrote marks a block that ran a write
 	// statement, whatever rows it touched: no SUBSCRIBE may follow.
-	gone, varsSaved, txMulti, txSubscribe, upSubscribe, txWrote bool
+	gone, varsSaved, varsLocal, txMulti, txSubscribe, upSubscribe, txWrote bool
 
 	cursors map[string]*cursor
 
@@ -410,14 +410,36 @@ func (s *Session) commit(ctx context.Context) error {
 // rollback discards the transaction, including the SETs made in it.
 func (s *Session) rollback() {
 	if s.varsSaved {
-		s.vars = s.savedVars
+		s.vars = s.txVars.saved
+		s.varsLocal = false
 	}
 	s.endTx()
 }
 
+// txVars are the variables a transaction saved.
+type txVars struct {
+	// saved are the variables at BEGIN (Session.varsSaved), restored by
+	// ROLLBACK.
+	saved varList
+	// base are the variables without the transaction's SET LOCALs
+	// (Session.varsLocal), restored when it ends.
+	base varList
+}
+
+// saveVars returns the transaction's txVars, allocating them.
+func (s *Session) saveVars() *txVars {
+	if s.txVars == nil {
+		s.txVars = &txVars{}
+	}
+	return s.txVars
+}
+
 func (s *Session) endTx() {
 	s.tx = txIdle
-	s.savedVars, s.varsSaved = nil, false
+	if s.varsLocal {
+		s.vars = s.txVars.base
+	}
+	s.txVars, s.varsSaved, s.varsLocal = nil, false, false
 	s.txWrites, s.txMulti = nil, false
 	s.txRead = nil
 	s.txReads, s.upReads = 0, 0
