@@ -185,6 +185,23 @@ func TestTxnCommitInImplicit(t *testing.T) {
 	wantTable(t, c, "SELECT * FROM b", "1", "2", "4", "7")
 }
 
+// TestTxnModifyAfterWriteInBatch: an UPDATE or DELETE that follows a
+// write in an extended-protocol batch (one Sync) sees that write, as in
+// PostgreSQL, and commits with it.
+func TestTxnModifyAfterWriteInBatch(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeDescribeExec)
+	mustExec(t, c, "CREATE TABLE t (k int, v text)")
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+	b.Queue("UPDATE t SET v = 'x' WHERE k = 1")
+	b.Queue("DELETE FROM t WHERE k = 2")
+	if err := c.SendBatch(context.Background(), b).Close(); err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	wantTable(t, c, "SELECT * FROM t", "1|x")
+}
+
 // TestTxnModifySubscribersSeeOneTimestamp: subscribers on both paths see
 // a block's (and a multi-statement query's) inserts, updates and deletes
 // over several tables at one timestamp.
