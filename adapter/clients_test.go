@@ -794,6 +794,38 @@ func TestSetShowReset(t *testing.T) {
 			t.Errorf("after ROLLBACK: %q %v", v, err)
 		}
 	})
+	// SET LOCAL lasts until the block ends, committed or not; a SET in the
+	// block after it outlives a COMMIT; outside a block it does nothing.
+	t.Run("SetLocal", func(t *testing.T) {
+		c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+		show := func() string {
+			var v string
+			if err := c.QueryRow(context.Background(), "SHOW application_name").Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		mustExec(t, c, "SET application_name = 'session'", "BEGIN", "SET LOCAL application_name = 'local'")
+		if got := show(); got != "local" {
+			t.Errorf("in the block: %q", got)
+		}
+		mustExec(t, c, "COMMIT")
+		if got := show(); got != "session" {
+			t.Errorf("after COMMIT: %q", got)
+		}
+		mustExec(t, c, "BEGIN", "SET LOCAL application_name = 'local'", "ROLLBACK")
+		if got := show(); got != "session" {
+			t.Errorf("after ROLLBACK: %q", got)
+		}
+		mustExec(t, c, "BEGIN", "SET LOCAL application_name = 'local'", "SET application_name = 'set'", "COMMIT")
+		if got := show(); got != "set" {
+			t.Errorf("after SET LOCAL, SET and COMMIT: %q", got)
+		}
+		mustExec(t, c, "SET LOCAL application_name = 'outside'")
+		if got := show(); got != "set" {
+			t.Errorf("after SET LOCAL outside a block: %q", got)
+		}
+	})
 }
 
 func TestTransactions(t *testing.T) {

@@ -342,13 +342,15 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 }
 
 // bufferModify reports whether an UPDATE or DELETE joins the transaction
-// (a block, or a multi-statement simple query) rather than committing at
-// once. An extended-protocol batch's implicit transaction commits them at
-// once, retrying on a concurrent write (Storage.ReadModifyWrite): a lone
-// UPDATE sent with Parse/Bind/Execute/Sync, as most drivers send every
-// statement, must not fail with 40001 where it can simply read again.
+// (a block, a multi-statement simple query, or an extended-protocol batch
+// after a write: it must see that write, which waits for Sync) rather
+// than committing at once. Otherwise an extended-protocol batch's implicit
+// transaction commits them at once, retrying on a concurrent write
+// (Storage.ReadModifyWrite): a lone UPDATE sent with
+// Parse/Bind/Execute/Sync, as most drivers send every statement, must not
+// fail with 40001 where it can simply read again.
 func (s *Session) bufferModify() bool {
-	return s.inBlock() || (s.tx == txImplicit && s.txMulti)
+	return s.inBlock() || (s.tx == txImplicit && (s.txMulti || s.txWrote))
 }
 
 // modifyInTx runs an UPDATE or DELETE of the table it in the transaction:

@@ -66,7 +66,7 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 				return command("BEGIN", notice("25001", "there is already a transaction in progress", "")), nil
 			}
 			s.tx = txBlock
-			s.savedVars = slices.Clone(s.vars)
+			s.saveVars().saved = slices.Clone(s.vars)
 			s.varsSaved = true
 			return command("BEGIN"), nil
 		}), nil
@@ -74,7 +74,12 @@ func (s *Session) plan(ctx context.Context, st sql.Statement, paramOIDs []uint32
 		return execOnly(func(ctx context.Context) (pgwire.Result, error) {
 			switch s.tx {
 			case txIdle, txImplicit:
-				s.endTx()
+				// As in PostgreSQL, an implicit transaction's writes
+				// (a multi-statement query's, an extended-protocol
+				// batch's) commit.
+				if err := s.commit(ctx); err != nil {
+					return nil, err
+				}
 				return command("COMMIT", notice("25P01", "there is no transaction in progress", "")), nil
 			case txFailed:
 				s.rollback()

@@ -49,9 +49,9 @@ type Session struct {
 	// vars are the variables the session SET (or its startup packet did);
 	// system variables not in it follow ALTER SYSTEM.
 	vars varList
-	// savedVars are the variables at BEGIN (varsSaved), restored by
-	// ROLLBACK.
-	savedVars varList
+	// txVars are the variables a transaction's end restores; nil outside
+	// a transaction that saved any.
+	txVars *txVars
 
 	tx txState
 	// writes buffered in the transaction block, applied at COMMIT.
@@ -75,7 +75,7 @@ type Session struct {
 	// multi-statement simple query: its UPDATEs and DELETEs are buffered
 	// too (see bufferModify). txWrote marks a block that ran a write
 	// statement, whatever rows it touched: no SUBSCRIBE may follow.
-	gone, varsSaved, txMulti, txSubscribe, upSubscribe, txWrote bool
+	gone, varsSaved, varsLocal, txMulti, txSubscribe, upSubscribe, txWrote bool
 
 	cursors map[string]*cursor
 
@@ -168,11 +168,9 @@ func (s *Session) QuerySteps(ctx context.Context, text string) pgwire.QuerySteps
 	}
 	q.stmts = stmts
 	// Several statements in one query run in one implicit transaction,
-	// as in PostgreSQL.
-	q.implicit = len(stmts) > 1 && s.tx == txIdle
-	if q.implicit {
-		s.tx, s.txMulti = txImplicit, true
-	}
+	// as in PostgreSQL, and a COMMIT or ROLLBACK among them starts another
+	// for the statements after it (querySteps.Next).
+	q.implicit = len(stmts) > 1
 	return q
 }
 
@@ -182,9 +180,13 @@ type querySteps struct {
 	text     string
 	stmts    []sql.Statement
 	next     int  // index in stmts of the next statement
-	implicit bool // the statements are one implicit transaction
-	done     bool
-	err      error // the parse error, returned by the first Next
+	implicit bool // statements outside a block run in an implicit transaction
+	// began is whether the open transaction began in this query (an
+	// implicit one, or a block its BEGIN turned one into): an error rolls
+	// it back.
+	began bool
+	done  bool
+	err   error // the parse error, returned by the first Next
 	// pull and stopPull step a proxy's one upstream query of several
 	// statements.
 	pull     func() (pgwire.Result, error, bool)
@@ -214,6 +216,10 @@ func (q *querySteps) Next(ctx context.Context) (pgwire.Result, error) {
 		return nil, nil
 	}
 	st := q.take()
+	if q.implicit && s.tx == txIdle {
+		s.tx, s.txMulti = txImplicit, true
+		q.began = true
+	}
 	var res pgwire.Result
 	var err error
 	stText := q.text
@@ -228,14 +234,21 @@ func (q *querySteps) Next(ctx context.Context) (pgwire.Result, error) {
 		})
 	}
 	if err != nil {
-		s.fail()
-		if q.implicit {
-			s.rollback()
-		}
-		q.done = true
+		q.fail()
 		return nil, err
 	}
 	return res, nil
+}
+
+// fail ends the query's transaction after a statement's error: one that
+// began in the query rolls back, a block begun before it fails (25P02
+// until it ends).
+func (q *querySteps) fail() {
+	q.done = true
+	q.s.fail()
+	if q.began && q.s.tx != txIdle {
+		q.s.rollback()
+	}
 }
 
 // take returns the next statement and lets go of its syntax tree here:
@@ -250,6 +263,12 @@ func (q *querySteps) take() sql.Statement {
 
 // Stop implements pgwire.QuerySteps.
 func (q *querySteps) Stop() {
+	if !q.done && q.pull == nil {
+		// Left early: the last result failed while being sent (an error
+		// evaluating a row, a bad COPY row) or the client is gone. The
+		// statement failed as if it had failed to start.
+		q.fail()
+	}
 	q.done = true
 	if q.stopPull != nil {
 		q.stopPull()
@@ -391,14 +410,36 @@ func (s *Session) commit(ctx context.Context) error {
 // rollback discards the transaction, including the SETs made in it.
 func (s *Session) rollback() {
 	if s.varsSaved {
-		s.vars = s.savedVars
+		s.vars = s.txVars.saved
+		s.varsLocal = false
 	}
 	s.endTx()
 }
 
+// txVars are the variables a transaction saved.
+type txVars struct {
+	// saved are the variables at BEGIN (Session.varsSaved), restored by
+	// ROLLBACK.
+	saved varList
+	// base are the variables without the transaction's SET LOCALs
+	// (Session.varsLocal), restored when it ends.
+	base varList
+}
+
+// saveVars returns the transaction's txVars, allocating them.
+func (s *Session) saveVars() *txVars {
+	if s.txVars == nil {
+		s.txVars = &txVars{}
+	}
+	return s.txVars
+}
+
 func (s *Session) endTx() {
 	s.tx = txIdle
-	s.savedVars, s.varsSaved = nil, false
+	if s.varsLocal {
+		s.vars = s.txVars.base
+	}
+	s.txVars, s.varsSaved, s.varsLocal = nil, false, false
 	s.txWrites, s.txMulti = nil, false
 	s.txRead = nil
 	s.txReads, s.upReads = 0, 0

@@ -128,6 +128,80 @@ func TestTxnModifyMultiStatement(t *testing.T) {
 	wantTable(t, c, "SELECT * FROM b", "3")
 }
 
+// TestTxnErrorWhileSending: a statement that fails while its result is
+// sent (a row's expression, a bad COPY row), not when it starts, fails its
+// transaction as any error does: a block then refuses every statement with
+// 25P02, and a multi-statement query's earlier writes are rolled back.
+func TestTxnErrorWhileSending(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)", "INSERT INTO a VALUES (1)")
+
+	_, err := c.Exec(ctx, "INSERT INTO b VALUES (1); SELECT k / 0 FROM a; INSERT INTO b VALUES (2)")
+	wantCode(t, err, "22012", "multi-statement query failing in a row")
+	wantTag(t, c, "INSERT INTO b VALUES (3)", "INSERT 0 1")
+	wantTable(t, c, "SELECT * FROM b", "3")
+
+	mustExec(t, c, "BEGIN", "INSERT INTO b VALUES (4)")
+	_, err = c.Exec(ctx, "SELECT k / 0 FROM a")
+	wantCode(t, err, "22012", "SELECT failing in a row in a block")
+	_, err = c.Exec(ctx, "INSERT INTO b VALUES (5)")
+	wantCode(t, err, "25P02", "INSERT after a row's error in the block")
+	wantTag(t, c, "COMMIT", "ROLLBACK")
+
+	mustExec(t, c, "BEGIN", "INSERT INTO b VALUES (6)")
+	_, err = c.PgConn().CopyFrom(ctx, strings.NewReader("7\nbad\n"), "COPY b FROM STDIN")
+	wantCode(t, err, "22P02", "COPY of a bad row in a block")
+	_, err = c.Exec(ctx, "INSERT INTO b VALUES (8)")
+	wantCode(t, err, "25P02", "INSERT after a failed COPY in the block")
+	wantTag(t, c, "COMMIT", "ROLLBACK")
+	wantTable(t, c, "SELECT * FROM b", "3")
+}
+
+// TestTxnCommitInImplicit: as in PostgreSQL, a COMMIT among a
+// multi-statement query's statements (or an extended-protocol batch's)
+// commits the implicit transaction's writes before it, and the statements
+// after it run in another implicit transaction.
+func TestTxnCommitInImplicit(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE a (k int)", "CREATE TABLE b (k int)", "INSERT INTO a VALUES (1)")
+
+	mustExec(t, c, "INSERT INTO b VALUES (1); COMMIT")
+	_, err := c.Exec(ctx, "INSERT INTO b VALUES (2); COMMIT; INSERT INTO b VALUES (3); SELECT k / 0 FROM a")
+	wantCode(t, err, "22012", "failure after a COMMIT in a query")
+	mustExec(t, c, "BEGIN", "INSERT INTO b VALUES (4); COMMIT; INSERT INTO b VALUES (5); ROLLBACK")
+	wantTable(t, c, "SELECT * FROM b", "1", "2", "4")
+
+	x := connectMode(t, s, pgx.QueryExecModeDescribeExec)
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO b VALUES (7)")
+	b.Queue("COMMIT")
+	if err := x.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	wantTable(t, c, "SELECT * FROM b", "1", "2", "4", "7")
+}
+
+// TestTxnModifyAfterWriteInBatch: an UPDATE or DELETE that follows a
+// write in an extended-protocol batch (one Sync) sees that write, as in
+// PostgreSQL, and commits with it.
+func TestTxnModifyAfterWriteInBatch(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeDescribeExec)
+	mustExec(t, c, "CREATE TABLE t (k int, v text)")
+	b := &pgx.Batch{}
+	b.Queue("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+	b.Queue("UPDATE t SET v = 'x' WHERE k = 1")
+	b.Queue("DELETE FROM t WHERE k = 2")
+	if err := c.SendBatch(context.Background(), b).Close(); err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	wantTable(t, c, "SELECT * FROM t", "1|x")
+}
+
 // TestTxnModifySubscribersSeeOneTimestamp: subscribers on both paths see
 // a block's (and a multi-statement query's) inserts, updates and deletes
 // over several tables at one timestamp.

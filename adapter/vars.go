@@ -284,18 +284,29 @@ func (s *Session) planSet(ctx context.Context, st *sql.SetVariable) (*plan, erro
 		}), nil
 	}
 	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
-		s.setVar(name, value, st.Default)
+		if st.Scope != sql.ScopeLocal {
+			s.setVar(name, value, st.Default)
+			return command("SET", s.paramStatus(name)...), nil
+		}
+		// SET LOCAL lasts until the transaction ends, committed or not.
+		if s.tx == txIdle {
+			return command("SET", notice("25P01", "SET LOCAL can only be used in transaction blocks", "")), nil
+		}
+		if !s.varsLocal {
+			s.saveVars().base, s.varsLocal = slices.Clone(s.vars), true
+		}
+		s.vars.put(name, value, st.Default)
 		return command("SET", s.paramStatus(name)...), nil
 	}), nil
 }
 
 // setVar sets (or, with reset, restores the default of) a session variable.
 func (s *Session) setVar(name, value string, reset bool) {
-	if reset {
-		s.vars.del(name)
-		return
+	s.vars.put(name, value, reset)
+	if s.varsLocal {
+		// A session's SET outlives the transaction's SET LOCALs.
+		s.txVars.base.put(name, value, reset)
 	}
-	s.vars.set(name, value)
 }
 
 // varList is a session's variables, name and value in the order SET: a
@@ -323,6 +334,15 @@ func (l *varList) set(name, value string) {
 		}
 	}
 	*l = append(*l, varPair{name, value})
+}
+
+// put sets name to value or, with reset, deletes it.
+func (l *varList) put(name, value string, reset bool) {
+	if reset {
+		l.del(name)
+		return
+	}
+	l.set(name, value)
 }
 
 func (l *varList) del(name string) {

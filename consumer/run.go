@@ -476,7 +476,7 @@ func (r *runner) session(ctx context.Context) (progressed bool, err error) {
 }
 
 // connect opens a connection for src and looks up its catalog id in
-// mz_internal.mz_storage_shards when src names a collection by a plain name
+// mz_internal.mz_storage_shards when src names a collection (not a query)
 // and has no ID; "" when the server does not say (a server without the
 // relation, a query source, an unknown name).
 func (r *runner) connect(ctx context.Context, src Source) (*pgx.Conn, string, error) {
@@ -508,15 +508,50 @@ func (r *runner) connect(ctx context.Context, src Source) (*pgx.Conn, string, er
 	return nil, "", fmt.Errorf("look up %s: %w", src.Name, err)
 }
 
-// plainName returns the object name of an unquoted name, qualified or not,
-// as the catalog stores it (lower case); false for anything else (a query,
-// a quoted name).
+// plainName returns the object name of a collection's name, qualified or
+// not, as the catalog stores it: an unquoted part folded to lower case, a
+// quoted one as written (with "" for a quote); false for anything else (a
+// query).
 func plainName(s string) (string, bool) {
-	if s == "" || strings.ContainsAny(s, "\"( ") {
-		return "", false
+	for {
+		var name string
+		if rest, ok := strings.CutPrefix(s, `"`); ok {
+			var b strings.Builder
+			for {
+				i := strings.IndexByte(rest, '"')
+				if i < 0 {
+					return "", false
+				}
+				b.WriteString(rest[:i])
+				rest = rest[i+1:]
+				if !strings.HasPrefix(rest, `"`) {
+					break
+				}
+				b.WriteByte('"')
+				rest = rest[1:]
+			}
+			name, s = b.String(), rest
+		} else {
+			i := strings.IndexByte(s, '.')
+			if i < 0 {
+				i = len(s)
+			}
+			if strings.ContainsAny(s[:i], "\"( ") {
+				return "", false
+			}
+			name, s = strings.ToLower(s[:i]), s[i:]
+		}
+		if name == "" {
+			return "", false
+		}
+		if s == "" {
+			return name, true
+		}
+		if s[0] != '.' {
+			return "", false
+		}
+		s = s[1:]
 	}
-	parts := strings.Split(s, ".")
-	return strings.ToLower(parts[len(parts)-1]), true
 }
 
 // checkObjects compares the session's ids with the checkpoint's.

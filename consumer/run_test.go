@@ -335,21 +335,30 @@ func TestRunSeveralCollections(t *testing.T) {
 // TestRunObjectReplaced: the checkpoint records the collection's id; a
 // drop and recreate under the same name, while Run is away or while it
 // runs, is reported as ErrObjectReplaced, and with ResnapshotOnReplace the
-// new object is landed as a new generation.
+// new object is landed as a new generation. A name that needs quoting is
+// looked up as well as a plain one.
 func TestRunObjectReplaced(t *testing.T) {
 	srv := testserver.Start(t, testserver.Options{Tick: 10 * time.Millisecond})
 	conn := connect(t, srv.URL())
-	mustExec(t, conn, "CREATE TABLE t (id int)")
-	mustExec(t, conn, "INSERT INTO t VALUES (1)")
+	for _, name := range []string{"t", `"Order ""Lines"""`} {
+		t.Run(name, func(t *testing.T) {
+			testObjectReplaced(t, srv.URL(), conn, name)
+		})
+	}
+}
+
+func testObjectReplaced(t *testing.T, url string, conn *pgx.Conn, name string) {
+	mustExec(t, conn, "CREATE TABLE "+name+" (id int)")
+	mustExec(t, conn, "INSERT INTO "+name+" VALUES (1)")
 	target := newMapTarget()
 	cfg := consumer.Config{
-		URL:           srv.URL(),
-		Sources:       []consumer.Source{{Name: "t"}},
+		URL:           url,
+		Sources:       []consumer.Source{{Name: name}},
 		Checkpoint:    target,
 		MaxBatchDelay: time.Millisecond,
 		FetchTimeout:  5 * time.Millisecond,
 	}
-	if err := runUntil(t, cfg, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+	if err := runUntil(t, cfg, target, tableRows(t, conn, name)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
 	}
 	if _, pos := target.snapshot(); len(pos.Objects) != 1 || pos.Objects[0][0] != 'u' {
@@ -357,17 +366,17 @@ func TestRunObjectReplaced(t *testing.T) {
 	}
 
 	t.Run("WhileAway", func(t *testing.T) {
-		mustExec(t, conn, "DROP TABLE t")
-		mustExec(t, conn, "CREATE TABLE t (id int)")
+		mustExec(t, conn, "DROP TABLE "+name)
+		mustExec(t, conn, "CREATE TABLE "+name+" (id int)")
 		if err := consumer.Run(context.Background(), cfg, target); !errors.Is(err, consumer.ErrObjectReplaced) {
 			t.Fatalf("Run = %v, want ErrObjectReplaced", err)
 		}
 	})
 	t.Run("Resnapshot", func(t *testing.T) {
-		mustExec(t, conn, "INSERT INTO t VALUES (2)")
+		mustExec(t, conn, "INSERT INTO "+name+" VALUES (2)")
 		re := cfg
 		re.OnObjectReplaced = consumer.ResnapshotOnReplace
-		if err := runUntil(t, re, target, tableRows(t, conn, "t")); !errors.Is(err, context.Canceled) {
+		if err := runUntil(t, re, target, tableRows(t, conn, name)); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run = %v", err)
 		}
 		if _, pos := target.snapshot(); pos.Generation != 1 {
@@ -378,8 +387,8 @@ func TestRunObjectReplaced(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- consumer.Run(context.Background(), cfg, target) }()
 		time.Sleep(100 * time.Millisecond) // subscribed (or not yet: either way the ids differ)
-		mustExec(t, conn, "DROP TABLE t")
-		mustExec(t, conn, "CREATE TABLE t (id int)")
+		mustExec(t, conn, "DROP TABLE "+name)
+		mustExec(t, conn, "CREATE TABLE "+name+" (id int)")
 		select {
 		case err := <-done:
 			if !errors.Is(err, consumer.ErrObjectReplaced) {
