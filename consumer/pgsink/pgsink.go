@@ -375,19 +375,43 @@ func (s *Sink) Abort(ctx context.Context) error {
 
 func stagingName(table string) string { return table + "__shardtail_new" }
 
-// swap replaces table by its staging table, in the open transaction.
+// swap replaces table by its staging table, in the open transaction, and
+// marks it as this sink's (landedBy). A table another sink landed is not
+// replaced: two sinks given one target would each drop the other's rows
+// at their snapshots, and then dead-letter every update of the other's
+// keys. A table nothing marks (one created by hand to be landed into, or
+// by a sink before the mark) is replaced, as documented.
 func (s *Sink) swap(ctx context.Context, table string) error {
+	var owner *string
+	err := s.tx.QueryRow(ctx, `SELECT obj_description(to_regclass($1), 'pg_class')`, ident(table)).Scan(&owner)
+	if err != nil {
+		return fmt.Errorf("swap in %s: %w", table, err)
+	}
+	if owner != nil && strings.HasPrefix(*owner, landedByPrefix) && *owner != s.landedBy() {
+		return fmt.Errorf("%w: %s (%s)", ErrOtherSinksTable, table, *owner)
+	}
 	staging := stagingName(table)
 	// One simple-protocol query: the statements run in order and stop
 	// at the first error.
 	q := `DROP TABLE IF EXISTS ` + ident(table) + `;
 		ALTER TABLE ` + ident(staging) + ` RENAME TO ` + ident(table) + `;
-		ALTER TABLE ` + ident(table) + ` RENAME CONSTRAINT ` + ident(staging+"_pkey") + ` TO ` + ident(table+"_pkey")
+		ALTER TABLE ` + ident(table) + ` RENAME CONSTRAINT ` + ident(staging+"_pkey") + ` TO ` + ident(table+"_pkey") + `;
+		COMMENT ON TABLE ` + ident(table) + ` IS ` + literal(s.landedBy())
 	if _, err := s.tx.Exec(ctx, q); err != nil {
 		return fmt.Errorf("swap in %s: %w", table, err)
 	}
 	return nil
 }
+
+// landedByPrefix begins the comment that marks a target table as a sink's.
+const landedByPrefix = "landed by shardtail sink "
+
+// landedBy is the comment that marks a target table as this sink's.
+func (s *Sink) landedBy() string { return landedByPrefix + s.cfg.Name }
+
+// literal quotes v as an SQL string literal (standard_conforming_strings,
+// PostgreSQL's default since 9.1): COMMENT takes no parameter.
+func literal(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 

@@ -178,6 +178,42 @@ func TestSinkLandsTable(t *testing.T) {
 	}
 }
 
+// TestSinkLeavesOtherSinksTable: a sink's snapshot does not replace a
+// table another sink lands (it would drop that sink's rows, and the other
+// would then dead-letter every update of its keys): Run fails with
+// ErrOtherSinksTable and the table keeps its rows.
+func TestSinkLeavesOtherSinksTable(t *testing.T) {
+	srv := testserver.Start(t, testserver.Options{Tick: 20 * time.Millisecond})
+	src := connect(t, srv.URL())
+	targetURL := pgtest.URL(t)
+	dst := connect(t, targetURL)
+	mustExec(t, src, "CREATE TABLE a (id int, v text)")
+	mustExec(t, src, "INSERT INTO a VALUES (1, 'a'), (2, 'b')")
+	mustExec(t, src, "CREATE TABLE b (id int, v text)")
+	mustExec(t, src, "INSERT INTO b VALUES (9, 'z')")
+	table := pgsink.Table{Name: "a", Key: []string{"id"}}
+	first := newSink(t, pgsink.Config{URL: targetURL, Name: "first", Tables: []pgsink.Table{table}})
+	cfg := consumer.Config{
+		URL:           srv.URL(),
+		Sources:       []consumer.Source{{Name: "a", Envelope: table.Envelope()}},
+		Checkpoint:    first,
+		MaxBatchDelay: 5 * time.Millisecond,
+		FetchTimeout:  10 * time.Millisecond,
+	}
+	runUntilEqual(t, cfg, first, src, dst, "a")
+
+	second := newSink(t, pgsink.Config{URL: targetURL, Name: "second", Tables: []pgsink.Table{table}})
+	cfg.Sources[0].Name, cfg.Checkpoint = "b", second
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := consumer.Run(ctx, cfg, second); !errors.Is(err, pgsink.ErrOtherSinksTable) {
+		t.Fatalf("second sink's Run = %v, want ErrOtherSinksTable", err)
+	}
+	if got := rowsText(t, dst, "SELECT * FROM a"); !slices.Equal(got, []string{"1|a", "2|b"}) {
+		t.Errorf("first sink's table after the second's attempt: %v", got)
+	}
+}
+
 // TestSinkLandsJSONBExactly: jsonb documents land as the source renders
 // them, in the snapshot's COPY and in a batch's upserts alike: every digit
 // of a number, and a jsonb null as a jsonb null, not SQL NULL (a decoding
