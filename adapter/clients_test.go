@@ -644,7 +644,6 @@ func TestErrorCodes(t *testing.T) {
 		{name: "UnknownRelation", stmt: "SELECT * FROM nope", code: "42P01"},
 		{name: "UnknownRelationInsert", stmt: "INSERT INTO nope VALUES (1)", code: "42P01"},
 		{name: "UnknownRelationDrop", stmt: "DROP TABLE nope", code: "42P01"},
-		{name: "SubscribeSystemRelation", stmt: "SUBSCRIBE mz_internal.mz_subscriptions", code: "0A000"},
 		{name: "UnknownColumn", stmt: "SELECT zz FROM t", code: "42703"},
 		{name: "UnknownColumnWhere", stmt: "SELECT a FROM t WHERE zz = 1", code: "42703"},
 		{name: "UnknownColumnInsert", stmt: "INSERT INTO t (a, zz) VALUES (1, 'x')", code: "42703"},

@@ -63,9 +63,7 @@ func (s *Session) planSubscribeStmt(st *sql.Subscribe, paramOIDs []uint32) (*sub
 	} else {
 		if name, err := resolveName(st.Relation); err == nil {
 			if _, ok := systemRelations[name]; ok {
-				// Not supported, rather than Materialize's internal error: a
-				// client's mistake, which the HTTP feed answers with 400.
-				return nil, errorf(codeFeatureNotSupp, "'%s' cannot be subscribed to because it is a system table", name)
+				return nil, errorf(codeInternal, "'%s' cannot be subscribed to because it is a system table", name)
 			}
 		}
 		var it *catalog.Item

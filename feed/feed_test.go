@@ -132,7 +132,6 @@ func TestBadRequests(t *testing.T) {
 		code       string
 	}{
 		{"UnknownCollection", "/v1/subscribe/nope", 404, "42P01"},
-		{"SystemRelation", "/v1/subscribe/mz_internal.mz_subscriptions", 400, "0A000"},
 		{"UnknownColumn", "/v1/subscribe/t?columns=zz", 400, "42703"},
 		{"UnknownParameter", "/v1/subscribe/t?snapshots=false", 400, "22023"},
 		{"BadWhere", "/v1/subscribe/t?where=a%3D", 400, "42601"},
