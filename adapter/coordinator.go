@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardtail/shardtail/catalog"
 	"github.com/shardtail/shardtail/dataflow"
+	"github.com/shardtail/shardtail/membudget"
 	"github.com/shardtail/shardtail/persist"
 	"github.com/shardtail/shardtail/persist/txnwal"
 	"github.com/shardtail/shardtail/pgwire"
@@ -88,6 +89,9 @@ type Coordinator struct {
 	stmtlog   *stmtlog.Log
 	metrics   *metrics
 	log       *slog.Logger
+	// memTxn counts the writes transactions buffer until COMMIT (see
+	// Session.holdTxWrite).
+	memTxn *membudget.Holder
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -165,6 +169,10 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 		tails:     tail.NewManager(cfg.Persist, cfg.Tail),
 		metrics:   met,
 		log:       slog.Default(),
+		// Transient: the policy makes room for a transaction's writes
+		// by shrinking and detaching, but ends no one's subscribe for
+		// them; the transaction fails instead (holdTxWrite).
+		memTxn: cfg.Tail.Budget.TransientHolder(membudget.HolderTxnWrites),
 		ctx:       cctx,
 		cancel:    cancel,
 		dataflows: map[uint64]*dataflow.Handle{},

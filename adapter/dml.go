@@ -81,19 +81,52 @@ func checkNotNull(it *catalog.Item, r row.Row) error {
 // write commits updates to a table now, or buffers them until COMMIT in a
 // transaction.
 func (s *Session) write(ctx context.Context, it *catalog.Item, updates []row.Update) error {
-	if s.tx != txIdle {
-		if s.txSubscribe || s.upSubscribe {
-			// Its changes would reach the subscribe only after it ended
-			// (Materialize refuses it too, whatever rows it touches).
-			return errReadOnlyTx
+	if s.tx == txIdle {
+		return s.c.write(ctx, it, updates)
+	}
+	for _, u := range updates {
+		if err := s.holdTxWrite(u.Size()); err != nil {
+			return err
 		}
-		s.txWrote = true
-		if len(updates) > 0 {
-			s.txWrites = append(s.txWrites, pendingWrite{item: it, updates: updates})
-		}
+	}
+	return s.buffer(it, updates)
+}
+
+// buffer adds updates, counted already (holdTxWrite), to the
+// transaction's writes.
+func (s *Session) buffer(it *catalog.Item, updates []row.Update) error {
+	if s.txSubscribe || s.upSubscribe {
+		// Its changes would reach the subscribe only after it ended
+		// (Materialize refuses it too, whatever rows it touches).
+		return errReadOnlyTx
+	}
+	s.txWrote = true
+	if len(updates) > 0 {
+		s.txWrites = append(s.txWrites, pendingWrite{item: it, updates: updates})
+	}
+	return nil
+}
+
+// holdTxWrite counts n more bytes of writes the transaction holds until
+// it ends, in the process's memory budget. When the budget's policy
+// cannot make room for them (it shrinks windows and detaches queues; it
+// ends no one's subscribe for a transaction), the statement fails with
+// 53200: the client that sends more than the server may hold pays, not
+// the others. A transaction's writes are in memory until COMMIT; a load
+// outside a block streams (COPY FROM) and is not bounded by this.
+func (s *Session) holdTxWrite(n int64) error {
+	s.txBytes += n
+	s.c.memTxn.Add(n)
+	b := s.c.cfg.Tail.Budget
+	if !b.Over() {
 		return nil
 	}
-	return s.c.write(ctx, it, updates)
+	b.Enforce()
+	if !b.Over() {
+		return nil
+	}
+	return &Error{Code: codeOutOfMemory, Message: fmt.Sprintf("transaction's writes exceed the server's memory budget of %s (--memory-budget)", formatBytes(b.Limit())),
+		hint: "Commit in smaller transactions, or load with COPY FROM outside a transaction block, which streams."}
 }
 
 // write appends to a table's shard at a fresh timestamp.
@@ -699,12 +732,18 @@ func (r *copyInResult) CopyIn(ctx context.Context, in io.Reader) error {
 		}
 	}
 	if r.s.tx != txIdle {
-		// In a transaction the rows wait for COMMIT with its other writes.
+		// In a transaction the rows wait for COMMIT with its other writes,
+		// counted as they arrive.
 		var batch []row.Update
-		if err := read(func(rw row.Row) error { batch = append(batch, row.Update{Row: rw, Diff: 1}); return nil }); err != nil {
+		err := read(func(rw row.Row) error {
+			u := row.Update{Row: rw, Diff: 1}
+			batch = append(batch, u)
+			return r.s.holdTxWrite(u.Size())
+		})
+		if err != nil {
 			return err
 		}
-		return r.s.write(ctx, r.it, batch)
+		return r.s.buffer(r.it, batch)
 	}
 	if r.s.c.isProxy() {
 		return errorf(codeReadOnlyTx, "writes are not served by a tail process")

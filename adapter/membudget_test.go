@@ -3,6 +3,7 @@ package adapter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +71,43 @@ func TestDataflowSubscribeEndedByMemoryBudget(t *testing.T) {
 		t.Fatalf("got %v, want 53200 naming the memory budget of 128KiB", err)
 	}
 	execAll(t, writer, "INSERT INTO t VALUES (1, 'after')") // the server goes on
+}
+
+// TestTransactionWritesOverMemoryBudget: the writes a transaction block
+// holds until COMMIT count in the memory budget; a COPY in a block that
+// would take the process past it fails with 53200 as its rows arrive
+// (the block fails, nothing is applied), its bytes are given back, and the
+// same load outside a block, which streams, lands.
+func TestTransactionWritesOverMemoryBudget(t *testing.T) {
+	budget := membudget.New(256 << 10)
+	s := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: budget}})
+	c := connect(t, s)
+	execAll(t, c, "CREATE TABLE t (a int NOT NULL, b text)")
+	execAll(t, c, "BEGIN", "INSERT INTO t VALUES (-1, 'small')")
+	if got := budget.Holder(membudget.HolderTxnWrites).Bytes(); got <= 0 {
+		t.Errorf("txn_writes holds %d bytes with a row pending", got)
+	}
+	var sb strings.Builder
+	for i := range 20000 { // about 1 MiB of rows as decoded
+		fmt.Fprintf(&sb, "%d\tv%d\n", i, i)
+	}
+	_, err := c.PgConn().CopyFrom(context.Background(), strings.NewReader(sb.String()), "COPY t FROM STDIN")
+	var pe *pgconn.PgError
+	want := "transaction's writes exceed the server's memory budget of 256 KiB (--memory-budget)"
+	if !errors.As(err, &pe) || pe.Code != "53200" || pe.Message != want || pe.Hint == "" {
+		t.Fatalf("COPY in a block: %v, want 53200 %s with a hint", err, want)
+	}
+	_, err = c.Exec(context.Background(), "COMMIT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := budget.Holder(membudget.HolderTxnWrites).Bytes(); got != 0 {
+		t.Errorf("txn_writes holds %d bytes after the block ended", got)
+	}
+	if got := queryRows(t, c, "SELECT a FROM t"); len(got) != 0 {
+		t.Errorf("%d rows after the failed block, want 0", len(got))
+	}
+	if _, err := c.PgConn().CopyFrom(context.Background(), strings.NewReader(sb.String()), "COPY t FROM STDIN"); err != nil {
+		t.Fatalf("COPY outside a block: %v", err)
+	}
 }

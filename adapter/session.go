@@ -54,6 +54,9 @@ type Session struct {
 	txVars *txVars
 
 	tx txState
+	// txBytes are the bytes of txWrites, counted in the memory budget
+	// (holdTxWrite) until the transaction ends.
+	txBytes int64
 	// writes buffered in the transaction block, applied at COMMIT.
 	txWrites []pendingWrite
 	// txRead maps the shards the transaction's UPDATEs and DELETEs read
@@ -349,7 +352,9 @@ func (s *Session) Sync(ctx context.Context, failed bool) error {
 func (s *Session) Close() error {
 	s.gone = true
 	s.settle(stmtlog.StatusAborted, pgwire.ErrClientGone.Error())
-	s.closeCursors()
+	// A transaction the client left open ends with it: its cursors, and
+	// its writes and their bytes in the memory budget (holdTxWrite).
+	s.rollback()
 	if s.up != nil {
 		s.up.Close()
 		s.up = nil
@@ -441,6 +446,8 @@ func (s *Session) endTx() {
 	}
 	s.txVars, s.varsSaved, s.varsLocal = nil, false, false
 	s.txWrites, s.txMulti = nil, false
+	s.c.memTxn.Add(-s.txBytes)
+	s.txBytes = 0
 	s.txRead = nil
 	s.txReads, s.upReads = 0, 0
 	s.txSubscribe, s.upSubscribe, s.txWrote = false, false, false

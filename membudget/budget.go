@@ -39,6 +39,9 @@ const (
 	// HolderPartCache is persist's decoded parts kept for snapshot reads
 	// (--part-cache), and the batches cursors collect for it.
 	HolderPartCache = "part_cache"
+	// HolderTxnWrites is the writes transaction blocks hold until COMMIT
+	// (their rows, as decoded).
+	HolderTxnWrites = "txn_writes"
 )
 
 // Help is the help text of shardtail_memory_bytes. Every registration of
