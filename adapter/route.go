@@ -320,12 +320,49 @@ func (s *Session) proxyCopy(ctx context.Context, st *sql.Copy, text string) (pgw
 }
 
 // prepareUpstream prepares an extended-protocol statement upstream.
-func (s *Session) prepareUpstream(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
+func (s *Session) prepareUpstream(ctx context.Context, st sql.Statement, text string, paramOIDs []uint32) (pgwire.Statement, error) {
 	up, err := s.upstream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return up.Prepare(ctx, s.upstream, text, paramOIDs)
+	ps, err := up.Prepare(ctx, s.upstream, text, paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	return &upstreamStatement{Statement: ps, s: s, st: st, text: text}, nil
+}
+
+// upstreamStatement is an extended-protocol statement a proxy process
+// runs upstream. A COPY runs as in the simple protocol (proxyCopy): its
+// data is no row result that an upstream portal could carry.
+type upstreamStatement struct {
+	pgwire.Statement
+	s    *Session
+	st   sql.Statement
+	text string
+}
+
+// Bind implements pgwire.Statement.
+func (u *upstreamStatement) Bind(ctx context.Context, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Portal, error) {
+	p, err := u.Statement.Bind(ctx, params, paramFormats, resultFormats)
+	if err != nil {
+		return nil, err
+	}
+	return &upstreamPortal{Portal: p, stmt: u}, nil
+}
+
+// upstreamPortal is a portal of an upstreamStatement.
+type upstreamPortal struct {
+	pgwire.Portal
+	stmt *upstreamStatement
+}
+
+// Execute implements pgwire.Portal.
+func (p *upstreamPortal) Execute(ctx context.Context) (pgwire.Result, error) {
+	if cp, ok := p.stmt.st.(*sql.Copy); ok {
+		return p.stmt.s.proxyCopy(ctx, cp, p.stmt.text)
+	}
+	return p.Portal.Execute(ctx)
 }
 
 // proxyExec runs one statement upstream (simple protocol).
