@@ -1022,3 +1022,21 @@ func TestProxyExtendedCopy(t *testing.T) {
 		t.Errorf("COPY TO STDOUT's data: %q, want %q", data, want)
 	}
 }
+
+// TestProxyDescribeCommand: Describe of a statement that returns no rows
+// (INSERT), proxied upstream, gets NoData, as from the upstream itself: a
+// RowDescription of no columns tells a driver that it returns rows (JDBC's
+// executeUpdate then fails).
+func TestProxyDescribeCommand(t *testing.T) {
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	mustExec(t, connect(t, p.up), "CREATE TABLE t (a int8)")
+	fe := rawFrontend(t, p.proxy)
+	got, _ := exchange(t, fe, "INSERT", &pgproto3.ReadyForQuery{},
+		&pgproto3.Parse{Name: "s", Query: "INSERT INTO t VALUES ($1)"}, &pgproto3.Describe{ObjectType: 'S', Name: "s"},
+		&pgproto3.Bind{PreparedStatement: "s", Parameters: [][]byte{[]byte("1")}}, &pgproto3.Describe{ObjectType: 'P'},
+		&pgproto3.Execute{}, &pgproto3.Sync{})
+	want := []string{"ParseComplete", "ParameterDescription", "NoData", "BindComplete", "NoData", "CommandComplete", "ReadyForQuery"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Parse, Describe, Bind, Describe, Execute of an INSERT: %q, want %q", got, want)
+	}
+}
