@@ -913,29 +913,40 @@ func TestProxySuspendedPortal(t *testing.T) {
 	}
 }
 
-// TestProxyTxnReadOrWrite: a proxy keeps the transaction rule that a
-// SUBSCRIBE follows no write and no write follows a SUBSCRIBE, although
-// the writes run upstream and a fast-path SUBSCRIBE runs on the proxy.
+// TestProxyTxnReadOrWrite: a proxy keeps the transaction rules that a
+// SUBSCRIBE follows no write, no write follows a SUBSCRIBE and a SUBSCRIBE
+// is the only read of its block, although the writes and other reads run
+// upstream and a fast-path SUBSCRIBE runs on the proxy, in the simple and
+// in the extended protocol.
 func TestProxyTxnReadOrWrite(t *testing.T) {
 	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
 	ctx := context.Background()
 	up := connect(t, p.up)
 	mustExec(t, up, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
 	c := connect(t, p.proxy)
-	for _, tc := range []struct{ stmts, code string }{
-		{"BEGIN; INSERT INTO t VALUES (2); DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
-		{"BEGIN; DELETE FROM t WHERE a = 12345; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
-		{"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; INSERT INTO t VALUES (2)", "25006"},
-	} {
-		var err error
-		for _, st := range strings.Split(tc.stmts, "; ") {
-			if _, err = c.Exec(ctx, st); err != nil {
-				break
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
+		for _, tc := range []struct{ stmts, code string }{
+			{"BEGIN; INSERT INTO t VALUES (2); DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+			{"BEGIN; DELETE FROM t WHERE a = 12345; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+			{"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; INSERT INTO t VALUES (2)", "25006"},
+			{"BEGIN; SELECT a FROM t; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+			{"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; SELECT a FROM t", "25000"},
+		} {
+			var err error
+			for _, st := range strings.Split(tc.stmts, "; ") {
+				var rows pgx.Rows
+				if rows, err = c.Query(ctx, st, mode); err == nil {
+					rows.Close()
+					err = rows.Err()
+				}
+				if err != nil {
+					break
+				}
 			}
-		}
-		wantCode(t, err, tc.code, tc.stmts)
-		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
-			t.Fatal(err)
+			wantCode(t, err, tc.code, fmt.Sprintf("%s (%v)", tc.stmts, mode))
+			if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if got := queryRows(t, up, "SELECT a FROM t"); len(got) != 1 {
