@@ -1023,6 +1023,13 @@ func TestProxyExtendedCopy(t *testing.T) {
 	if got, want := queryRows(t, up, "SELECT a FROM t"), []string{"1", "2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("t on the upstream after COPY FROM STDIN: %q, want %q", got, want)
 	}
+	// A CopyFail ends it with the client's message, as on the upstream.
+	exchange(t, fe, "COPY FROM STDIN", &pgproto3.CopyInResponse{}, &pgproto3.Query{String: "COPY t FROM STDIN"})
+	got, _ = exchange(t, fe, "CopyFail", &pgproto3.ReadyForQuery{},
+		&pgproto3.CopyData{Data: []byte("3\tz\n")}, &pgproto3.CopyFail{Message: "gave up"})
+	if want := []string{"ErrorResponse 57014 COPY from stdin failed: gave up", "ReadyForQuery"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("CopyFail: %q, want %q", got, want)
+	}
 	got, data := exchange(t, fe, "COPY TO STDOUT", &pgproto3.ReadyForQuery{},
 		&pgproto3.Parse{Query: "COPY t TO STDOUT"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
 	if want := []string{"ParseComplete", "BindComplete", "CopyOutResponse", "CopyData", "CopyData", "CopyDone", "CommandComplete", "ReadyForQuery"}; !reflect.DeepEqual(got, want) {
