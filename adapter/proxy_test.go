@@ -913,32 +913,148 @@ func TestProxySuspendedPortal(t *testing.T) {
 	}
 }
 
-// TestProxyTxnReadOrWrite: a proxy keeps the transaction rule that a
-// SUBSCRIBE follows no write and no write follows a SUBSCRIBE, although
-// the writes run upstream and a fast-path SUBSCRIBE runs on the proxy.
+// TestProxyTxnReadOrWrite: a proxy keeps the transaction rules that a
+// SUBSCRIBE follows no write, no write follows a SUBSCRIBE and a SUBSCRIBE
+// is the only read of its block, although the writes and other reads run
+// upstream and a fast-path SUBSCRIBE runs on the proxy, in the simple and
+// in the extended protocol.
 func TestProxyTxnReadOrWrite(t *testing.T) {
 	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
 	ctx := context.Background()
 	up := connect(t, p.up)
 	mustExec(t, up, "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
 	c := connect(t, p.proxy)
-	for _, tc := range []struct{ stmts, code string }{
-		{"BEGIN; INSERT INTO t VALUES (2); DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
-		{"BEGIN; DELETE FROM t WHERE a = 12345; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
-		{"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; INSERT INTO t VALUES (2)", "25006"},
-	} {
-		var err error
-		for _, st := range strings.Split(tc.stmts, "; ") {
-			if _, err = c.Exec(ctx, st); err != nil {
-				break
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
+		for _, tc := range []struct{ stmts, code string }{
+			{"BEGIN; INSERT INTO t VALUES (2); DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+			{"BEGIN; DELETE FROM t WHERE a = 12345; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+			{"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; INSERT INTO t VALUES (2)", "25006"},
+			{"BEGIN; SELECT a FROM t; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c", "25000"},
+			{"BEGIN; DECLARE c CURSOR FOR SUBSCRIBE t; FETCH 1 c; SELECT a FROM t", "25000"},
+		} {
+			var err error
+			for _, st := range strings.Split(tc.stmts, "; ") {
+				var rows pgx.Rows
+				if rows, err = c.Query(ctx, st, mode); err == nil {
+					rows.Close()
+					err = rows.Err()
+				}
+				if err != nil {
+					break
+				}
 			}
-		}
-		wantCode(t, err, tc.code, tc.stmts)
-		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
-			t.Fatal(err)
+			wantCode(t, err, tc.code, fmt.Sprintf("%s (%v)", tc.stmts, mode))
+			if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if got := queryRows(t, up, "SELECT a FROM t"); len(got) != 1 {
 		t.Errorf("t holds %q after the refused blocks, want the one row", got)
+	}
+}
+
+// rawFrontend connects to s and returns the connection's frontend, for
+// tests that send protocol messages themselves.
+func rawFrontend(t testing.TB, s *testserver.Server) *pgproto3.Frontend {
+	t.Helper()
+	pc, err := pgconn.Connect(context.Background(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hj, err := pc.Hijack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hj.Conn.Close() })
+	hj.Conn.SetDeadline(time.Now().Add(30 * time.Second))
+	return hj.Frontend
+}
+
+// exchange sends msgs on fe and returns the type names of the messages
+// received up to and including one of until's type (an ErrorResponse's
+// with its code and message), and the CopyData payloads among them.
+func exchange(t testing.TB, fe *pgproto3.Frontend, what string, until pgproto3.BackendMessage, msgs ...pgproto3.FrontendMessage) (types, data []string) {
+	t.Helper()
+	for _, m := range msgs {
+		fe.Send(m)
+	}
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg, err := fe.Receive()
+		if err != nil {
+			t.Fatalf("%s: %v (received %q so far)", what, err, types)
+		}
+		typ := reflect.TypeOf(msg).Elem().Name()
+		switch m := msg.(type) {
+		case *pgproto3.CopyData:
+			data = append(data, string(m.Data))
+		case *pgproto3.ErrorResponse:
+			typ += " " + m.Code + " " + m.Message
+		}
+		types = append(types, typ)
+		if reflect.TypeOf(msg) == reflect.TypeOf(until) {
+			return types, data
+		}
+	}
+}
+
+// TestProxyExtendedCopy: a COPY sent with the extended protocol (Parse,
+// Bind, Execute) runs through a proxy as it does through the simple
+// protocol: COPY FROM STDIN asks for the client's data and writes it
+// upstream, COPY TO STDOUT sends the rows as CopyData.
+func TestProxyExtendedCopy(t *testing.T) {
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	up := connect(t, p.up)
+	mustExec(t, up, "CREATE TABLE t (a int8, b text)")
+	fe := rawFrontend(t, p.proxy)
+	got, _ := exchange(t, fe, "COPY FROM STDIN", &pgproto3.CopyInResponse{},
+		&pgproto3.Parse{Query: "COPY t FROM STDIN"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Flush{})
+	if want := []string{"ParseComplete", "BindComplete", "CopyInResponse"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("COPY FROM STDIN: %q, want %q", got, want)
+	}
+	got, _ = exchange(t, fe, "COPY FROM STDIN's data", &pgproto3.ReadyForQuery{},
+		&pgproto3.CopyData{Data: []byte("1\tx\n2\ty\n")}, &pgproto3.CopyDone{}, &pgproto3.Sync{})
+	if want := []string{"CommandComplete", "ReadyForQuery"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("COPY FROM STDIN's data: %q, want %q", got, want)
+	}
+	if got, want := queryRows(t, up, "SELECT a FROM t"), []string{"1", "2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("t on the upstream after COPY FROM STDIN: %q, want %q", got, want)
+	}
+	// A CopyFail ends it with the client's message, as on the upstream.
+	exchange(t, fe, "COPY FROM STDIN", &pgproto3.CopyInResponse{}, &pgproto3.Query{String: "COPY t FROM STDIN"})
+	got, _ = exchange(t, fe, "CopyFail", &pgproto3.ReadyForQuery{},
+		&pgproto3.CopyData{Data: []byte("3\tz\n")}, &pgproto3.CopyFail{Message: "gave up"})
+	if want := []string{"ErrorResponse 57014 COPY from stdin failed: gave up", "ReadyForQuery"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("CopyFail: %q, want %q", got, want)
+	}
+	got, data := exchange(t, fe, "COPY TO STDOUT", &pgproto3.ReadyForQuery{},
+		&pgproto3.Parse{Query: "COPY t TO STDOUT"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	if want := []string{"ParseComplete", "BindComplete", "CopyOutResponse", "CopyData", "CopyData", "CopyDone", "CommandComplete", "ReadyForQuery"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("COPY TO STDOUT: %q, want %q", got, want)
+	}
+	sort.Strings(data)
+	if want := []string{"1\tx\n", "2\ty\n"}; !reflect.DeepEqual(data, want) {
+		t.Errorf("COPY TO STDOUT's data: %q, want %q", data, want)
+	}
+}
+
+// TestProxyDescribeCommand: Describe of a statement that returns no rows
+// (INSERT), proxied upstream, gets NoData, as from the upstream itself: a
+// RowDescription of no columns tells a driver that it returns rows (JDBC's
+// executeUpdate then fails).
+func TestProxyDescribeCommand(t *testing.T) {
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	mustExec(t, connect(t, p.up), "CREATE TABLE t (a int8)")
+	fe := rawFrontend(t, p.proxy)
+	got, _ := exchange(t, fe, "INSERT", &pgproto3.ReadyForQuery{},
+		&pgproto3.Parse{Name: "s", Query: "INSERT INTO t VALUES ($1)"}, &pgproto3.Describe{ObjectType: 'S', Name: "s"},
+		&pgproto3.Bind{PreparedStatement: "s", Parameters: [][]byte{[]byte("1")}}, &pgproto3.Describe{ObjectType: 'P'},
+		&pgproto3.Execute{}, &pgproto3.Sync{})
+	want := []string{"ParseComplete", "ParameterDescription", "NoData", "BindComplete", "NoData", "CommandComplete", "ReadyForQuery"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Parse, Describe, Bind, Describe, Execute of an INSERT: %q, want %q", got, want)
 	}
 }

@@ -120,26 +120,33 @@ func (s *Session) runProxied(ctx context.Context, st sql.Statement, text string)
 		}
 		return s.run(ctx, st, nil, nil)
 	}
+	if err := s.noteProxied(st); err != nil {
+		return nil, err
+	}
+	if cp, ok := st.(*sql.Copy); ok {
+		return s.proxyCopy(ctx, cp, text)
+	}
+	return s.proxyExec(ctx, text)
+}
+
+// noteProxied keeps the transaction block's rules for a statement about to
+// run upstream.
+func (s *Session) noteProxied(st sql.Statement) error {
 	if isWrite(st) && s.inBlock() {
 		// The write runs upstream, where the block's local SUBSCRIBE is
 		// unknown: the block's rule (noteRead, Session.write) is kept
 		// here.
 		if s.txSubscribe || s.upSubscribe {
-			return nil, errReadOnlyTx
+			return errReadOnlyTx
 		}
 		s.txWrote = true
-	}
-	if cp, ok := st.(*sql.Copy); ok {
-		return s.proxyCopy(ctx, cp, text)
 	}
 	if isRead(st) {
 		// Reads proxied upstream count for the transaction's read rule too,
 		// since a fast-path SUBSCRIBE in the same block runs here.
-		if err := s.noteUpstreamRead(isSubscribe(st)); err != nil {
-			return nil, err
-		}
+		return s.noteUpstreamRead(isSubscribe(st))
 	}
-	return s.proxyExec(ctx, text)
+	return nil
 }
 
 // allUpstream reports whether every statement runs upstream only.
@@ -320,12 +327,54 @@ func (s *Session) proxyCopy(ctx context.Context, st *sql.Copy, text string) (pgw
 }
 
 // prepareUpstream prepares an extended-protocol statement upstream.
-func (s *Session) prepareUpstream(ctx context.Context, text string, paramOIDs []uint32) (pgwire.Statement, error) {
+func (s *Session) prepareUpstream(ctx context.Context, st sql.Statement, text string, paramOIDs []uint32) (pgwire.Statement, error) {
 	up, err := s.upstream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return up.Prepare(ctx, s.upstream, text, paramOIDs)
+	ps, err := up.Prepare(ctx, s.upstream, text, paramOIDs)
+	if err != nil {
+		return nil, err
+	}
+	return &upstreamStatement{Statement: ps, s: s, st: st, text: text}, nil
+}
+
+// upstreamStatement is an extended-protocol statement a proxy process
+// runs upstream. Its portals keep the transaction block's rules here
+// (noteProxied), as in the simple protocol; a COPY runs as there
+// (proxyCopy): its data is no row result that an upstream portal could
+// carry.
+type upstreamStatement struct {
+	pgwire.Statement
+	s    *Session
+	st   sql.Statement
+	text string
+}
+
+// Bind implements pgwire.Statement.
+func (u *upstreamStatement) Bind(ctx context.Context, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Portal, error) {
+	p, err := u.Statement.Bind(ctx, params, paramFormats, resultFormats)
+	if err != nil {
+		return nil, err
+	}
+	return &upstreamPortal{Portal: p, stmt: u}, nil
+}
+
+// upstreamPortal is a portal of an upstreamStatement.
+type upstreamPortal struct {
+	pgwire.Portal
+	stmt *upstreamStatement
+}
+
+// Execute implements pgwire.Portal.
+func (p *upstreamPortal) Execute(ctx context.Context) (pgwire.Result, error) {
+	if err := p.stmt.s.noteProxied(p.stmt.st); err != nil {
+		return nil, err
+	}
+	if cp, ok := p.stmt.st.(*sql.Copy); ok {
+		return p.stmt.s.proxyCopy(ctx, cp, p.stmt.text)
+	}
+	return p.Portal.Execute(ctx)
 }
 
 // proxyExec runs one statement upstream (simple protocol).

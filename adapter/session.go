@@ -320,7 +320,7 @@ func (s *Session) Prepare(ctx context.Context, text string, paramOIDs []uint32) 
 	if s.c.isProxy() {
 		switch s.route(ctx, stmts[0]) {
 		case routeUpstream:
-			return s.prepareUpstream(ctx, text, paramOIDs)
+			return s.prepareUpstream(ctx, stmts[0], text, paramOIDs)
 		case routeBoth:
 			both = text
 		}

@@ -1,11 +1,13 @@
 package feed_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -585,6 +587,45 @@ func TestEscapedCollectionNames(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no link of the index streams the row %s:\n%s", want, index)
+		}
+	}
+}
+
+// TestHead: a HEAD of a stream gets the head a GET would get, and no body
+// (RFC 9110): not the stream, which never ends. One of an unknown
+// collection gets GET's status.
+func TestHead(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	execAll(t, connect(t, srv), "CREATE TABLE t (a int)", "INSERT INTO t VALUES (1)")
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{
+		{"/v1/subscribe/t", 200},
+		{"/v1/subscribe?collection=t", 200},
+		{"/v1/subscribe/nope", 404},
+	} {
+		nc, err := net.Dial("tcp", srv.FeedAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		fmt.Fprintf(nc, "HEAD %s HTTP/1.1\r\nHost: x\r\n\r\n", tc.path)
+		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(nc)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
+		if err != nil {
+			t.Fatalf("HEAD %s: %v", tc.path, err)
+		}
+		if resp.StatusCode != tc.status {
+			t.Errorf("HEAD %s: status %d, want %d", tc.path, resp.StatusCode, tc.status)
+		}
+		// Nothing follows the head: a second read gets no byte for a
+		// while (a stream would send its retry hint and snapshot at once).
+		nc.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
+		if b, err := br.ReadByte(); err == nil {
+			rest, _ := br.Peek(br.Buffered())
+			t.Errorf("HEAD %s: a body follows the head: %q", tc.path, string(b)+string(rest))
 		}
 	}
 }

@@ -316,6 +316,11 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		undo.add(s.sub.Close)
 	}
 	switch {
+	case r.Method == http.MethodHead && tr != transportSnapshot:
+		// GET's head alone: a HEAD has no body (net/http drops what is
+		// written through w, but a live stream takes the connection
+		// over), and a stream's never ends.
+		startStream(w, r, f)
 	case req.collections != nil && tr == transportSnapshot:
 		err = s.runMerged(ctx, true)
 	case req.collections != nil:

@@ -144,7 +144,26 @@ func TestCopyReaderReadError(t *testing.T) {
 	if _, err := br.Read(); !errors.Is(err, boom) {
 		t.Errorf("binary: got %v, want boom", err)
 	}
+	// A read error with a SQLSTATE (the client's CopyFail, 57014) keeps
+	// it: the client gets it, not XX000.
+	failed := codedError{"57014", "COPY from stdin failed: gave up"}
+	tr, _ := NewCopyTextReader(io.MultiReader(strings.NewReader("1\n"), iotest.ErrReader(failed)), DefaultTextOptions())
+	tr.Describe("t", []string{"a"})
+	if _, err := tr.Read(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tr.Read()
+	var coded interface{ SQLState() string }
+	if !errors.As(err, &coded) || coded.SQLState() != "57014" || !errors.Is(err, failed) {
+		t.Errorf("a read error of 57014: got %v (%T), want it with its SQLSTATE", err, err)
+	}
 }
+
+// codedError is an error with a SQLSTATE from another package (pgwire's).
+type codedError struct{ code, msg string }
+
+func (e codedError) Error() string    { return e.msg }
+func (e codedError) SQLState() string { return e.code }
 
 func TestCopyBinaryReaderErrors(t *testing.T) {
 	header := AppendCopyBinaryHeader(nil)

@@ -162,7 +162,14 @@ func withWhere(err error, where string) error {
 		c.where = where
 		return &c
 	}
-	return &Error{code: "XX000", msg: err.Error(), where: where, family: err}
+	// Another package's error keeps its SQLSTATE (the client's CopyFail
+	// or disconnect, from the reader), else it is internal.
+	code := "XX000"
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		code = coded.SQLState()
+	}
+	return &Error{code: code, msg: err.Error(), where: where, family: err}
 }
 
 // copyContext formats the CONTEXT line of a COPY FROM error the way

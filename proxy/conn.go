@@ -268,7 +268,13 @@ func (c *Conn) Rows(ctx context.Context, query string, cols []row.Column) ([]row
 	return rows, nil
 }
 
+// fieldsFromUpstream converts an upstream row description. A statement
+// that returns no rows has none (nil: NoData), unlike one that returns rows
+// of no columns.
 func fieldsFromUpstream(fds []pgconn.FieldDescription) []pgwire.Field {
+	if fds == nil {
+		return nil
+	}
 	out := make([]pgwire.Field, len(fds))
 	for i, f := range fds {
 		out[i] = pgwire.Field{Name: f.Name, TableOID: f.TableOID, TableAttr: f.TableAttributeNumber, TypeOID: f.DataTypeOID,

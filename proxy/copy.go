@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/shardtail/shardtail/pgwire"
@@ -148,12 +149,33 @@ func (r *copyIn) CopyIn(ctx context.Context, in io.Reader) error {
 	if err != nil {
 		return err
 	}
-	tag, err := c.conn.CopyFrom(ctx, in, r.sql)
+	cr := &copyReader{r: in}
+	tag, err := c.conn.CopyFrom(ctx, cr, r.sql)
 	if err != nil {
+		if cr.err != nil {
+			// The client's CopyFail (or its disconnect) as the client
+			// sent it: the upstream's error would quote its message
+			// inside its own.
+			return cr.err
+		}
 		return c.error(err)
 	}
 	r.tag = tag.String()
 	return nil
+}
+
+// copyReader is the client's COPY data, keeping the error that ended it.
+type copyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *copyReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+	}
+	return n, err
 }
 
 // Next implements pgwire.Result.
