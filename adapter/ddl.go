@@ -73,14 +73,14 @@ func (s *Session) planCreateTable(st *sql.CreateTable) (*plan, error) {
 	}
 	var schema row.Schema
 	for _, c := range st.Columns {
-		t, ok := expr.ColumnType(c.Type)
-		if !ok {
-			return nil, errorf(codeUndefinedObject, "type %q does not exist", c.Type.String())
+		t, mod, err := expr.ColumnType(c.Type)
+		if err != nil {
+			return nil, err
 		}
 		if schema.Index(c.Name) >= 0 {
 			return nil, errorf("42701", "column %q specified more than once", c.Name)
 		}
-		schema.Columns = append(schema.Columns, row.Column{Name: c.Name, Type: t, Nullable: !c.NotNull})
+		schema.Columns = append(schema.Columns, row.Column{Name: c.Name, Type: t, Nullable: !c.NotNull, Mod: mod})
 	}
 	retain, err := retainHistory(st.With, "CREATE TABLE ... WITH")
 	if err != nil {
@@ -664,15 +664,19 @@ func (s *Session) planShowColumns(st *sql.ShowColumns) (*plan, error) {
 	return rowsPlan(cols, func() ([]row.Row, error) {
 		var rows []row.Row
 		for _, c := range it.Schema.Columns {
-			rows = append(rows, row.Row{c.Name, c.Nullable, shortTypeName(c.Type), ""})
+			rows = append(rows, row.Row{c.Name, c.Nullable, shortTypeName(c), ""})
 		}
 		return rows, nil
 	}), nil
 }
 
-// shortTypeName is the type name SHOW COLUMNS prints (Materialize's).
-func shortTypeName(t row.Type) string {
-	switch t {
+// shortTypeName is the type name SHOW COLUMNS prints (Materialize's),
+// with the column's modifier.
+func shortTypeName(c row.Column) string {
+	if c.Mod.Set {
+		return c.TypeName()
+	}
+	switch c.Type {
 	case row.TypeInt2:
 		return "smallint"
 	case row.TypeInt4:
@@ -684,7 +688,7 @@ func shortTypeName(t row.Type) string {
 	case row.TypeTimestampTZ:
 		return "timestamp with time zone"
 	}
-	return t.String()
+	return c.Type.String()
 }
 
 func (s *Session) planShowCreate(st *sql.ShowCreate) (*plan, error) {
@@ -698,7 +702,7 @@ func (s *Session) planShowCreate(st *sql.ShowCreate) (*plan, error) {
 		if text == "" {
 			var defs []string
 			for _, c := range it.Schema.Columns {
-				d := sql.QuoteIdent(c.Name) + " " + c.Type.String()
+				d := sql.QuoteIdent(c.Name) + " " + c.TypeName()
 				if !c.Nullable {
 					d += " NOT NULL"
 				}

@@ -168,7 +168,7 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 			if err != nil {
 				return nil, err
 			}
-			in := inserts{it: it, cols: cols}
+			in := inserts{it: it, cols: cols, assign: newColumnAssign(it.Schema)}
 			for {
 				rows, err := src.next(ctx)
 				if errors.Is(err, io.EOF) {
@@ -207,7 +207,7 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 		}
 	}
 	return &plan{params: params, exec: func(ctx context.Context, params []row.Datum, _ []int16) (pgwire.Result, error) {
-		in := inserts{it: it, cols: cols, updates: make([]row.Update, 0, len(values))}
+		in := inserts{it: it, cols: cols, assign: newColumnAssign(it.Schema), updates: make([]row.Update, 0, len(values))}
 		for _, vals := range values {
 			r := make(row.Row, len(vals))
 			for j, sc := range vals {
@@ -229,12 +229,13 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 type inserts struct {
 	it      *catalog.Item
 	cols    []int // the target columns
+	assign  columnAssign
 	updates []row.Update
 }
 
 // add adds r, one value for each target column (see insertedRow).
 func (in *inserts) add(r row.Row) error {
-	full, err := insertedRow(in.it, in.cols, r)
+	full, err := insertedRow(in.it, in.cols, in.assign, r)
 	if err != nil {
 		return err
 	}
@@ -243,12 +244,17 @@ func (in *inserts) add(r row.Row) error {
 }
 
 // insertedRow is the row of the table it that INSERT or COPY FROM adds
-// for vals, one value for each target column in cols: the other columns
-// are NULL, which must not break a NOT NULL constraint.
-func insertedRow(it *catalog.Item, cols []int, vals row.Row) (row.Row, error) {
+// for vals, one value for each target column in cols, given its stored
+// form by assign: the other columns are NULL, which must not break a NOT
+// NULL constraint.
+func insertedRow(it *catalog.Item, cols []int, assign columnAssign, vals row.Row) (row.Row, error) {
 	full := make(row.Row, len(it.Schema.Columns))
 	for i, c := range cols {
-		full[c] = vals[i]
+		d, err := assign.value(c, vals[i])
+		if err != nil {
+			return nil, err
+		}
+		full[c] = d
 	}
 	if err := checkNotNull(it, full); err != nil {
 		return nil, err
@@ -302,6 +308,7 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 			return nil, errorf(codeDatatypeMismatch, "argument of WHERE must be type boolean, not type %s", t)
 		}
 	}
+	assign := newColumnAssign(it.Schema)
 	assigns := make(map[int]*scalar, len(set))
 	for _, a := range set {
 		c := it.Schema.Index(a.Column)
@@ -345,6 +352,9 @@ func (s *Session) planModify(table sql.ObjectName, where sql.Expr, set []sql.Ass
 					for c, sc := range assigns {
 						d, err := sc.eval(u.Row, params)
 						if err != nil {
+							return nil, err
+						}
+						if d, err = assign.value(c, d); err != nil {
 							return nil, err
 						}
 						nr[c] = d
@@ -665,17 +675,18 @@ func (s *Session) planCopyFrom(st *sql.Copy, opts copyOptions) (*plan, error) {
 		return nil, err
 	}
 	return execOnly(func(ctx context.Context) (pgwire.Result, error) {
-		return &copyInResult{s: s, it: it, cols: cols, opts: opts}, nil
+		return &copyInResult{s: s, it: it, cols: cols, assign: newColumnAssign(it.Schema), opts: opts}, nil
 	}), nil
 }
 
 type copyInResult struct {
-	s    *Session
-	it   *catalog.Item
-	cols []int
-	opts copyOptions
-	n    int
-	done bool
+	s      *Session
+	it     *catalog.Item
+	cols   []int
+	assign columnAssign
+	opts   copyOptions
+	n      int
+	done   bool
 }
 
 func (r *copyInResult) Describe() pgwire.Description {
@@ -721,7 +732,7 @@ func (r *copyInResult) CopyIn(ctx context.Context, in io.Reader) error {
 			if err != nil {
 				return err
 			}
-			full, err := insertedRow(r.it, r.cols, vals)
+			full, err := insertedRow(r.it, r.cols, r.assign, vals)
 			if err != nil {
 				return err
 			}

@@ -23,7 +23,11 @@
 //     for COMMIT; unlike Materialize's insert-only transactions, they may
 //     UPDATE and DELETE, which read a table with the transaction's own
 //     earlier writes (Session.modifyInTx), and COMMIT fails with 40001 if
-//     another commit wrote a table they read since the first read.
+//     another commit wrote a table they read since the first read. Every
+//     write (INSERT's VALUES and SELECT, UPDATE's SET, COPY FROM) stores a
+//     column's value through columnAssign, which applies the column's type
+//     modifier (expr.ColumnAssign), before NOT NULL is checked and before
+//     anything is written: a bad row fails the whole statement.
 //  5. Result: exec returns a pgwire.Result, which pgwire pulls until io.EOF.
 //
 // # Where a subscribe leaves the coordinator

@@ -48,6 +48,29 @@ func (s *scalar) eval(r row.Row, params []row.Datum) (row.Datum, error) {
 	return s.e.Eval(&expr.EvalContext{Params: params, Now: uint64(time.Now().UnixMilli())}, r)
 }
 
+// columnAssign gives the values a statement stores into a table's columns
+// their stored form under the columns' type modifiers (expr.ColumnAssign):
+// entry i is column i's conversion, nil when it has no modifier. Every
+// write path (INSERT's VALUES and SELECT, UPDATE's SET, COPY FROM) stores
+// through it, so a varchar(3) holds no longer string however it came.
+type columnAssign []func(row.Datum) (row.Datum, error)
+
+func newColumnAssign(schema row.Schema) columnAssign {
+	a := make(columnAssign, len(schema.Columns))
+	for i, c := range schema.Columns {
+		a[i] = expr.ColumnAssign(c)
+	}
+	return a
+}
+
+// value returns d, stored into column c.
+func (a columnAssign) value(c int, d row.Datum) (row.Datum, error) {
+	if d == nil || a[c] == nil {
+		return d, nil
+	}
+	return a[c](d)
+}
+
 func paramTypes(oids []uint32) []expr.Type {
 	out := make([]expr.Type, len(oids))
 	for i, oid := range oids {

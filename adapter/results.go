@@ -88,7 +88,7 @@ func newRowsResult(cols []row.Column, formats []int16, next rowSource) *rowsResu
 	r := &rowsResult{next: next, tagVerb: "SELECT"}
 	for i, c := range cols {
 		f := resultFormat(formats, i)
-		r.fields = append(r.fields, pgwire.Field{Name: c.Name, TypeOID: pgrepr.OID(c.Type), TypeSize: pgrepr.TypeSize(c.Type), TypeMod: -1, Format: int16(f)})
+		r.fields = append(r.fields, pgwire.Field{Name: c.Name, TypeOID: pgrepr.OID(c.Type), TypeSize: pgrepr.TypeSize(c.Type), TypeMod: c.Typmod(), Format: int16(f)})
 		r.types = append(r.types, c.Type)
 		r.formats = append(r.formats, f)
 	}
@@ -112,7 +112,7 @@ func resultFormat(formats []int16, i int) pgrepr.Format {
 func fieldsOf(cols []row.Column) []pgwire.Field {
 	out := make([]pgwire.Field, len(cols))
 	for i, c := range cols {
-		out[i] = pgwire.Field{Name: c.Name, TypeOID: pgrepr.OID(c.Type), TypeSize: pgrepr.TypeSize(c.Type), TypeMod: -1}
+		out[i] = pgwire.Field{Name: c.Name, TypeOID: pgrepr.OID(c.Type), TypeSize: pgrepr.TypeSize(c.Type), TypeMod: c.Typmod()}
 	}
 	return out
 }

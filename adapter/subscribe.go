@@ -157,7 +157,7 @@ func (p *subscribePlan) fields(formats []int16) []pgwire.Field {
 	cols := p.opts.Columns()
 	out := make([]pgwire.Field, len(cols))
 	for i, c := range cols {
-		out[i] = pgwire.Field{Name: c.Name, TypeOID: c.Type.OID(), TypeSize: c.Type.Size(), TypeMod: -1, Format: int16(resultFormat(formats, i))}
+		out[i] = pgwire.Field{Name: c.Name, TypeOID: c.Type.OID(), TypeSize: c.Type.Size(), TypeMod: c.Type.Typmod(), Format: int16(resultFormat(formats, i))}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardtail/shardtail/persist"
 	consmem "github.com/shardtail/shardtail/persist/consensus/mem"
+	"github.com/shardtail/shardtail/row"
 )
 
 // mustOpenCatalog opens the catalog in c, failing the test on an error.
@@ -154,4 +155,51 @@ func TestCatalogFirstFormat(t *testing.T) {
 		t.Errorf("the change after a first-format version: %s, want a diff setting u after rollup v3", head.Data)
 	}
 	wantSameCatalog(t, "cold reader after the change", mustOpenCatalog(t, cons).State(), next)
+}
+
+// TestCatalogColumnModifiers opens a catalog whose schemas were written
+// before columns had type modifiers: its columns read as having none, an
+// item without modifiers still encodes as it did then, and a column's
+// modifier survives a cold read once written.
+func TestCatalogColumnModifiers(t *testing.T) {
+	ctx := context.Background()
+	cons := consmem.New()
+	// A rollup as a binary without row.Column.Mod wrote it.
+	old := `{"format":2,"rollup":1,"state":{"items":{"t":{"id":1,"name":"t","kind":"table",` +
+		`"schema":{"Columns":[{"Name":"v","Type":8,"Nullable":true},{"Name":"n","Type":7,"Nullable":false}]},` +
+		`"shard":"s1","retain_ms":1000,"owner":"materialize"}},` +
+		`"roles":{"materialize":{"name":"materialize","login":true,"superuser":true}},"system":{},"next_id":2}}`
+	if ok, err := cons.CompareAndSet(ctx, Key, nil, persist.VersionedData{SeqNo: 1, Data: []byte(old)}); !ok || err != nil {
+		t.Fatalf("write old version: %v, %v", ok, err)
+	}
+	cat := mustOpenCatalog(t, cons)
+	want := row.Schema{Columns: []row.Column{{Name: "v", Type: row.TypeText, Nullable: true}, {Name: "n", Type: row.TypeNumeric}}}
+	if got := cat.State().Items["t"].Schema; !got.Equal(want) {
+		t.Fatalf("old schema read as %+v, want %+v", got, want)
+	}
+	b, err := json.Marshal(cat.State().Items["t"].Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `{"Columns":[{"Name":"v","Type":8,"Nullable":true},{"Name":"n","Type":7,"Nullable":false}]}`; got != want {
+		t.Errorf("a schema without modifiers encodes as %s, want the old form %s", got, want)
+	}
+	mods := row.Schema{Columns: []row.Column{
+		{Name: "v", Type: row.TypeText, Nullable: true, Mod: row.TypeMod{Set: true, Length: 3}},
+		{Name: "n", Type: row.TypeNumeric, Mod: row.TypeMod{Set: true, Precision: 5, Scale: 2}},
+		{Name: "ts", Type: row.TypeTimestamp, Mod: row.TypeMod{Set: true, Precision: 0}},
+	}}
+	next, err := cat.Update(ctx, func(s *State) error {
+		s.Items["u"] = &Item{ID: s.NextID, Name: "u", Kind: KindTable, Shard: "s2", Schema: mods, Owner: "materialize"}
+		s.NextID++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold := mustOpenCatalog(t, cons).State()
+	wantSameCatalog(t, "cold reader after the change", cold, next)
+	if got := cold.Items["u"].Schema; !got.Equal(mods) {
+		t.Errorf("modifiers read back as %+v, want %+v", got, mods)
+	}
 }

@@ -76,7 +76,7 @@ func castLevelOf(from, to Type) (castLevel, bool) {
 // castFunc returns the conversion from from to to (with the modifier
 // applied), if one exists at level or below. The function gets and
 // returns non-NULL datums.
-func castFunc(from, to Type, mod typeMod, level castLevel) (func(row.Datum) (row.Datum, error), bool) {
+func castFunc(from, to Type, mod row.TypeMod, level castLevel) (func(row.Datum) (row.Datum, error), bool) {
 	need, ok := castLevelOf(from, to)
 	if !ok || need > level {
 		return nil, false
@@ -85,7 +85,7 @@ func castFunc(from, to Type, mod typeMod, level castLevel) (func(row.Datum) (row
 	if f == nil {
 		return nil, false
 	}
-	if !mod.set {
+	if !mod.Set {
 		return f, true
 	}
 	m := modifier(to, mod, level == castExplicit)
@@ -494,8 +494,9 @@ func parseMzTimestamp(s string) (row.Datum, error) {
 
 // modifier applies a type modifier: numeric(p, s) rounds to s digits and
 // checks the precision; varchar(n) truncates (explicit) or rejects
-// (otherwise) longer strings; timestamp(p) rounds to p fractional digits.
-func modifier(t Type, mod typeMod, explicit bool) func(row.Datum) (row.Datum, error) {
+// (otherwise, unless what it would cut is spaces) longer strings;
+// timestamp(p) rounds to p fractional digits.
+func modifier(t Type, mod row.TypeMod, explicit bool) func(row.Datum) (row.Datum, error) {
 	switch t {
 	case TypeNumeric:
 		return func(d row.Datum) (row.Datum, error) {
@@ -503,38 +504,40 @@ func modifier(t Type, mod typeMod, explicit bool) func(row.Datum) (row.Datum, er
 			if n == "NaN" {
 				return n, nil
 			}
-			r, err := numRound(numDec(n), int64(mod.scale))
+			r, err := numRound(numDec(n), int64(mod.Scale))
 			if err != nil {
 				return nil, err
 			}
 			x := numDec(r.(row.Numeric))
-			if !x.IsZero() && numDigits(x)+int64(x.Exponent) > int64(mod.precision-mod.scale) {
+			if !x.IsZero() && numDigits(x)+int64(x.Exponent) > int64(mod.Precision-mod.Scale) {
 				return nil, &Error{code: CodeNumericValueOutOfRange, msg: "numeric field overflow",
-					hint: "A field with precision " + strconv.Itoa(mod.precision) + ", scale " + strconv.Itoa(mod.scale) +
-						" must round to an absolute value less than 10^" + strconv.Itoa(mod.precision-mod.scale) + "."}
+					hint: "A field with precision " + strconv.Itoa(mod.Precision) + ", scale " + strconv.Itoa(mod.Scale) +
+						" must round to an absolute value less than 10^" + strconv.Itoa(mod.Precision-mod.Scale) + "."}
 			}
 			return r, nil
 		}
 	case TypeText:
 		return func(d row.Datum) (row.Datum, error) {
 			s := d.(string)
-			if utf8.RuneCountInString(s) <= mod.length {
+			if utf8.RuneCountInString(s) <= mod.Length {
 				return s, nil
-			}
-			if !explicit {
-				return nil, errf("22001", "value too long for type character varying(%d)", mod.length)
 			}
 			i, n := 0, 0
 			for i = range s {
-				if n == mod.length {
+				if n == mod.Length {
 					break
 				}
 				n++
 			}
+			// An assignment cuts only trailing spaces, as Postgres'
+			// varchar(): 'ab  ' fits varchar(3) as 'ab ', 'abcd' does not.
+			if !explicit && strings.TrimRight(s[i:], " ") != "" {
+				return nil, errf("22001", "value too long for type character varying(%d)", mod.Length)
+			}
 			return s[:i], nil
 		}
 	case TypeTimestamp, TypeTimestampTZ:
-		scale := int64(math.Pow10(6 - mod.precision))
+		scale := int64(math.Pow10(6 - mod.Precision))
 		return func(d row.Datum) (row.Datum, error) {
 			var us int64
 			switch v := d.(type) {

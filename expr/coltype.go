@@ -8,13 +8,41 @@ import (
 )
 
 // ColumnType resolves a type name written in a column definition to a column
-// type through row.ParseType. It reports false for array types, types
-// qualified by a schema other than pg_catalog, and names that are not column
-// types (interval, mz_timestamp, ...). The parser leaves names unresolved so
-// that it imports nothing of ours; this is where the planner resolves them.
-func ColumnType(t sql.TypeName) (row.Type, bool) {
+// type and its modifier (varchar(3), numeric(5, 2), timestamp(3)), with the
+// resolution and checks of a cast to it, so that float(24) is real and
+// varchar(0) is refused. Array types, types qualified by a schema other
+// than pg_catalog, quoted names that are not lower case, and names that
+// are not column types (interval, mz_timestamp, ...) are 42704 "type does
+// not exist". The parser leaves names unresolved so that it imports nothing
+// of ours; this is where the planner resolves them.
+func ColumnType(t sql.TypeName) (row.Type, row.TypeMod, error) {
+	notExist := errf(CodeUndefinedObject, "type %q does not exist", t.String())
 	if t.Array || (t.Schema != "" && t.Schema != "pg_catalog") || t.Name != strings.ToLower(t.Name) {
-		return row.TypeInvalid, false
+		return row.TypeInvalid, row.TypeMod{}, notExist
 	}
-	return row.ParseType(t.Name)
+	ref, err := resolveType(t)
+	if e, ok := err.(*Error); ok && (e.code == CodeSyntaxError || e.code == CodeInvalidParameterValue) {
+		// A bad modifier: numeric(0), varchar(0), int(3).
+		return row.TypeInvalid, row.TypeMod{}, err
+	}
+	if err != nil || !ref.typ.IsRow() {
+		return row.TypeInvalid, row.TypeMod{}, notExist
+	}
+	return row.Type(ref.typ), ref.mod, nil
+}
+
+// ColumnAssign returns the conversion that gives a value stored into column
+// c its stored form under c's type modifier, as Postgres' assignment to a
+// column does (INSERT, UPDATE SET, COPY FROM): numeric(p, s) rounds to s
+// digits and fails with 22003 past p; varchar(n) fails with 22001 past n
+// characters, unless the extra ones are spaces, which it cuts;
+// timestamp(p) rounds to p fractional digits. It is nil when c has no
+// modifier. The function gets and returns non-NULL datums of c's type.
+func ColumnAssign(c row.Column) func(row.Datum) (row.Datum, error) {
+	if !c.Mod.Set {
+		return nil
+	}
+	t := FromRow(c.Type)
+	f, _ := castFunc(t, t, c.Mod, castAssignment)
+	return f
 }

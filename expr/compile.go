@@ -188,7 +188,7 @@ func (c *compiler) resolveUnknown(x Expr) (Expr, error) {
 // an unknown parameter takes the type.
 func (c *compiler) coerce(x Expr, ref typeRef, level castLevel) (Expr, bool, error) {
 	to, from := ref.typ, x.Type()
-	if from == to && !ref.mod.set {
+	if from == to && !ref.mod.Set {
 		return x, true, nil
 	}
 	if to == typeAny {
@@ -200,7 +200,7 @@ func (c *compiler) coerce(x Expr, ref typeRef, level castLevel) (Expr, bool, err
 	if p, ok := x.(*param); ok && from == TypeUnknown {
 		c.scope.setParamType(p.n, to)
 		x = &param{n: p.n, typ: to}
-		if !ref.mod.set {
+		if !ref.mod.Set {
 			return x, true, nil
 		}
 		from = to
@@ -914,7 +914,7 @@ func (c *compiler) nullIf(a, b Expr) (Expr, error) {
 		return nil, err
 	}
 	if at := a.Type(); at != t {
-		n.conv, _ = castFunc(at, t, typeMod{}, castImplicit)
+		n.conv, _ = castFunc(at, t, row.TypeMod{}, castImplicit)
 		// The result is the left operand of the = Postgres picks, which
 		// for its cross-type integer and float operators (int24eq,
 		// float48eq) is a's own type.

@@ -23,7 +23,10 @@
 //	}
 //
 // CompileAssign compiles a value for INSERT or UPDATE with Postgres'
-// assignment rules. EvalConst evaluates the constant expressions of AS OF, UP TO, LIMIT,
+// assignment rules; ColumnAssign is the rest of them, a column's type
+// modifier (varchar(n), numeric(p, s), timestamp(p)), which every write
+// path applies to the value it stores, however it was computed or parsed.
+// ColumnType resolves a column definition's type and modifier. EvalConst evaluates the constant expressions of AS OF, UP TO, LIMIT,
 // FETCH ... TIMEOUT and RETAIN HISTORY FOR, converted to the type the
 // clause needs (mz_timestamp, interval, bigint); IntervalDuration turns an
 // interval into a time.Duration.

@@ -123,7 +123,7 @@ func (p *param) Eval(ctx *EvalContext, _ row.Row) (row.Datum, error) {
 		return ParseText(p.typ, s)
 	}
 	from := datumType(d)
-	f, ok := castFunc(from, p.typ, typeMod{}, castExplicit)
+	f, ok := castFunc(from, p.typ, row.TypeMod{}, castExplicit)
 	if from == TypeInvalid || !ok {
 		return nil, errf(CodeDatatypeMismatch, "parameter $%d: a %s value is not of type %s", p.n, from, p.typ)
 	}

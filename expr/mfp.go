@@ -73,7 +73,7 @@ func CompileMFP(input row.Schema, table string, where sql.Expr, items []sql.Sele
 			name, _ = columnName(it.Expr)
 		}
 		m.items = append(m.items, x)
-		m.schema.Columns = append(m.schema.Columns, row.Column{Name: name, Type: x.Type().Rep(), Nullable: x.Nullable()})
+		m.schema.Columns = append(m.schema.Columns, row.Column{Name: name, Type: x.Type().Rep(), Nullable: x.Nullable(), Mod: outputMod(it.Expr, x, input)})
 	}
 	m.params = scope.ParamTypes()
 	m.usesNow = scope.UsesNow()
@@ -84,6 +84,22 @@ func CompileMFP(input row.Schema, table string, where sql.Expr, items []sql.Sele
 		}
 	}
 	return m, nil
+}
+
+// outputMod is the type modifier of the output column x compiled from e,
+// which RowDescription reports, as Postgres does: a column's (SELECT v
+// FROM t, v varchar(3)) or a cast's (SELECT n::numeric(5, 2)); none for
+// other expressions, whose values the modifier does not bound.
+func outputMod(e sql.Expr, x Expr, input row.Schema) row.TypeMod {
+	if c, ok := x.(*column); ok && c.index < len(input.Columns) && FromRow(input.Columns[c.index].Type) == c.typ {
+		return input.Columns[c.index].Mod
+	}
+	if c, ok := e.(*sql.Cast); ok {
+		if ref, err := resolveType(c.Type); err == nil && ref.typ == x.Type() && ref.typ.IsRow() {
+			return ref.mod
+		}
+	}
+	return row.TypeMod{}
 }
 
 // columnName is the name Postgres gives an output column without an alias

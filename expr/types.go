@@ -166,19 +166,11 @@ func (t Type) rank() int {
 func (t Type) isInteger() bool { return t == TypeInt2 || t == TypeInt4 || t == TypeInt8 }
 func (t Type) isFloat() bool   { return t == TypeFloat4 || t == TypeFloat8 }
 
-// typeMod is a type modifier from a cast or typed literal: numeric(p, s),
-// varchar(n), timestamp(p). Zero value: none.
-type typeMod struct {
-	set              bool
-	precision, scale int // numeric: precision and scale; timestamp: fractional digits
-	length           int // varchar(n)
-}
-
 // typeRef is a resolved sql.TypeName: the type, its modifier, and the name
 // Postgres gives an output column that is a cast to it (int4 for integer).
 type typeRef struct {
 	typ     Type
-	mod     typeMod
+	mod     row.TypeMod
 	colName string
 }
 
@@ -268,18 +260,18 @@ func resolveType(tn sql.TypeName) (typeRef, error) {
 		if s < -1000 || s > 1000 {
 			return typeRef{}, errf(CodeInvalidParameterValue, "NUMERIC scale %d must be between -1000 and 1000", s)
 		}
-		ref.mod = typeMod{set: true, precision: p, scale: s}
+		ref.mod = row.TypeMod{Set: true, Precision: p, Scale: s}
 	case ref.typ == TypeText && len(mods) == 1 && (name == "varchar" || name == "character varying"):
 		if mods[0] < 1 {
 			return typeRef{}, errf(CodeInvalidParameterValue, "length for type varchar must be at least 1")
 		}
-		ref.mod = typeMod{set: true, length: mods[0]}
+		ref.mod = row.TypeMod{Set: true, Length: mods[0]}
 	case (ref.typ == TypeTimestamp || ref.typ == TypeTimestampTZ) && len(mods) == 1:
 		p := mods[0]
 		if p < 0 {
 			return typeRef{}, errf(CodeInvalidParameterValue, "TIMESTAMP(%d) precision must not be negative", p)
 		}
-		ref.mod = typeMod{set: true, precision: min(p, 6)}
+		ref.mod = row.TypeMod{Set: true, Precision: min(p, 6)}
 	default:
 		return typeRef{}, errf(CodeSyntaxError, "type modifier is not allowed for type %q", strings.ToLower(name))
 	}

@@ -13,6 +13,15 @@ func (t ColType) OID() uint32 { return pgrepr.OID(t.RelType()) }
 // Size returns pg_type.typlen of the type.
 func (t ColType) Size() int16 { return pgrepr.TypeSize(t.RelType()) }
 
+// Typmod returns the column's type modifier as RowDescription reports it
+// (row.Column.Typmod): -1 for none and for the metadata columns.
+func (t ColType) Typmod() int32 {
+	if t.Meta != MetaNone {
+		return -1
+	}
+	return row.Column{Type: t.Rel, Mod: t.Mod}.Typmod()
+}
+
 // RelType returns the row.Type that holds the column's datums.
 func (t ColType) RelType() row.Type {
 	switch t.Meta {

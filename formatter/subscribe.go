@@ -53,7 +53,10 @@ type Column struct {
 // SUBSCRIBE metadata types.
 type ColType struct {
 	// Rel is the relation type, valid when Meta is MetaNone.
-	Rel  row.Type
+	Rel row.Type
+	// Mod is the relation column's type modifier, valid when Meta is
+	// MetaNone; RowDescription reports it (Typmod).
+	Mod  row.TypeMod
 	Meta MetaType
 }
 
@@ -76,7 +79,7 @@ func (o *Options) Columns() []Column {
 		cols = append(cols, Column{Name: "mz_progressed", Type: ColType{Meta: MetaProgress}})
 	}
 	rel := func(c row.Column, name string, nullable bool) Column {
-		return Column{Name: name, Type: ColType{Rel: c.Type}, Nullable: nullable || c.Nullable || o.Progress}
+		return Column{Name: name, Type: ColType{Rel: c.Type, Mod: c.Mod}, Nullable: nullable || c.Nullable || o.Progress}
 	}
 	switch o.Envelope {
 	case EnvelopeNone:

@@ -21,6 +21,12 @@
 //	jsonb        JSON          canonical JSON text
 //	uuid         UUID          16 bytes
 //
+// A Column may carry the type modifier it was declared with (TypeMod:
+// varchar(n), numeric(p, s), timestamp(p)). Values keep the column's type
+// (a varchar(3) holds text); the modifier bounds them, enforced by package
+// expr on writes. Its zero value is none and is left out of a schema's JSON,
+// so schemas stored before modifiers existed decode unchanged.
+//
 // Rows are totally ordered by Compare (column by column, NULL first). The
 // order is deterministic but, for numeric and jsonb, not the SQL order: it is
 // the order persist sorts parts in and consolidates by, where only equality

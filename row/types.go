@@ -85,6 +85,63 @@ type Column struct {
 	Name     string
 	Type     Type
 	Nullable bool
+	// Mod is the type modifier the column was declared with (varchar(3),
+	// numeric(5, 2)); the zero value is none. It is left out of the JSON
+	// encoding when zero, so a schema without modifiers encodes as it did
+	// before Mod existed, and a stored schema without the field decodes to
+	// columns without modifiers.
+	Mod TypeMod `json:",omitzero"`
+}
+
+// TypeMod is a type modifier: numeric(p, s), varchar(n), timestamp(p).
+// The zero value is none. Values keep the type of the column; the modifier
+// constrains them (package expr applies it, on casts and on writes).
+type TypeMod struct {
+	Set       bool `json:",omitempty"`
+	Precision int  `json:",omitempty"` // numeric: total digits; timestamp: fractional digits
+	Scale     int  `json:",omitempty"` // numeric: fractional digits
+	Length    int  `json:",omitempty"` // varchar: characters
+}
+
+// Typmod returns the column's modifier as PostgreSQL encodes it in
+// pg_attribute.atttypmod and RowDescription: -1 for none, n+4 for
+// varchar(n), ((p<<16)|s)+4 for numeric(p, s) (s in 11 bits, as a
+// negative scale is stored), p for timestamp(p).
+func (c Column) Typmod() int32 {
+	m := c.Mod
+	if !m.Set {
+		return -1
+	}
+	switch c.Type {
+	case TypeText:
+		return int32(m.Length) + 4
+	case TypeNumeric:
+		return int32(m.Precision<<16|m.Scale&0x7ff) + 4
+	case TypeTimestamp, TypeTimestampTZ:
+		return int32(m.Precision)
+	}
+	return -1
+}
+
+// TypeName returns the column's type as PostgreSQL's format_type prints
+// it, with the modifier: "character varying(3)", "numeric(5,2)",
+// "timestamp(3) without time zone"; without one, Type.String().
+func (c Column) TypeName() string {
+	m := c.Mod
+	if !m.Set {
+		return c.Type.String()
+	}
+	switch c.Type {
+	case TypeText:
+		return fmt.Sprintf("character varying(%d)", m.Length)
+	case TypeNumeric:
+		return fmt.Sprintf("numeric(%d,%d)", m.Precision, m.Scale)
+	case TypeTimestamp:
+		return fmt.Sprintf("timestamp(%d) without time zone", m.Precision)
+	case TypeTimestampTZ:
+		return fmt.Sprintf("timestamp(%d) with time zone", m.Precision)
+	}
+	return c.Type.String()
 }
 
 // Schema is the ordered list of a collection's columns.
@@ -111,6 +168,9 @@ func (s Schema) Validate() error {
 		}
 		if !c.Type.Valid() {
 			return fmt.Errorf("column %q: invalid type %d", c.Name, c.Type)
+		}
+		if c.Mod.Set && c.Typmod() < 0 {
+			return fmt.Errorf("column %q: type %s takes no modifier", c.Name, c.Type)
 		}
 		if seen[c.Name] {
 			return fmt.Errorf("column %q: duplicate name", c.Name)
