@@ -172,7 +172,7 @@ func NewCoordinator(ctx context.Context, cfg Config) (_ *Coordinator, err error)
 		// Transient: the policy makes room for a transaction's writes
 		// by shrinking and detaching, but ends no one's subscribe for
 		// them; the transaction fails instead (holdTxWrite).
-		memTxn: cfg.Tail.Budget.TransientHolder(membudget.HolderTxnWrites),
+		memTxn:    cfg.Tail.Budget.TransientHolder(membudget.HolderTxnWrites),
 		ctx:       cctx,
 		cancel:    cancel,
 		dataflows: map[uint64]*dataflow.Handle{},
