@@ -954,6 +954,28 @@ func TestProxyTxnReadOrWrite(t *testing.T) {
 	}
 }
 
+// TestProxyMultiStatementAtomic: a multi-statement query through a proxy
+// that writes is one implicit transaction, as on the upstream: a failure
+// in a statement the proxy would answer itself rolls back the writes
+// before it.
+func TestProxyMultiStatementAtomic(t *testing.T) {
+	p := startProxyPair(t, testserver.Options{}, testserver.Options{})
+	up := connect(t, p.up)
+	mustExec(t, up, "CREATE TABLE m (a int)")
+	c := connect(t, p.proxy)
+	_, err := c.Exec(context.Background(), "INSERT INTO m VALUES (1); SELECT 1/0", pgx.QueryExecModeSimpleProtocol)
+	wantCode(t, err, "22012", "a write and a failing constant SELECT")
+	if got := queryRows(t, up, "SELECT a FROM m"); len(got) != 0 {
+		t.Errorf("m holds %q after the failed query, want nothing", got)
+	}
+	if _, err := c.Exec(context.Background(), "INSERT INTO m VALUES (2); SELECT 1", pgx.QueryExecModeSimpleProtocol); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryRows(t, up, "SELECT a FROM m"); !reflect.DeepEqual(got, []string{"2"}) {
+		t.Errorf("m holds %q, want the one row", got)
+	}
+}
+
 // rawFrontend connects to s and returns the connection's frontend, for
 // tests that send protocol messages themselves.
 func rawFrontend(t testing.TB, s *testserver.Server) *pgproto3.Frontend {

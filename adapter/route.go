@@ -149,14 +149,27 @@ func (s *Session) noteProxied(st sql.Statement) error {
 	return nil
 }
 
-// allUpstream reports whether every statement runs upstream only.
-func (s *Session) allUpstream(ctx context.Context, stmts []sql.Statement) bool {
+// wholeUpstream reports whether a multi-statement query runs upstream as
+// one Query: when a statement of it runs upstream (a write), the upstream
+// runs them all, those this process would answer itself (a constant
+// SELECT, SHOW, a fast-path SUBSCRIBE) too, so that they are one implicit
+// transaction there: an error in any of them rolls back every write.
+// Unless one also runs here (transaction control, SET) or is a COPY, whose
+// data is streamed statement by statement.
+func (s *Session) wholeUpstream(ctx context.Context, stmts []sql.Statement) bool {
+	up := false
 	for _, st := range stmts {
-		if _, ok := st.(*sql.Copy); ok || s.route(ctx, st) != routeUpstream {
+		if _, ok := st.(*sql.Copy); ok {
+			return false
+		}
+		switch s.route(ctx, st) {
+		case routeUpstream:
+			up = true
+		case routeBoth:
 			return false
 		}
 	}
-	return true
+	return up
 }
 
 // proxyQuery runs a multi-statement query upstream as one simple Query,

@@ -162,7 +162,7 @@ func (s *Session) QuerySteps(ctx context.Context, text string) pgwire.QuerySteps
 		q.err = parseError(err)
 		return q
 	}
-	if s.c.isProxy() && len(stmts) > 1 && s.allUpstream(ctx, stmts) {
+	if s.c.isProxy() && len(stmts) > 1 && s.wholeUpstream(ctx, stmts) {
 		// One upstream query keeps them one implicit transaction there.
 		q.pull, q.stopPull = iter.Pull2(func(yield func(pgwire.Result, error) bool) {
 			s.proxyQuery(ctx, text, yield)
