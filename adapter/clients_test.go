@@ -1497,3 +1497,19 @@ func TestUnknownRoleSalt(t *testing.T) {
 		t.Error("two catalogs answer an unknown role with the same salt")
 	}
 }
+
+// TestInsertSelectAssignmentCast: INSERT ... SELECT converts the query's
+// columns to the target's by assignment casts, as PostgreSQL does (an
+// integer into a bigint, a bigint into a numeric(5,1)); a column with none
+// is 42804.
+func TestInsertSelectAssignmentCast(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	mustExec(t, c, "CREATE TABLE big (id bigint, n numeric(5,1), v text)",
+		"INSERT INTO big SELECT a, b, 'x' FROM (VALUES (1, 22::int8)) v(a, b)")
+	if got := queryRows(t, c, "SELECT id, n::text, v FROM big"); !reflect.DeepEqual(got, []string{"1|22|x"}) {
+		t.Errorf("INSERT ... SELECT with assignment casts: %q", got)
+	}
+	_, err := c.Exec(context.Background(), "INSERT INTO big (id) SELECT v FROM (VALUES (true)) x(v)")
+	wantCode(t, err, "42804", "a boolean into a bigint")
+}

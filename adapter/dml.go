@@ -158,17 +158,16 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 		if len(out.Columns) != len(cols) {
 			return nil, errorf(codeSyntax, "INSERT has %d target columns but the query returns %d", len(cols), len(out.Columns))
 		}
-		for i, c := range cols {
-			if want, got := it.Schema.Columns[c].Type, out.Columns[i].Type; want != got {
-				return nil, errorf(codeDatatypeMismatch, "column %q is of type %s but expression is of type %s", it.Schema.Columns[c].Name, want, got)
-			}
+		assign, err := assignFrom(it.Schema, cols, out.Columns)
+		if err != nil {
+			return nil, err
 		}
 		return &plan{params: q.params, exec: func(ctx context.Context, params []row.Datum, _ []int16) (pgwire.Result, error) {
 			src, err := s.runQuery(ctx, q, params)
 			if err != nil {
 				return nil, err
 			}
-			in := inserts{it: it, cols: cols, assign: newColumnAssign(it.Schema)}
+			in := inserts{it: it, cols: cols, assign: assign}
 			for {
 				rows, err := src.next(ctx)
 				if errors.Is(err, io.EOF) {

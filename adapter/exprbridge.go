@@ -63,6 +63,21 @@ func newColumnAssign(schema row.Schema) columnAssign {
 	return a
 }
 
+// assignFrom returns the conversions that store a query's output columns
+// out into the columns cols of schema (INSERT ... SELECT): assignment
+// casts and type modifiers; 42804 when a column has no assignment cast.
+func assignFrom(schema row.Schema, cols []int, out []row.Column) (columnAssign, error) {
+	a := make(columnAssign, len(schema.Columns))
+	for i, c := range cols {
+		f, ok := expr.AssignTo(out[i].Type, schema.Columns[c])
+		if !ok {
+			return nil, errorf(codeDatatypeMismatch, "column %q is of type %s but expression is of type %s", schema.Columns[c].Name, schema.Columns[c].Type, out[i].Type)
+		}
+		a[c] = f
+	}
+	return a, nil
+}
+
 // value returns d, stored into column c.
 func (a columnAssign) value(c int, d row.Datum) (row.Datum, error) {
 	if d == nil || a[c] == nil {

@@ -39,10 +39,18 @@ func ColumnType(t sql.TypeName) (row.Type, row.TypeMod, error) {
 // timestamp(p) rounds to p fractional digits. It is nil when c has no
 // modifier. The function gets and returns non-NULL datums of c's type.
 func ColumnAssign(c row.Column) func(row.Datum) (row.Datum, error) {
-	if !c.Mod.Set {
-		return nil
-	}
-	t := FromRow(c.Type)
-	f, _ := castFunc(t, t, c.Mod, castAssignment)
+	f, _ := AssignTo(c.Type, c)
 	return f
+}
+
+// AssignTo is ColumnAssign for a value of type from, which an assignment
+// cast also converts to c's type (INSERT INTO t SELECT an integer into a
+// bigint column): the conversion gets non-NULL datums of type from. It is
+// nil when none is needed; ok is false when no assignment cast exists
+// (42804 for the caller).
+func AssignTo(from row.Type, c row.Column) (f func(row.Datum) (row.Datum, error), ok bool) {
+	if from == c.Type && !c.Mod.Set {
+		return nil, true
+	}
+	return castFunc(FromRow(from), FromRow(c.Type), c.Mod, castAssignment)
 }
