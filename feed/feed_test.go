@@ -213,7 +213,7 @@ func TestResetWhenHistoryLost(t *testing.T) {
 	resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t", "Last-Event-ID", "2")
 	r := newSSEReader(resp.Body)
 	ev, err := r.Next()
-	if resp.StatusCode != 200 || err != nil || ev.Name != "reset" || !strings.Contains(ev.Data, `"code":"XX000"`) || ev.ID != "" {
+	if resp.StatusCode != 200 || err != nil || ev.Name != "reset" || !strings.Contains(ev.Data, `"code":"53200"`) || ev.ID != "" {
 		t.Errorf("status %d, event %+v, %v; want 200 and a reset event without id", resp.StatusCode, ev, err)
 	}
 	if _, err := r.Next(); err != io.EOF {
@@ -221,7 +221,7 @@ func TestResetWhenHistoryLost(t *testing.T) {
 	}
 	resp = get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t?after=2", "Accept", "application/x-ndjson")
 	b, _ := io.ReadAll(resp.Body)
-	if !strings.HasPrefix(string(b), `{"reset":true,"code":"XX000","error":"Timestamp (1) is not valid`) {
+	if !strings.HasPrefix(string(b), `{"reset":true,"code":"53200","error":"Timestamp (1) is not valid`) {
 		t.Errorf("NDJSON reset: %s", b)
 	}
 }

@@ -304,7 +304,13 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 			// in a response an EventSource accepts.
 			h.metrics.resets.Inc()
 			startStream(w, r, f)
-			w.Write(f.reset(nil, toErrorBody(err)))
+			// 53200, as a position lost while streaming is: over pgwire
+			// an AS OF below since is Materialize's XX000, but here the
+			// position is the client's resume point (SUBSCRIBE-SPEC.md,
+			// "history lost").
+			e := toErrorBody(err)
+			e.Code = "53200"
+			w.Write(f.reset(nil, e))
 			return
 		}
 		fail(err)
