@@ -195,7 +195,11 @@ func (s *stream) runMerged(ctx context.Context, snapshot bool) error {
 					return err
 				}
 			case errors.Is(b.err, io.EOF):
-				b.src.done, b.src.frontier, b.src.ahead = true, s.upTo, nil
+				// UP TO: the last progress, after those still queued,
+				// which the merge has yet to announce (a collection
+				// behind may have held it back).
+				b.src.done = true
+				s.ingest(b.src, []formatter.Row{{Time: s.upTo, Progressed: true}})
 			case ctx.Err() != nil:
 				if !snapshot {
 					s.stopped()
@@ -317,7 +321,7 @@ func (s *stream) mergedFrontier() (uint64, bool) {
 		if i == 0 || src.frontier < frontier {
 			frontier = src.frontier
 		}
-		done = done && src.done
+		done = done && src.done && len(src.ahead) == 0
 	}
 	return frontier, done
 }
