@@ -757,9 +757,18 @@ func TestSetShowReset(t *testing.T) {
 			}
 			// Values the server would not honour: refused, not pretended.
 			for _, set := range []string{"SET TIME ZONE 'America/New_York'", "SET TimeZone = 'Mars/Phobos'", "SET DateStyle = 'Klingon'",
-				"SET DateStyle = 'German, DMY'", "SET IntervalStyle = 'iso_8601'", "SET client_encoding = 'LATIN1'"} {
+				"SET DateStyle = 'German, DMY'", "SET IntervalStyle = 'iso_8601'", "SET client_encoding = 'LATIN1'",
+				"SET standard_conforming_strings = off"} {
 				_, err := c.Exec(context.Background(), set)
 				wantCode(t, err, "22023", set)
+			}
+			_, err := c.Exec(context.Background(), "SET integer_datetimes = off")
+			wantCode(t, err, "55P02", "SET integer_datetimes")
+			mustExec(t, c, "SET standard_conforming_strings = on")
+			for _, name := range []string{"standard_conforming_strings", "integer_datetimes"} {
+				if got := c.PgConn().ParameterStatus(name); got != "on" {
+					t.Errorf("ParameterStatus %s: %q", name, got)
+				}
 			}
 			mustExec(t, c, "SET DateStyle = 'iso, mdy'", "SET DateStyle = ISO", "RESET DateStyle")
 			if got := show("extra_float_digits"); got != "2" {
@@ -776,7 +785,7 @@ func TestSetShowReset(t *testing.T) {
 			if got := show("application_name"); got != "" {
 				t.Errorf("after RESET ALL: %q", got)
 			}
-			_, err := c.Exec(context.Background(), "SHOW no_such_variable")
+			_, err = c.Exec(context.Background(), "SHOW no_such_variable")
 			wantCode(t, err, "42704", "SHOW unknown")
 			_, err = c.Exec(context.Background(), "SET no_such_variable = 1")
 			wantCode(t, err, "42704", "SET unknown")
