@@ -1522,3 +1522,23 @@ func TestInsertSelectAssignmentCast(t *testing.T) {
 	_, err := c.Exec(context.Background(), "INSERT INTO big (id) SELECT v FROM (VALUES (true)) x(v)")
 	wantCode(t, err, "42804", "a boolean into a bigint")
 }
+
+// TestInsertFewerValues: without a column list, INSERT's VALUES or query
+// fills the table's first columns and the rest are NULL, as in
+// PostgreSQL; with a column list the counts must match.
+func TestInsertFewerValues(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	mustExec(t, c, "CREATE TABLE few (a int, b text NOT NULL, c int)",
+		"INSERT INTO few VALUES (1, 'x'), (2, 'y')", "INSERT INTO few SELECT 3, 'z' FROM (VALUES (1)) v(x)")
+	if got, want := queryRows(t, c, "SELECT a, b, c FROM few ORDER BY a"), []string{"1|x|<nil>", "2|y|<nil>", "3|z|<nil>"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("INSERT of fewer values: got %q, want %q", got, want)
+	}
+	ctx := context.Background()
+	_, err := c.Exec(ctx, "INSERT INTO few VALUES (4)")
+	wantCode(t, err, "23502", "NULL into the NOT NULL column left out")
+	_, err = c.Exec(ctx, "INSERT INTO few (a, b) VALUES (4)")
+	wantCode(t, err, "42601", "fewer values than listed columns")
+	_, err = c.Exec(ctx, "INSERT INTO few VALUES (4, 'w', 1, 2)")
+	wantCode(t, err, "42601", "more values than columns")
+}
