@@ -757,9 +757,18 @@ func TestSetShowReset(t *testing.T) {
 			}
 			// Values the server would not honour: refused, not pretended.
 			for _, set := range []string{"SET TIME ZONE 'America/New_York'", "SET TimeZone = 'Mars/Phobos'", "SET DateStyle = 'Klingon'",
-				"SET DateStyle = 'German, DMY'", "SET IntervalStyle = 'iso_8601'", "SET client_encoding = 'LATIN1'"} {
+				"SET DateStyle = 'German, DMY'", "SET IntervalStyle = 'iso_8601'", "SET client_encoding = 'LATIN1'",
+				"SET standard_conforming_strings = off"} {
 				_, err := c.Exec(context.Background(), set)
 				wantCode(t, err, "22023", set)
+			}
+			_, err := c.Exec(context.Background(), "SET integer_datetimes = off")
+			wantCode(t, err, "55P02", "SET integer_datetimes")
+			mustExec(t, c, "SET standard_conforming_strings = on")
+			for _, name := range []string{"standard_conforming_strings", "integer_datetimes"} {
+				if got := c.PgConn().ParameterStatus(name); got != "on" {
+					t.Errorf("ParameterStatus %s: %q", name, got)
+				}
 			}
 			mustExec(t, c, "SET DateStyle = 'iso, mdy'", "SET DateStyle = ISO", "RESET DateStyle")
 			if got := show("extra_float_digits"); got != "2" {
@@ -776,7 +785,7 @@ func TestSetShowReset(t *testing.T) {
 			if got := show("application_name"); got != "" {
 				t.Errorf("after RESET ALL: %q", got)
 			}
-			_, err := c.Exec(context.Background(), "SHOW no_such_variable")
+			_, err = c.Exec(context.Background(), "SHOW no_such_variable")
 			wantCode(t, err, "42704", "SHOW unknown")
 			_, err = c.Exec(context.Background(), "SET no_such_variable = 1")
 			wantCode(t, err, "42704", "SET unknown")
@@ -1512,4 +1521,24 @@ func TestInsertSelectAssignmentCast(t *testing.T) {
 	}
 	_, err := c.Exec(context.Background(), "INSERT INTO big (id) SELECT v FROM (VALUES (true)) x(v)")
 	wantCode(t, err, "42804", "a boolean into a bigint")
+}
+
+// TestInsertFewerValues: without a column list, INSERT's VALUES or query
+// fills the table's first columns and the rest are NULL, as in
+// PostgreSQL; with a column list the counts must match.
+func TestInsertFewerValues(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeSimpleProtocol)
+	mustExec(t, c, "CREATE TABLE few (a int, b text NOT NULL, c int)",
+		"INSERT INTO few VALUES (1, 'x'), (2, 'y')", "INSERT INTO few SELECT 3, 'z' FROM (VALUES (1)) v(x)")
+	if got, want := queryRows(t, c, "SELECT a, b, c FROM few ORDER BY a"), []string{"1|x|<nil>", "2|y|<nil>", "3|z|<nil>"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("INSERT of fewer values: got %q, want %q", got, want)
+	}
+	ctx := context.Background()
+	_, err := c.Exec(ctx, "INSERT INTO few VALUES (4)")
+	wantCode(t, err, "23502", "NULL into the NOT NULL column left out")
+	_, err = c.Exec(ctx, "INSERT INTO few (a, b) VALUES (4)")
+	wantCode(t, err, "42601", "fewer values than listed columns")
+	_, err = c.Exec(ctx, "INSERT INTO few VALUES (4, 'w', 1, 2)")
+	wantCode(t, err, "42601", "more values than columns")
 }

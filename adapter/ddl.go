@@ -708,7 +708,7 @@ func (s *Session) planShowCreate(st *sql.ShowCreate) (*plan, error) {
 				}
 				defs = append(defs, d)
 			}
-			text = fmt.Sprintf("CREATE TABLE %s (%s)", qualified(it.Name), strings.Join(defs, ", "))
+			text = fmt.Sprintf("CREATE TABLE %s (%s)", qualified(sql.QuoteIdent(it.Name)), strings.Join(defs, ", "))
 		}
 		return []row.Row{{qualified(it.Name), text}}, nil
 	}), nil

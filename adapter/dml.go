@@ -68,6 +68,16 @@ func targetColumns(it *catalog.Item, cols []string) ([]int, error) {
 	return idx, nil
 }
 
+// implicitTargets is an INSERT's target columns for a source of n
+// columns: without a column list, the table's first n, as in PostgreSQL
+// (the others are NULL); with one, cols.
+func implicitTargets(columns []string, cols []int, n int) []int {
+	if columns == nil && n < len(cols) {
+		return cols[:n]
+	}
+	return cols
+}
+
 // checkNotNull enforces NOT NULL on a full row.
 func checkNotNull(it *catalog.Item, r row.Row) error {
 	for i, c := range it.Schema.Columns {
@@ -155,6 +165,7 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 			return nil, err
 		}
 		out := q.schema()
+		cols = implicitTargets(st.Columns, cols, len(out.Columns))
 		if len(out.Columns) != len(cols) {
 			return nil, errorf(codeSyntax, "INSERT has %d target columns but the query returns %d", len(cols), len(out.Columns))
 		}
@@ -188,6 +199,9 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 	// VALUES: each expression is compiled against the target column's type.
 	values := make([][]*scalar, len(st.Values))
 	var params []uint32
+	if len(st.Values) > 0 {
+		cols = implicitTargets(st.Columns, cols, len(st.Values[0]))
+	}
 	for i, vals := range st.Values {
 		if len(vals) != len(cols) {
 			if len(vals) > len(cols) {

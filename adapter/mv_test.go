@@ -375,6 +375,17 @@ func TestMaterializedViewErrors(t *testing.T) {
 	}); err != nil {
 		t.Error(err)
 	}
+	// So must a read AS OF a time the stalled view will not reach: it
+	// waited for it forever.
+	var at uint64
+	if err := c.QueryRow(ctx, "SELECT mz_now()::text::int8 FROM dz LIMIT 1").Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT * FROM dzm AS OF %d", "SUBSCRIBE dzm AS OF %d", "SUBSCRIBE (SELECT q FROM dzm WHERE q > 1) AS OF %d"} {
+		q = fmt.Sprintf(q, at)
+		_, err := tryQueryRows(c, q)
+		wantCode(t, err, "22012", q)
+	}
 	mustExec(t, c, "DELETE FROM dz WHERE a = 0", "INSERT INTO dz VALUES (5)")
 	if err := waitFor(5*time.Second, func() error {
 		got, err := tryQueryRows(c, "SELECT * FROM dzm")

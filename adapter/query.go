@@ -313,10 +313,16 @@ func (s *Session) chooseTimestamp(ctx context.Context, it *catalog.Item, state *
 		return 0, err
 	}
 	if asOf.atLeast {
-		return max(t, since), nil
-	}
-	if t < since {
+		t = max(t, since)
+	} else if t < since {
 		return 0, errAsOfNotValid(t, since)
+	}
+	// A stalled view will not get past its upper: the read reports why
+	// instead of waiting for it, as a read at the latest time does.
+	if it.Kind == catalog.KindMaterializedView && t >= state.Upper {
+		if err := s.c.viewError(it.ID); err != nil {
+			return 0, err
+		}
 	}
 	return t, nil
 }

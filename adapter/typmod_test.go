@@ -205,3 +205,15 @@ func TestColumnTypeModifiersDescribed(t *testing.T) {
 		t.Errorf("SUBSCRIBE typmods %v, want %v", got, wantMods)
 	}
 }
+
+// SHOW CREATE TABLE's statement creates the same table when run again:
+// a table name that needs quotes is quoted, as its columns' names are.
+func TestShowCreateTableQuotesName(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connectMode(t, s, pgx.QueryExecModeCacheStatement)
+	mustExec(t, c, `CREATE TABLE "Mixed Case" ("Col A" int)`)
+	want := []string{`materialize.public.Mixed Case|CREATE TABLE materialize.public."Mixed Case" ("Col A" integer)`}
+	if got := queryRows(t, c, `SHOW CREATE TABLE "Mixed Case"`); !reflect.DeepEqual(got, want) {
+		t.Errorf("SHOW CREATE TABLE: got %q, want %q", got, want)
+	}
+}

@@ -176,9 +176,15 @@ func parseBytes(v string) (int64, error) {
 
 func validateVar(name, value string) error {
 	switch name {
-	case "enable_subscribe_persist_fast_path", "integer_datetimes", "standard_conforming_strings":
+	case "enable_subscribe_persist_fast_path":
 		_, err := parseBoolVar(name, value)
 		return err
+	case "standard_conforming_strings":
+		// Backslashes in '' strings are always literal: a client told
+		// "off" would double them (libpq's PQescapeStringConn).
+		if on, err := parseBoolVar(name, value); err != nil || !on {
+			return onlyValue(name, value, "on")
+		}
 	case "subscribe_max_buffered_bytes", "max_result_size":
 		if n, err := parseBytes(value); err != nil || n < 0 {
 			return invalidValue(name, value)
@@ -187,7 +193,7 @@ func validateVar(name, value string) error {
 		if _, err := parseSampleRate(value); err != nil {
 			return err
 		}
-	case "server_version", "server_version_num", "server_encoding", "integer_datetimes_ro", "mz_version", "is_superuser", "max_identifier_length":
+	case "server_version", "server_version_num", "server_encoding", "integer_datetimes", "mz_version", "is_superuser", "max_identifier_length":
 		return errorf(codeCantChangeRuntime, "parameter %q cannot be changed", name)
 	case "client_encoding":
 		if u := strings.ToUpper(strings.ReplaceAll(value, "-", "")); u != "UTF8" {
