@@ -287,11 +287,22 @@ func parseError(err error) error {
 	return err
 }
 
-// fail marks the transaction block failed after an error.
+// fail marks the transaction block failed after an error. Its writes can
+// no longer commit: they and their bytes in the memory budget go now, not
+// when the client ends the block.
 func (s *Session) fail() {
 	if s.tx == txBlock {
 		s.tx = txFailed
+		s.dropTxWrites()
 	}
+}
+
+// dropTxWrites discards the transaction's buffered writes and gives their
+// bytes back to the memory budget (holdTxWrite).
+func (s *Session) dropTxWrites() {
+	s.txWrites = nil
+	s.c.memTxn.Add(-s.txBytes)
+	s.txBytes = 0
 }
 
 // run plans and executes one statement.
@@ -445,9 +456,8 @@ func (s *Session) endTx() {
 		s.vars = s.txVars.base
 	}
 	s.txVars, s.varsSaved, s.varsLocal = nil, false, false
-	s.txWrites, s.txMulti = nil, false
-	s.c.memTxn.Add(-s.txBytes)
-	s.txBytes = 0
+	s.txMulti = false
+	s.dropTxWrites()
 	s.txRead = nil
 	s.txReads, s.upReads = 0, 0
 	s.txSubscribe, s.upSubscribe, s.txWrote = false, false, false
