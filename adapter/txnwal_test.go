@@ -283,3 +283,30 @@ func TestFreshTablesStartAtTheOracle(t *testing.T) {
 		t.Errorf("first progress of a fresh table at %d, want the oracle's time (≥ %d)", ts, before)
 	}
 }
+
+// TestCommitRacingDrop: a COMMIT whose table a concurrent DROP TABLE
+// removes fails with 42P01, as when the DROP came first, whichever of the
+// catalog check and the commit the DROP lands between: it failed with
+// XX000 "data shard not registered in the txns shard" when the DROP landed
+// after the check.
+func TestCommitRacingDrop(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c, dropper := connect(t, s), connect(t, s)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE base (n int)")
+	for i := range 150 {
+		name := fmt.Sprintf("d%d", i)
+		mustExec(t, c, "CREATE TABLE "+name+" (n int)", "BEGIN", "INSERT INTO base VALUES (1)", "INSERT INTO "+name+" VALUES (1)")
+		done := make(chan error, 1)
+		go func() {
+			_, err := dropper.Exec(ctx, "DROP TABLE "+name)
+			done <- err
+		}()
+		if _, err := c.Exec(ctx, "COMMIT"); err != nil {
+			wantCode(t, err, "42P01", "COMMIT racing DROP TABLE "+name)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
