@@ -111,3 +111,37 @@ func TestTransactionWritesOverMemoryBudget(t *testing.T) {
 		t.Fatalf("COPY outside a block: %v", err)
 	}
 }
+
+// TestFailedBlockGivesBackWrites: once a statement fails in a transaction
+// block, the block's writes can never commit, so their bytes leave the
+// memory budget at once, not at ROLLBACK: a client idle in a failed block
+// (after a 53200 of its own) held the budget, and another client's small
+// transaction failed with 53200 until the first rolled back.
+func TestFailedBlockGivesBackWrites(t *testing.T) {
+	budget := membudget.New(256 << 10)
+	s := testserver.Start(t, testserver.Options{Tail: tail.Config{Budget: budget}})
+	c := connect(t, s)
+	ctx := context.Background()
+	execAll(t, c, "CREATE TABLE t (a int NOT NULL, b text)")
+	var sb strings.Builder
+	for i := range 20000 { // about 1 MiB of rows as decoded
+		fmt.Fprintf(&sb, "%d\tv%d\n", i, i)
+	}
+	execAll(t, c, "BEGIN", "INSERT INTO t VALUES (-1, 'small')")
+	_, err := c.PgConn().CopyFrom(ctx, strings.NewReader(sb.String()), "COPY t FROM STDIN")
+	wantCode(t, err, "53200", "COPY in a block over the budget")
+	if got := budget.Holder(membudget.HolderTxnWrites).Bytes(); got != 0 {
+		t.Errorf("txn_writes holds %d bytes in the failed block", got)
+	}
+	other := connect(t, s)
+	execAll(t, other, "BEGIN", "INSERT INTO t VALUES (1, 'other')", "COMMIT")
+	_, err = c.Exec(ctx, "INSERT INTO t VALUES (2, 'after')")
+	wantCode(t, err, "25P02", "a write in the failed block")
+	execAll(t, c, "COMMIT")
+	if got := queryRows(t, c, "SELECT a FROM t"); strings.Join(got, ",") != "1" {
+		t.Errorf("rows %v after the failed block, want the other client's 1", got)
+	}
+	if got := budget.Holder(membudget.HolderTxnWrites).Bytes(); got != 0 {
+		t.Errorf("txn_writes holds %d bytes after the block ended", got)
+	}
+}

@@ -131,3 +131,27 @@ func TestSystemRelationGrouping(t *testing.T) {
 		wantCode(t, err, "0A000", q)
 	}
 }
+
+// TestSelectDottedName: a table or materialized view whose quoted name holds
+// a dot is read by SELECT like any other (it was taken for a system
+// relation: 42P01 unknown catalog item), as INSERT, UPDATE and SUBSCRIBE
+// read it; an unknown system relation is still 42P01.
+func TestSelectDottedName(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c := connect(t, s)
+	ctx := context.Background()
+	mustExec(t, c, `CREATE TABLE "a.b" (x int)`, `INSERT INTO "a.b" VALUES (1), (2)`,
+		`CREATE MATERIALIZED VIEW "m.v" AS SELECT x FROM "a.b" WHERE x > 1`)
+	for q, want := range map[string][]string{
+		`SELECT x FROM "a.b"`:                  {"1", "2"},
+		`SELECT x FROM public."a.b" WHERE x=2`: {"2"},
+		`SELECT t.x FROM "a.b" t LIMIT 1`:      {"1"},
+		`SELECT x FROM "m.v"`:                  {"2"},
+	} {
+		if got := queryRows(t, c, q); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: %v, want %v", q, got, want)
+		}
+	}
+	_, err := rawRows(ctx, c, "SELECT * FROM mz_internal.nope")
+	wantCode(t, err, "42P01", "unknown system relation")
+}

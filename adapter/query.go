@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/shardtail/shardtail/catalog"
@@ -571,8 +570,10 @@ func (s *Session) planSystemSelect(sel *sql.Select) (*plan, bool, error) {
 	if !ok || len(sel.From) != 1 {
 		return nil, false, nil
 	}
+	// A system relation is named with its schema; a name of the public
+	// schema is a collection's, dots in it or not ("a.b").
 	name, err := resolveName(tn.Name)
-	if err != nil || !strings.Contains(name, ".") {
+	if err != nil || tn.Name.Schema == "" || tn.Name.Schema == "public" {
 		return nil, false, nil
 	}
 	rel, ok := systemRelations[name]

@@ -287,11 +287,22 @@ func parseError(err error) error {
 	return err
 }
 
-// fail marks the transaction block failed after an error.
+// fail marks the transaction block failed after an error. Its writes can
+// no longer commit: they and their bytes in the memory budget go now, not
+// when the client ends the block.
 func (s *Session) fail() {
 	if s.tx == txBlock {
 		s.tx = txFailed
+		s.dropTxWrites()
 	}
+}
+
+// dropTxWrites discards the transaction's buffered writes and gives their
+// bytes back to the memory budget (holdTxWrite).
+func (s *Session) dropTxWrites() {
+	s.txWrites = nil
+	s.c.memTxn.Add(-s.txBytes)
+	s.txBytes = 0
 }
 
 // run plans and executes one statement.
@@ -392,23 +403,38 @@ func (s *Session) commit(ctx context.Context) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	if err := s.c.catalog.Refresh(ctx); err != nil {
+	if err := s.droppedDuringTx(ctx, writes); err != nil {
 		return err
 	}
 	byShard := map[string][]row.Update{}
 	for _, w := range writes {
-		if cur := s.c.catalog.State().ItemByID(w.item.ID); cur == nil {
-			return errorf(codeUndefinedTable, "unknown catalog item '%s' (dropped during the transaction)", w.item.Name)
-		}
 		byShard[w.item.Shard] = append(byShard[w.item.Shard], w.updates...)
 	}
 	if _, err := s.c.storage.CommitTxn(ctx, byShard, readAt); err != nil {
 		if errors.Is(err, txnwal.ErrConflict) {
 			return errSerialization
 		}
+		// A DROP that landed after the check: nothing was written.
+		if derr := s.droppedDuringTx(ctx, writes); derr != nil {
+			return derr
+		}
 		return err
 	}
 	s.c.metrics.writes.Inc()
+	return nil
+}
+
+// droppedDuringTx returns the error of a write to a table dropped since
+// it was written (42P01), or nil (or the catalog's read error).
+func (s *Session) droppedDuringTx(ctx context.Context, writes []pendingWrite) error {
+	if err := s.c.catalog.Refresh(ctx); err != nil {
+		return err
+	}
+	for _, w := range writes {
+		if cur := s.c.catalog.State().ItemByID(w.item.ID); cur == nil {
+			return errorf(codeUndefinedTable, "unknown catalog item '%s' (dropped during the transaction)", w.item.Name)
+		}
+	}
 	return nil
 }
 
@@ -445,9 +471,8 @@ func (s *Session) endTx() {
 		s.vars = s.txVars.base
 	}
 	s.txVars, s.varsSaved, s.varsLocal = nil, false, false
-	s.txWrites, s.txMulti = nil, false
-	s.c.memTxn.Add(-s.txBytes)
-	s.txBytes = 0
+	s.txMulti = false
+	s.dropTxWrites()
 	s.txRead = nil
 	s.txReads, s.upReads = 0, 0
 	s.txSubscribe, s.upSubscribe, s.txWrote = false, false, false

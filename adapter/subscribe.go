@@ -12,6 +12,7 @@ import (
 	"github.com/shardtail/shardtail/dataflow"
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/persist"
+	"github.com/shardtail/shardtail/persist/txnwal"
 	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
@@ -358,7 +359,8 @@ func errDropped(name string) *Error {
 // past), then storage faults as storageError maps them for every statement.
 func mapPersistErr(err error, relation string) error {
 	switch {
-	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, subscribe.ErrDropped):
+	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, subscribe.ErrDropped),
+		errors.Is(err, txnwal.ErrNotRegistered): // a write racing DROP TABLE
 		return errDropped(relation)
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError

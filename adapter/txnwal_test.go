@@ -2,6 +2,7 @@ package adapter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardtail/shardtail/adapter"
 	"github.com/shardtail/shardtail/internal/testsupport/testserver"
@@ -281,5 +283,54 @@ func TestFreshTablesStartAtTheOracle(t *testing.T) {
 	}
 	if ts < before {
 		t.Errorf("first progress of a fresh table at %d, want the oracle's time (≥ %d)", ts, before)
+	}
+}
+
+// TestCommitRacingDrop: a write whose table a concurrent DROP TABLE
+// removes fails as a write to a dropped table (42P01, or 42704 once it ran),
+// whichever step of the write the DROP lands between: a COMMIT and a
+// multi-statement query failed with XX000 "data shard not registered in
+// the txns shard" when the DROP landed after the catalog check, a lone
+// INSERT or a COPY with 58000 "shared storage unavailable", as if storage
+// were down.
+func TestCommitRacingDrop(t *testing.T) {
+	s := testserver.Start(t, testserver.Options{})
+	c, dropper := connect(t, s), connect(t, s)
+	ctx := context.Background()
+	mustExec(t, c, "CREATE TABLE base (n int)")
+	for i := range 240 {
+		name := fmt.Sprintf("d%d", i)
+		mustExec(t, c, "CREATE TABLE "+name+" (n int)")
+		stmt := "COMMIT"
+		switch i % 4 {
+		case 0:
+			mustExec(t, c, "BEGIN", "INSERT INTO base VALUES (1)", "INSERT INTO "+name+" VALUES (1)")
+		case 1:
+			stmt = "INSERT INTO " + name + " VALUES (1)"
+		case 2:
+			stmt = "INSERT INTO base VALUES (1); INSERT INTO " + name + " VALUES (1)"
+		case 3:
+			stmt = "COPY " + name + " FROM STDIN"
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := dropper.Exec(ctx, "DROP TABLE "+name)
+			done <- err
+		}()
+		var err error
+		if i%4 == 3 {
+			_, err = c.PgConn().CopyFrom(ctx, strings.NewReader("1\n2\n"), stmt)
+		} else {
+			_, err = c.Exec(ctx, stmt)
+		}
+		if err != nil {
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || (pe.Code != "42P01" && pe.Code != "42704") {
+				t.Errorf("%s racing DROP TABLE %s: %v, want 42P01 or 42704", stmt, name, err)
+			}
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,6 +78,9 @@ type catalogEntry struct {
 	RolesDel  []string          `json:"roles_del,omitempty"`
 	SystemSet map[string]string `json:"system_set,omitempty"`
 	SystemDel []string          `json:"system_del,omitempty"`
+	// AuthSecret is State.AuthSecret, in the diff that sets it (a catalog
+	// written before it existed gets it in a diff, not a rollup).
+	AuthSecret []byte `json:"auth_secret,omitempty"`
 }
 
 // catalogLog is what a process knows of the log behind its state: where
@@ -133,6 +137,9 @@ func diffCatalog(old, new *State, rollup persist.SeqNo) *catalogEntry {
 	e.ItemsSet, e.ItemsDel = mapdiff.Diff(old.Items, new.Items)
 	e.RolesSet, e.RolesDel = mapdiff.Diff(old.Roles, new.Roles)
 	e.SystemSet, e.SystemDel = mapdiff.Diff(old.System, new.System)
+	if !bytes.Equal(old.AuthSecret, new.AuthSecret) {
+		e.AuthSecret = new.AuthSecret
+	}
 	return e
 }
 
@@ -146,6 +153,9 @@ func (e *catalogEntry) applyTo(st *State) *State {
 	mapdiff.Apply(st.Roles, e.RolesSet, e.RolesDel)
 	mapdiff.Apply(st.System, e.SystemSet, e.SystemDel)
 	st.NextID = e.NextID
+	if e.AuthSecret != nil {
+		st.AuthSecret = e.AuthSecret
+	}
 	return st
 }
 

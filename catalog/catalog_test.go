@@ -203,3 +203,39 @@ func TestCatalogColumnModifiers(t *testing.T) {
 		t.Errorf("modifiers read back as %+v, want %+v", got, mods)
 	}
 }
+
+// TestCatalogAuthSecretInDiff sets the AuthSecret on a catalog written
+// before it existed, where the change is a diff, not a rollup: a cold
+// reader (the next start) reads the same secret. The diffs dropped it, so
+// a data directory of the previous release got a new secret at every
+// start, and an unknown name's salt changed with it.
+func TestCatalogAuthSecretInDiff(t *testing.T) {
+	ctx := context.Background()
+	cons := consmem.New()
+	old := `{"format":2,"rollup":1,"state":{"items":{},` +
+		`"roles":{"materialize":{"name":"materialize","login":true,"superuser":true}},"system":{},"next_id":2}}`
+	if ok, err := cons.CompareAndSet(ctx, Key, nil, persist.VersionedData{SeqNo: 1, Data: []byte(old)}); !ok || err != nil {
+		t.Fatalf("write old version: %v, %v", ok, err)
+	}
+	cat := mustOpenCatalog(t, cons)
+	next, err := cat.Update(ctx, func(s *State) error {
+		s.AuthSecret = []byte("0123456789abcdef0123456789abcdef")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := cons.Head(ctx, Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := decodeCatalogEntry(*head); err != nil || e.State != nil {
+		t.Fatalf("the change: %s, %v; want a diff", head.Data, err)
+	}
+	wantSameCatalog(t, "cold reader after setting the secret", mustOpenCatalog(t, cons).State(), next)
+	// A later diff keeps it.
+	if next, err = cat.Update(ctx, func(s *State) error { s.NextID++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	wantSameCatalog(t, "cold reader after another change", mustOpenCatalog(t, cons).State(), next)
+}
