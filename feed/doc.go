@@ -75,7 +75,10 @@
 // OF: a resume from it would skip them. When F-1 is no longer in the
 // collection's history (below since), or the client fell behind past
 // what the shard retains, the stream sends event: reset and ends: the
-// client drops its state and reconnects without Last-Event-ID. A stream
+// client drops its state and reconnects without Last-Event-ID (feed.js
+// also drops an ?after= it was opened with). An as_of of the request's own
+// below since is no resume point but the request's error: 400 with
+// pgwire's XX000, since starting over would ask for it again. A stream
 // that reached UP TO sends event: end; a reconnect after it gets 204,
 // which stops an EventSource. One whose as_of is its up_to completes with
 // no rows and event: end alone (at UP TO, no progress event, so no id): a
