@@ -164,3 +164,38 @@ func waitTable(t *testing.T, ctx context.Context, c *pgx.Conn) {
 		}
 	}
 }
+
+// TestBrowserResetDropsAfter: the feed's page opened with a resume point
+// (?after=) older than the collection's history gets event: reset and
+// starts over without it, once: it shows the table, where reconnecting
+// with the same ?after= was reset again, in a loop as fast as the browser
+// could open streams.
+func TestBrowserResetDropsAfter(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
+	}
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one'), (2, 'two')")
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	waitSincePast1(t, ctx, c)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t?after=2")); err != nil {
+		t.Fatal(err)
+	}
+	waitTable(t, ctx, c)
+	time.Sleep(500 * time.Millisecond)
+	resets, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.feedState.resets`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resets != 1 {
+		t.Errorf("the page was reset %d times, want 1", resets)
+	}
+}

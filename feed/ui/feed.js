@@ -28,12 +28,17 @@ function renderFeed(url, table, status) {
     render();
   });
   es.addEventListener("reset", () => {
-    // The position is gone: start over with a new snapshot.
+    // The position is gone: start over with a new snapshot, without the
+    // resume point the page may have been opened with (?after=), which
+    // would only be reset again.
     es.close();
     state.clear();
     pending = [];
-    window.feedState.resets++;
-    renderFeed(url, table, status);
+    const resets = window.feedState.resets + 1;
+    const fresh = new URL(url, location.href);
+    fresh.searchParams.delete("after");
+    renderFeed(fresh.href, table, status);
+    window.feedState.resets = resets;
   });
   es.addEventListener("end", () => { es.close(); status.textContent = "complete"; });
   function render() {
