@@ -199,3 +199,29 @@ func TestBrowserResetDropsAfter(t *testing.T) {
 		t.Errorf("the page was reset %d times, want 1", resets)
 	}
 }
+
+// TestBrowserEnvelope: the feed's page passes its query to the stream, and
+// with envelope=upsert its rows are the key's row now (mz_state upsert or
+// delete), not counted changes: the table follows updates and deletes.
+func TestBrowserEnvelope(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
+	}
+	srv := start(t, testserver.Options{Tick: 50 * time.Millisecond})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t?envelope=upsert&key=k")); err != nil {
+		t.Fatal(err)
+	}
+	waitTable(t, ctx, c)
+	execAll(t, c, "UPDATE t SET v = 'TWO' WHERE k = 2", "DELETE FROM t WHERE k = 3", "INSERT INTO t VALUES (4, 'four')")
+	waitTable(t, ctx, c)
+}

@@ -3,7 +3,11 @@
 // arrives; rows not yet closed when the connection drops are dropped, and
 // the browser's reconnect (with Last-Event-ID) sends them again.
 function renderFeed(url, table, status) {
-  const state = new Map(); // JSON of the row's columns -> count
+  // JSON of the row's columns -> {row, n: its count}; with
+  // ?envelope=upsert or debezium, JSON of its key= columns -> {row, n: 1}.
+  const state = new Map();
+  const key = new URL(url, location.href).searchParams.get("key");
+  const keyColumns = key === null ? null : key.split(",").map((c) => c.trim());
   let pending = [];
   let columns = null;
   const es = new EventSource(url);
@@ -13,14 +17,22 @@ function renderFeed(url, table, status) {
   es.addEventListener("rows", (e) => { pending.push(...JSON.parse(e.data)); window.feedState.events++; });
   es.addEventListener("progress", (e) => {
     for (const r of pending) {
-      const diff = r.mz_diff;
       const row = Object.assign({}, r);
       delete row.mz_timestamp;
       delete row.mz_diff;
+      delete row.mz_state;
       if (columns === null) columns = Object.keys(row);
-      const key = JSON.stringify(row);
-      const n = (state.get(key) || 0) + diff;
-      if (n === 0) state.delete(key); else state.set(key, n);
+      if (r.mz_state !== undefined) {
+        // An envelope's row: the key's row now (upsert, insert, a
+        // key_violation's nulls) or none (delete).
+        const k = JSON.stringify(keyColumns.map((c) => row[c]));
+        if (r.mz_state === "delete") state.delete(k); else state.set(k, { row: row, n: 1 });
+        continue;
+      }
+      const k = JSON.stringify(row);
+      const entry = state.get(k) || { row: row, n: 0 };
+      entry.n += r.mz_diff;
+      if (entry.n === 0) state.delete(k); else state.set(k, entry);
     }
     pending = [];
     window.feedState.frontier = JSON.parse(e.data).frontier;
@@ -48,8 +60,7 @@ function renderFeed(url, table, status) {
     if (columns === null) return;
     const tr = head.insertRow();
     for (const c of columns) tr.insertCell().outerHTML = "<th>" + escape(c) + "</th>";
-    for (const [key, n] of state) {
-      const row = JSON.parse(key);
+    for (const { row, n } of state.values()) {
       for (let i = 0; i < n; i++) {
         const r = body.insertRow();
         for (const c of columns) r.insertCell().textContent = row[c] === null ? "NULL" : String(row[c]);
