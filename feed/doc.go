@@ -58,7 +58,10 @@
 // A row is a JSON object: mz_timestamp as a string, mz_diff as a number
 // (or mz_state and the envelope's columns), and each column as
 // pgrepr.AppendJSONValue encodes it (int8 and numeric as strings, NaN and
-// infinities as null, timestamps as Postgres text). Rows are JSON-encoded
+// infinities as null, timestamps as Postgres text). A stream whose rows
+// would have two fields of one name (a column named mz_diff, or
+// columns=a,a), of which a JSON parser keeps one, is refused (400,
+// 42701): choose columns= without it. Rows are JSON-encoded
 // once per output shape and the bytes shared by every subscriber of it
 // (formatter.Wire over the fast path's shared rows), as pgwire's DataRows
 // are, each followed by its separator (',' or a newline), so that a shared

@@ -125,7 +125,7 @@ func urlEscape(s string) string {
 func TestBadRequests(t *testing.T) {
 	srv := start(t, testserver.Options{})
 	c := connect(t, srv)
-	execAll(t, c, "CREATE TABLE t (a int)")
+	execAll(t, c, "CREATE TABLE t (a int)", "CREATE TABLE clash (a int, mz_diff int, mz_state text)", "CREATE TABLE mz_clash (mz_collection int)")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -134,6 +134,11 @@ func TestBadRequests(t *testing.T) {
 		code       string
 	}{
 		{"UnknownCollection", "/v1/subscribe/nope", 404, "42P01"},
+		// Two fields of one name in the rows: a JSON parser keeps one.
+		{"ColumnNamedAsField", "/v1/subscribe/clash", 400, "42701"},
+		{"ColumnNamedAsFieldUpsert", "/v1/subscribe/clash?envelope=upsert&key=a&live=false", 400, "42701"},
+		{"ColumnTwice", "/v1/subscribe/t?columns=a,a", 400, "42701"},
+		{"ColumnNamedAsCollectionField", "/v1/subscribe?collection=t&collection=mz_clash", 400, "42701"},
 		{"UnknownColumn", "/v1/subscribe/t?columns=zz", 400, "42703"},
 		{"UnknownParameter", "/v1/subscribe/t?snapshots=false", 400, "22023"},
 		{"BadWhere", "/v1/subscribe/t?where=a%3D", 400, "42601"},

@@ -503,10 +503,15 @@ func (s *stream) open(ctx context.Context, user string, tr transport, req *reque
 	if err != nil {
 		return err
 	}
-	if s.sub, err = s.h.coord.Subscribe(ctx, user, tr.String(), st); err != nil {
+	sub, err := s.h.coord.Subscribe(ctx, user, tr.String(), st)
+	if err != nil {
 		return err
 	}
-	s.wire = newJSONWire(s.sub.Columns(), "", s.f.sep())
+	if err := checkKeys(sub.Columns(), ""); err != nil {
+		sub.Close()
+		return err
+	}
+	s.sub, s.wire = sub, newJSONWire(sub.Columns(), "", s.f.sep())
 	return nil
 }
 
