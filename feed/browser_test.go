@@ -225,3 +225,46 @@ func TestBrowserEnvelope(t *testing.T) {
 	execAll(t, c, "UPDATE t SET v = 'TWO' WHERE k = 2", "DELETE FROM t WHERE k = 3", "INSERT INTO t VALUES (4, 'four')")
 	waitTable(t, ctx, c)
 }
+
+// TestBrowserRefused: a page whose stream the server refuses (an unknown
+// collection: 404, which ends an EventSource for good) says so, instead of
+// "reconnecting" forever, and one whose stream fails shows the error.
+func TestBrowserRefused(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
+	}
+	srv := start(t, testserver.Options{Tick: 50 * time.Millisecond})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one')")
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	waitStatus := func(prefix string) {
+		t.Helper()
+		var got string
+		for !strings.HasPrefix(got, prefix) {
+			if ctx.Err() != nil {
+				t.Fatalf("the page's status is %q, want %q...", got, prefix)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent`)); err == nil {
+				got = s
+			}
+		}
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/nope")); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus("closed: the server refused the stream")
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t")); err != nil {
+		t.Fatal(err)
+	}
+	waitTable(t, ctx, c)
+	execAll(t, c, "DROP TABLE t")
+	waitStatus("error 42704: relation 'materialize.public.t' was dropped; closed: the server refused the stream")
+}

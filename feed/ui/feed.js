@@ -12,8 +12,25 @@ function renderFeed(url, table, status) {
   let columns = null;
   const es = new EventSource(url);
   window.feedState = { state: state, frontier: null, events: 0, errors: 0, resets: 0 };
-  es.addEventListener("open", () => { status.textContent = "connected"; });
-  es.addEventListener("error", () => { pending = []; window.feedState.errors++; status.textContent = "reconnecting"; });
+  let failed = ""; // the server's last event: error, until a stream opens
+  es.addEventListener("open", () => { failed = ""; status.textContent = "connected"; });
+  es.addEventListener("error", (e) => {
+    pending = [];
+    window.feedState.errors++;
+    if (e.data) {
+      // The server's event: error: the stream failed. The connection's
+      // end follows, and the browser reconnects.
+      const err = JSON.parse(e.data);
+      failed = "error " + err.code + ": " + err.error;
+      status.textContent = failed;
+    } else if (es.readyState === EventSource.CLOSED) {
+      // An answer that is no stream (an error, 404 for an unknown
+      // collection, 503 past the server's limit): the browser gives up.
+      status.textContent = (failed ? failed + "; " : "") + "closed: the server refused the stream (" + url + " says why)";
+    } else {
+      status.textContent = (failed ? failed + "; " : "") + "reconnecting";
+    }
+  });
   es.addEventListener("rows", (e) => { pending.push(...JSON.parse(e.data)); window.feedState.events++; });
   es.addEventListener("progress", (e) => {
     for (const r of pending) {
