@@ -164,3 +164,107 @@ func waitTable(t *testing.T, ctx context.Context, c *pgx.Conn) {
 		}
 	}
 }
+
+// TestBrowserResetDropsAfter: the feed's page opened with a resume point
+// (?after=) older than the collection's history gets event: reset and
+// starts over without it, once: it shows the table, where reconnecting
+// with the same ?after= was reset again, in a loop as fast as the browser
+// could open streams.
+func TestBrowserResetDropsAfter(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
+	}
+	srv := start(t, testserver.Options{})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one'), (2, 'two')")
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	waitSincePast1(t, ctx, c)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t?after=2")); err != nil {
+		t.Fatal(err)
+	}
+	waitTable(t, ctx, c)
+	time.Sleep(500 * time.Millisecond)
+	resets, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.feedState.resets`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resets != 1 {
+		t.Errorf("the page was reset %d times, want 1", resets)
+	}
+}
+
+// TestBrowserEnvelope: the feed's page passes its query to the stream, and
+// with envelope=upsert its rows are the key's row now (mz_state upsert or
+// delete), not counted changes: the table follows updates and deletes.
+func TestBrowserEnvelope(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
+	}
+	srv := start(t, testserver.Options{Tick: 50 * time.Millisecond})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')")
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t?envelope=upsert&key=k")); err != nil {
+		t.Fatal(err)
+	}
+	waitTable(t, ctx, c)
+	execAll(t, c, "UPDATE t SET v = 'TWO' WHERE k = 2", "DELETE FROM t WHERE k = 3", "INSERT INTO t VALUES (4, 'four')")
+	waitTable(t, ctx, c)
+}
+
+// TestBrowserRefused: a page whose stream the server refuses (an unknown
+// collection: 404, which ends an EventSource for good) says so, instead of
+// "reconnecting" forever, and one whose stream fails shows the error.
+func TestBrowserRefused(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
+	}
+	srv := start(t, testserver.Options{Tick: 50 * time.Millisecond})
+	c := connect(t, srv)
+	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one')")
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	waitStatus := func(prefix string) {
+		t.Helper()
+		var got string
+		for !strings.HasPrefix(got, prefix) {
+			if ctx.Err() != nil {
+				t.Fatalf("the page's status is %q, want %q...", got, prefix)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("status").textContent`)); err == nil {
+				got = s
+			}
+		}
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/nope")); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus("closed: the server refused the stream")
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t")); err != nil {
+		t.Fatal(err)
+	}
+	waitTable(t, ctx, c)
+	execAll(t, c, "DROP TABLE t")
+	waitStatus("error 42704: relation 'materialize.public.t' was dropped; closed: the server refused the stream")
+}

@@ -58,7 +58,10 @@
 // A row is a JSON object: mz_timestamp as a string, mz_diff as a number
 // (or mz_state and the envelope's columns), and each column as
 // pgrepr.AppendJSONValue encodes it (int8 and numeric as strings, NaN and
-// infinities as null, timestamps as Postgres text). Rows are JSON-encoded
+// infinities as null, timestamps as Postgres text). A stream whose rows
+// would have two fields of one name (a column named mz_diff, or
+// columns=a,a), of which a JSON parser keeps one, is refused (400,
+// 42701): choose columns= without it. Rows are JSON-encoded
 // once per output shape and the bytes shared by every subscriber of it
 // (formatter.Wire over the fast path's shared rows), as pgwire's DataRows
 // are, each followed by its separator (',' or a newline), so that a shared
@@ -75,7 +78,10 @@
 // OF: a resume from it would skip them. When F-1 is no longer in the
 // collection's history (below since), or the client fell behind past
 // what the shard retains, the stream sends event: reset and ends: the
-// client drops its state and reconnects without Last-Event-ID. A stream
+// client drops its state and reconnects without Last-Event-ID (feed.js
+// also drops an ?after= it was opened with). An as_of of the request's own
+// below since is no resume point but the request's error: 400 with
+// pgwire's XX000, since starting over would ask for it again. A stream
 // that reached UP TO sends event: end; a reconnect after it gets 204,
 // which stops an EventSource. One whose as_of is its up_to completes with
 // no rows and event: end alone (at UP TO, no progress event, so no id): a

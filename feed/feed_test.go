@@ -125,7 +125,7 @@ func urlEscape(s string) string {
 func TestBadRequests(t *testing.T) {
 	srv := start(t, testserver.Options{})
 	c := connect(t, srv)
-	execAll(t, c, "CREATE TABLE t (a int)")
+	execAll(t, c, "CREATE TABLE t (a int)", "CREATE TABLE clash (a int, mz_diff int, mz_state text)", "CREATE TABLE mz_clash (mz_collection int)")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -134,6 +134,11 @@ func TestBadRequests(t *testing.T) {
 		code       string
 	}{
 		{"UnknownCollection", "/v1/subscribe/nope", 404, "42P01"},
+		// Two fields of one name in the rows: a JSON parser keeps one.
+		{"ColumnNamedAsField", "/v1/subscribe/clash", 400, "42701"},
+		{"ColumnNamedAsFieldUpsert", "/v1/subscribe/clash?envelope=upsert&key=a&live=false", 400, "42701"},
+		{"ColumnTwice", "/v1/subscribe/t?columns=a,a", 400, "42701"},
+		{"ColumnNamedAsCollectionField", "/v1/subscribe?collection=t&collection=mz_clash", 400, "42701"},
 		{"UnknownColumn", "/v1/subscribe/t?columns=zz", 400, "42703"},
 		{"UnknownParameter", "/v1/subscribe/t?snapshots=false", 400, "22023"},
 		{"BadWhere", "/v1/subscribe/t?where=a%3D", 400, "42601"},
@@ -191,25 +196,14 @@ func TestWhereSyntaxError(t *testing.T) {
 
 // TestResetWhenHistoryLost: a resume point older than the collection's
 // history gets event: reset (200, so that an EventSource reads it), and
-// NDJSON a reset line.
+// NDJSON a reset line; an as_of older than it, 400.
 func TestResetWhenHistoryLost(t *testing.T) {
 	srv := start(t, testserver.Options{})
 	c := connect(t, srv)
 	execAll(t, c, "CREATE TABLE t (a int)")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// Wait for the table's since to pass 1 (its reader downgrades it in
-	// the background).
-	for {
-		_, err := c.Exec(ctx, "SELECT * FROM t AS OF 1")
-		if err != nil && strings.Contains(err.Error(), "is not valid for all inputs") {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("since did not pass 1: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSincePast1(t, ctx, c)
 	resp := get(t, ctx, "http://"+srv.FeedAddr+"/v1/subscribe/t", "Last-Event-ID", "2")
 	r := newSSEReader(resp.Body)
 	ev, err := r.Next()
@@ -223,6 +217,17 @@ func TestResetWhenHistoryLost(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if !strings.HasPrefix(string(b), `{"reset":true,"code":"53200","error":"Timestamp (1) is not valid`) {
 		t.Errorf("NDJSON reset: %s", b)
+	}
+	// An as_of of the request's own below since is no resume point:
+	// starting over would ask for it again, so it is the request's error
+	// (a reset made an EventSource, and feed.js at once, reconnect in a
+	// loop), with pgwire's SQLSTATE for an AS OF below since.
+	for _, path := range []string{"/v1/subscribe/t?as_of=1", "/v1/subscribe/t?as_of=1&live=false", "/v1/subscribe?collection=t&as_of=1"} {
+		resp := get(t, ctx, "http://"+srv.FeedAddr+path)
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || !strings.HasPrefix(string(b), `{"code":"XX000","error":"Timestamp (1) is not valid`) {
+			t.Errorf("%s: status %d, body %s; want 400 with XX000", path, resp.StatusCode, b)
+		}
 	}
 }
 

@@ -82,11 +82,15 @@ const pieceLevel = 5
 const statelessMin = 512
 
 // acceptsGzip reports whether an Accept-Encoding header value accepts
-// gzip: a gzip (or x-gzip) coding, or *, without q=0.
+// gzip: a gzip (or x-gzip) coding without q=0, or, when neither is
+// named, * without q=0.
 func acceptsGzip(header string) bool {
+	// "*" stands for the codings the header does not name (RFC 9110).
+	named, namedOK, anyOK := false, false, false
 	for part := range strings.SplitSeq(header, ",") {
 		coding, params, _ := strings.Cut(part, ";")
-		switch strings.ToLower(strings.TrimSpace(coding)) {
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		switch coding {
 		case "gzip", "x-gzip", "*":
 		default:
 			continue
@@ -100,11 +104,16 @@ func acceptsGzip(header string) bool {
 				}
 			}
 		}
-		if q > 0 {
-			return true
+		if coding == "*" {
+			anyOK = anyOK || q > 0
+		} else {
+			named, namedOK = true, namedOK || q > 0
 		}
 	}
-	return false
+	if named {
+		return namedOK
+	}
+	return anyOK
 }
 
 // zpiece is a shared run of row objects compressed once (deflatePiece).

@@ -198,7 +198,8 @@ func sampleData(rnd *rand.Rand, n int) []byte {
 	return b[:n]
 }
 
-// TestAcceptsGzip: the codings that accept gzip, and q=0 that refuses it.
+// TestAcceptsGzip: the codings that accept gzip, and q=0 that refuses it,
+// also past a "*".
 func TestAcceptsGzip(t *testing.T) {
 	for header, want := range map[string]bool{
 		"":                           false,
@@ -212,6 +213,11 @@ func TestAcceptsGzip(t *testing.T) {
 		"br, *;q=0":                  false,
 		"x-gzip":                     true,
 		"identity;q=1, gzip;q=0.001": true,
+		// "*" is the codings not named: gzip refused by name stays so.
+		"gzip;q=0, *":   false,
+		"*, gzip;q=0":   false,
+		"*;q=0, gzip":   true,
+		"br;q=0, *;q=1": true,
 	} {
 		if got := acceptsGzip(header); got != want {
 			t.Errorf("acceptsGzip(%q) = %v, want %v", header, got, want)

@@ -227,14 +227,14 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 	}
 	status := http.StatusOK
 	defer func() { h.metrics.requests.WithLabelValues(tr.String(), strconv.Itoa(status)).Inc() }()
-	fail := func(err error) {
-		e := toErrorBody(err)
+	failBody := func(e *errorBody) {
 		if e.status == http.StatusInternalServerError {
 			h.cfg.Log.Warn("feed: subscribe", "collection", r.PathValue("collection"), "err", err)
 		}
 		status = e.status
 		writeError(w, e)
 	}
+	fail := func(err error) { failBody(toErrorBody(err)) }
 	if err != nil {
 		fail(err)
 		return
@@ -299,9 +299,21 @@ func (h *Handler) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 		err = s.open(ctx, user, tr, req)
 	}
 	if err != nil {
-		if adapter.HistoryLost(err) && tr != transportSnapshot {
+		switch {
+		case !adapter.HistoryLost(err):
+		case req.after == nil:
+			// The request's own as_of is below since: starting over
+			// would ask for it again (an EventSource, or feed.js told to
+			// reset, reconnecting in a loop), so it is the request's
+			// error, with pgwire's SQLSTATE for an AS OF below since.
+			e := toErrorBody(err)
+			e.status = http.StatusBadRequest
+			failBody(e)
+			return
+		default:
 			// The resume point is gone: tell the client to start over,
-			// in a response an EventSource accepts.
+			// in a response an EventSource accepts. (live=false takes
+			// no resume point.)
 			h.metrics.resets.Inc()
 			startStream(w, r, f)
 			// 53200, as a position lost while streaming is: over pgwire
@@ -491,10 +503,15 @@ func (s *stream) open(ctx context.Context, user string, tr transport, req *reque
 	if err != nil {
 		return err
 	}
-	if s.sub, err = s.h.coord.Subscribe(ctx, user, tr.String(), st); err != nil {
+	sub, err := s.h.coord.Subscribe(ctx, user, tr.String(), st)
+	if err != nil {
 		return err
 	}
-	s.wire = newJSONWire(s.sub.Columns(), "", s.f.sep())
+	if err := checkKeys(sub.Columns(), ""); err != nil {
+		sub.Close()
+		return err
+	}
+	s.sub, s.wire = sub, newJSONWire(sub.Columns(), "", s.f.sep())
 	return nil
 }
 

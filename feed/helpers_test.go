@@ -170,3 +170,19 @@ func waitFor(t *testing.T, r *sseReader, m model, done func(ev event) bool) even
 		}
 	}
 }
+
+// waitSincePast1 waits for table t's since to pass 1 (its reader
+// downgrades it in the background).
+func waitSincePast1(t *testing.T, ctx context.Context, c *pgx.Conn) {
+	t.Helper()
+	for {
+		_, err := c.Exec(ctx, "SELECT * FROM t AS OF 1")
+		if err != nil && strings.Contains(err.Error(), "is not valid for all inputs") {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("since did not pass 1: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

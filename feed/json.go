@@ -5,6 +5,7 @@ import (
 
 	"github.com/shardtail/shardtail/formatter"
 	"github.com/shardtail/shardtail/pgrepr"
+	"github.com/shardtail/shardtail/pgwire"
 	"github.com/shardtail/shardtail/row"
 )
 
@@ -54,6 +55,28 @@ func newJSONWire(cols []formatter.Column, collection string, sep byte) *jsonWire
 		w.types = append(w.types, c.Type)
 	}
 	return w
+}
+
+// checkKeys fails when two fields of the objects newJSONWire(cols,
+// collection, ...) makes would have one name: a column named as a field
+// of the feed's own (mz_diff, mz_timestamp, mz_state, mz_collection) or
+// named twice (columns=a,a). A JSON parser keeps one of them, so that a
+// column mz_diff replaced each row's diff.
+func checkKeys(cols []formatter.Column, collection string) error {
+	seen := map[string]bool{}
+	if collection != "" {
+		seen["mz_collection"] = true
+	}
+	for _, c := range cols {
+		if c.Type.Meta == formatter.MetaProgress {
+			continue
+		}
+		if seen[c.Name] {
+			return pgwire.Errorf("42701", "the feed's rows would have two fields named \"%s\" (a column named as a field of the feed's own, or twice): choose columns= without it", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	return nil
 }
 
 // Key implements formatter.Wire. A shape has a JSON encoding per

@@ -54,6 +54,10 @@ func (s *stream) openSources(ctx context.Context, user string, tr transport, req
 		if err != nil {
 			return nil, err
 		}
+		if err := checkKeys(sub.Columns(), name); err != nil {
+			sub.Close()
+			return nil, err
+		}
 		// The first row of every subscribe is a progress row at its AS OF,
 		// unless AS OF is UP TO: that one completes with no row at all.
 		for {

@@ -27,6 +27,8 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"storm", "-h"}, 0, "shardtail storm"},
 		{[]string{"sink", "--help"}, 0, "shardtail sink postgres"},
 		{[]string{"sink", "postgres", "-h"}, 0, "shardtail sink postgres"},
+		// The Redis sink lands one collection; its --collection says so.
+		{[]string{"sink", "redis", "-h"}, 0, "collection to land (exactly one)"},
 		{[]string{"sink"}, 1, "shardtail sink postgres"},
 		{[]string{"sink", "nonsense"}, 1, "shardtail sink postgres"},
 		{[]string{"help"}, 0, "Usage:"},

@@ -41,6 +41,7 @@ Flags:
 func (m *Main) sinkRedis(ctx context.Context, args []string) error {
 	var f sinkFlags
 	fs := m.newSinkFlagSet("redis", sinkRedisUsage, &f)
+	fs.Lookup("collection").Usage = "collection to land (exactly one)"
 	target := fs.String("target", "redis://127.0.0.1:6379/0", "Redis URL (redis://[user:password@]HOST:PORT/DB)")
 	keys := fs.String("key", "", "KEY columns, comma-separated, in KEY order (required)")
 	namespace := fs.String("namespace", "", `key prefix (default: the collection's name and ":")`)
