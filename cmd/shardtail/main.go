@@ -83,7 +83,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.bench(ctx, args[1:])
 	case "sink":
 		return m.sink(ctx, args[1:])
-	case "version":
+	case "version", "-version", "--version":
 		fmt.Fprintln(m.Stdout, "shardtail", Version)
 		return nil
 	case "help", "-h", "--help":

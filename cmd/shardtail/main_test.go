@@ -32,6 +32,8 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"sink"}, 1, "shardtail sink postgres"},
 		{[]string{"sink", "nonsense"}, 1, "shardtail sink postgres"},
 		{[]string{"help"}, 0, "Usage:"},
+		{[]string{"version"}, 0, "shardtail "},
+		{[]string{"--version"}, 0, "shardtail "},
 		{nil, 1, "Usage:"},
 		{[]string{"nonsense"}, 1, "Usage:"},
 		{[]string{"storm", "--no-such-flag"}, 1, "shardtail storm"},
