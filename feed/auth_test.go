@@ -330,3 +330,56 @@ func TestAuthThrottleShared(t *testing.T) {
 		}
 	}
 }
+
+// TestDNSRebinding: a page's request to its own host that no password
+// authenticates (the embedded default's trusted superuser) must name the
+// server by IP address or localhost: a page whose DNS name points at
+// 127.0.0.1 names its own host and is refused (403, 42501); with a
+// password, from a program (no Sec-Fetch-Site or Origin), or from a page of
+// another origin (the CORS rules'), any name will do.
+func TestDNSRebinding(t *testing.T) {
+	srv := start(t, testserver.Options{})
+	execAll(t, connect(t, srv), "CREATE TABLE t (a int)", "CREATE ROLE pw LOGIN PASSWORD 'secret'", "GRANT SELECT ON t TO pw")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, port, _ := net.SplitHostPort(srv.FeedAddr)
+	for _, tc := range []struct {
+		host, user, browser string
+		status              int
+	}{
+		{"127.0.0.1:" + port, "", "Sec-Fetch-Site", 200},
+		{"localhost:" + port, "", "Sec-Fetch-Site", 200},
+		{"app.localhost:" + port, "", "Origin", 200},
+		{"[::1]:" + port, "", "Sec-Fetch-Site", 200},
+		{"attacker.example:" + port, "", "Sec-Fetch-Site", 403},
+		{"attacker.example", "", "Origin", 403},
+		{"attacker.example:" + port, "pw", "Sec-Fetch-Site", 200},
+		{"attacker.example:" + port, "", "", 200},
+		{"feed.example:" + port, "", "Other-Origin", 200},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+srv.FeedAddr+"/v1/subscribe/t?live=false", nil)
+		req.Host = tc.host
+		switch tc.browser {
+		case "Sec-Fetch-Site":
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+		case "Origin":
+			req.Header.Set("Origin", "http://"+tc.host)
+		case "Other-Origin":
+			req.Header.Set("Origin", "http://page.example")
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		if tc.user != "" {
+			req.SetBasicAuth(tc.user, "secret")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Code string }
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || (tc.status == 403 && body.Code != "42501") {
+			t.Errorf("Host %s, user %q: status %d code %q, want %d", tc.host, tc.user, resp.StatusCode, body.Code, tc.status)
+		}
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,6 +199,9 @@ func (h *Handler) authenticate(r *http.Request) (string, error) {
 		if unknown {
 			return "", pgwire.Errorf("28000", "role \"%s\" does not exist", user)
 		}
+		if !localHost(r.Host) && ownPage(r) {
+			return "", pgwire.Errorf("42501", "a browser's request that no password authenticates must name the server by IP address or localhost, not %q", r.Host)
+		}
 		return user, nil
 	}
 	if !basic {
@@ -216,6 +221,33 @@ func (h *Handler) authenticate(r *http.Request) (string, error) {
 		return "", errPasswordFailed(user)
 	}
 	return user, nil
+}
+
+// localHost reports whether a request's Host names the server as a client
+// that reaches it directly does: by an IP address or localhost. A web page
+// of another site whose DNS name its owner points at 127.0.0.1 (DNS
+// rebinding) names its own host, and must not read the feed as a role that
+// logs in without a password (the embedded default's superuser): such a
+// request from a page of that host (ownPage) is refused. Give roles
+// passwords to serve browsers the feed under a name.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") || net.ParseIP(host) != nil
+}
+
+// ownPage reports whether a request comes from a web page of the host the
+// request names: browsers say so in Sec-Fetch-Site (all current ones), or
+// send an Origin of that host. Programs (curl) send neither; a page of
+// another origin is the CORS rules' (--feed-cors-origins).
+func ownPage(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return true
+	}
+	u, err := url.Parse(r.Header.Get("Origin"))
+	return err == nil && u.Host != "" && u.Host == r.Host
 }
 
 // serveSubscribe serves GET /v1/subscribe/{collection}.
