@@ -17,6 +17,7 @@ import (
 	"github.com/shardtail/shardtail/row"
 	"github.com/shardtail/shardtail/sql"
 	"github.com/shardtail/shardtail/stmtlog"
+	"github.com/shardtail/shardtail/storage"
 	"github.com/shardtail/shardtail/subscribe"
 )
 
@@ -360,7 +361,7 @@ func errDropped(name string) *Error {
 func mapPersistErr(err error, relation string) error {
 	switch {
 	case errors.Is(err, persist.ErrShardTombstoned), errors.Is(err, subscribe.ErrDropped),
-		errors.Is(err, txnwal.ErrNotRegistered): // a write racing DROP TABLE
+		errors.Is(err, txnwal.ErrNotRegistered), errors.Is(err, storage.ErrNotOwned): // a write racing DROP TABLE
 		return errDropped(relation)
 	case errors.Is(err, persist.ErrSinceAdvanced):
 		var se *persist.SinceError

@@ -7,3 +7,7 @@ import "errors"
 // shard: only the txns shard can check at commit that nothing wrote them
 // since the read.
 var ErrNoTxns = errors.New("transactions that read tables need the txns shard")
+
+// ErrNotOwned reports a write to a shard this process does not write: one
+// released since the caller looked it up (a DROP that won the race).
+var ErrNotOwned = errors.New("shard is not writable here")

@@ -232,7 +232,7 @@ func (s *Storage) owned(shard string) (*ownedShard, error) {
 	defer s.mu.Unlock()
 	o := s.shards[shard]
 	if o == nil {
-		return nil, fmt.Errorf("shard %s is not writable here", shard)
+		return nil, fmt.Errorf("%w: %s", ErrNotOwned, shard)
 	}
 	return o, nil
 }
