@@ -44,10 +44,6 @@ const testPage = `<!doctype html><html><head><meta charset="utf-8"><title>feed t
 // each change while its stream goes on, so the browser decodes the
 // spliced stream as it arrives.
 func TestBrowser(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
-	}
 	blob, cons := blobmem.New(), consmem.New()
 	opts := testserver.Options{Blob: blob, Consensus: cons, Tick: 50 * time.Millisecond,
 		Feed: feed.Config{CORSOrigins: []string{"*"}, Retry: 100 * time.Millisecond}}
@@ -63,13 +59,7 @@ func TestBrowser(t *testing.T) {
 	}))
 	defer page.Close()
 
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless, chromedp.WindowSize(800, 600))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
+	ctx := headless(t, 90*time.Second, chromedp.WindowSize(800, 600))
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(page.URL)); err != nil {
 		t.Fatal(err)
 	}
@@ -171,20 +161,10 @@ func waitTable(t *testing.T, ctx context.Context, c *pgx.Conn) {
 // with the same ?after= was reset again, in a loop as fast as the browser
 // could open streams.
 func TestBrowserResetDropsAfter(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
-	}
 	srv := start(t, testserver.Options{})
 	c := connect(t, srv)
 	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one'), (2, 'two')")
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	ctx := headless(t, 60*time.Second)
 	waitSincePast1(t, ctx, c)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t?after=2")); err != nil {
 		t.Fatal(err)
@@ -204,20 +184,10 @@ func TestBrowserResetDropsAfter(t *testing.T) {
 // with envelope=upsert its rows are the key's row now (mz_state upsert or
 // delete), not counted changes: the table follows updates and deletes.
 func TestBrowserEnvelope(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
-	}
 	srv := start(t, testserver.Options{Tick: 50 * time.Millisecond})
 	c := connect(t, srv)
 	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')")
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	ctx := headless(t, 60*time.Second)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate("http://"+srv.FeedAddr+"/ui/t?envelope=upsert&key=k")); err != nil {
 		t.Fatal(err)
 	}
@@ -230,20 +200,10 @@ func TestBrowserEnvelope(t *testing.T) {
 // collection: 404, which ends an EventSource for good) says so, instead of
 // "reconnecting" forever, and one whose stream fails shows the error.
 func TestBrowserRefused(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
-	}
 	srv := start(t, testserver.Options{Tick: 50 * time.Millisecond})
 	c := connect(t, srv)
 	execAll(t, c, "CREATE TABLE t (k int, v text)", "INSERT INTO t VALUES (1, 'one')")
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	ctx := headless(t, 60*time.Second)
 	waitStatus := func(prefix string) {
 		t.Helper()
 		var got string
@@ -267,4 +227,21 @@ func TestBrowserRefused(t *testing.T) {
 	waitTable(t, ctx, c)
 	execAll(t, c, "DROP TABLE t")
 	waitStatus("error 42704: relation 'materialize.public.t' was dropped; closed: the server refused the stream")
+}
+
+// headless starts a headless Chromium for the test, closed when it ends,
+// and returns its context, which ends after timeout; extra are more
+// options of its process.
+func headless(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is required (scripts/prereqs.sh installs it): %v", err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Headless)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(opts, extra...)...)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(func() { cancelTimeout(); cancelBrowser(); cancelAlloc() })
+	return ctx
 }
