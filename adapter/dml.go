@@ -94,10 +94,12 @@ func (s *Session) write(ctx context.Context, it *catalog.Item, updates []row.Upd
 	if s.tx == txIdle {
 		return s.c.write(ctx, it, updates)
 	}
+	var n int64
 	for _, u := range updates {
-		if err := s.holdTxWrite(u.Size()); err != nil {
-			return err
-		}
+		n += u.Size()
+	}
+	if err := s.holdTxWrite(n); err != nil {
+		return err
 	}
 	return s.buffer(it, updates)
 }
@@ -219,8 +221,9 @@ func (s *Session) planInsert(st *sql.Insert, paramOIDs []uint32) (*plan, error) 
 			values[i] = append(values[i], sc)
 		}
 	}
+	assign := newColumnAssign(it.Schema)
 	return &plan{params: params, exec: func(ctx context.Context, params []row.Datum, _ []int16) (pgwire.Result, error) {
-		in := inserts{it: it, cols: cols, assign: newColumnAssign(it.Schema), updates: make([]row.Update, 0, len(values))}
+		in := inserts{it: it, cols: cols, assign: assign, updates: make([]row.Update, 0, len(values))}
 		for _, vals := range values {
 			r := make(row.Row, len(vals))
 			for j, sc := range vals {

@@ -98,8 +98,11 @@ func paramTypes(oids []uint32) []expr.Type {
 	return out
 }
 
-func paramOIDsOf(scope *expr.Scope) []uint32 {
-	types := scope.ParamTypes()
+func paramOIDsOf(scope *expr.Scope) []uint32 { return oidsOf(scope.ParamTypes()) }
+
+// oidsOf is the parameter type OIDs of types, as ParameterDescription
+// reports them: each type's Rep.
+func oidsOf(types []expr.Type) []uint32 {
 	out := make([]uint32, len(types))
 	for i, t := range types {
 		out[i] = pgrepr.OID(t.Rep())
@@ -124,11 +127,7 @@ func compileMFP(input row.Schema, table string, where sql.Expr, items []sql.Sele
 	if ident {
 		_, ident = items[0].Expr.(*sql.Star)
 	}
-	oids := make([]uint32, len(m.ParamTypes()))
-	for i, t := range m.ParamTypes() {
-		oids[i] = pgrepr.OID(t.Rep())
-	}
-	return &mfp{stages: []*expr.MFP{m}, out: m.OutputSchema(), ident: ident}, oids, nil
+	return &mfp{stages: []*expr.MFP{m}, out: m.OutputSchema(), ident: ident}, oidsOf(m.ParamTypes()), nil
 }
 
 // composeMFP applies a then b.
@@ -221,11 +220,7 @@ func compileValues(rows [][]sql.Expr, paramOIDs []uint32) (*valuesInput, []uint3
 	if err != nil {
 		return nil, nil, err
 	}
-	oids := make([]uint32, len(v.ParamTypes()))
-	for i, t := range v.ParamTypes() {
-		oids[i] = pgrepr.OID(t.Rep())
-	}
-	return &valuesInput{v: v, schema: v.OutputSchema()}, oids, nil
+	return &valuesInput{v: v, schema: v.OutputSchema()}, oidsOf(v.ParamTypes()), nil
 }
 
 // rename gives the leading columns the names cols (FROM (VALUES ...) AS
